@@ -1,0 +1,48 @@
+#pragma once
+// The rooflab program's commands, separated from argument parsing so that tests can call them.
+#include <cstdint>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/format.hpp"
+#include "bench/registry.hpp"
+#include "bench/runner.hpp"
+
+namespace rooflab::app {
+
+// Raised for bad command-line input: printed as one line, exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct BenchRequest {
+  std::string op;
+  std::string n, rows, cols, m, batch;  // as typed; parsed by to_problem
+  std::string dtype;
+  std::string format = "table";
+  std::string out;
+  bench::RunOptions options;
+};
+
+// Sizes parsed and checked against the op before any GPU work: bad input fails in one line.
+bench::Problem to_problem(const BenchRequest& request, const bench::Registry& registry);
+
+// `rooflab list [OP]`: works without a GPU.
+void list(std::ostream& out, const bench::Registry& registry, const std::string& op);
+// `rooflab info`: the device, its ceilings and the lecture's peak arithmetic.
+void info(std::ostream& out, const bench::Environment& environment, bench::Format format);
+std::string info_text(const bench::Environment& environment);
+// `rooflab bench OP`: returns the number of FAILED rows.
+int bench(std::ostream& out, const BenchRequest& request);
+// `rooflab report`: every op at its report sizes into DIR/report.md, results.json and charts.
+int report(std::ostream& out, const std::string& directory, bool quick, const bench::RunOptions& options);
+
+// Raised when a GPU command finds no usable device: printed as one line, exit status 1.
+struct NoDevice : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void require_gpu();
+
+}  // namespace rooflab::app

@@ -1,0 +1,130 @@
+// rooflab: the command line of the lab. Parsing only; the commands are in commands.cpp.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "commands.hpp"
+#include "rooflab/error.hpp"
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+void add_run_options(CLI::App* command, rooflab::bench::RunOptions& options, std::string& seed) {
+  command->add_option("--reps", options.reps, "timed repetitions (median reported)")
+      ->check(CLI::Range(1, 100000));
+  command->add_option("--warmup", options.warmup, "untimed runs before timing")
+      ->check(CLI::Range(0, 1000));
+  command->add_flag("--hot", options.hot, "keep L2 warm between repetitions (default: flushed)");
+  command->add_option("--seed", seed, "seed of the random inputs (default: drawn at start)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace rooflab;
+  CLI::App app{"rooflab: GPU primitives, each optimization ladder validated and measured against "
+               "the GPU's limits and the vendor libraries."};
+  app.require_subcommand(1, 1);
+
+  std::string info_format = "table";
+  auto* info_command = app.add_subcommand("info", "the device and its measured ceilings");
+  info_command->add_option("--format", info_format, "table or json");
+
+  std::string list_op;
+  auto* list_command = app.add_subcommand("list", "the ops, or one op's rungs (no GPU needed)");
+  list_command->add_option("OP", list_op, "an op: its rungs, numbered, with their ideas");
+
+  app::BenchRequest request;
+  std::string only, seed;
+  auto* bench_command = app.add_subcommand("bench", "validate and time every rung of one op");
+  bench_command->add_option("OP", request.op, "the op (rooflab list shows them)")->required();
+  bench_command->add_option("--n", request.n, "elements, or columns for svd (2^28, 256M, 1G, 5e7)");
+  bench_command->add_option("--rows", request.rows, "rows of a matrix");
+  bench_command->add_option("--cols", request.cols, "columns of a matrix");
+  bench_command->add_option("--m", request.m, "rows of an svd matrix");
+  bench_command->add_option("--batch", request.batch, "matrices in a batch");
+  bench_command->add_option("--dtype", request.dtype, "element type (op-specific)");
+  bench_command->add_option("--only", only, "rungs to run, by number or name, comma-separated");
+  bench_command->add_option("--format", request.format, "table, csv, json or md");
+  bench_command->add_option("--out", request.out,
+                            "also write the results to this file (.json, .csv, .md choose the format)");
+  add_run_options(bench_command, request.options, seed);
+
+  std::string report_directory = "rooflab-report";
+  bool quick = false;
+  bench::RunOptions report_options;
+  std::string report_seed;
+  auto* report_command =
+      app.add_subcommand("report", "every ladder at its report sizes: report.md, results.json, charts");
+  report_command->add_option("--out", report_directory, "output directory");
+  report_command->add_flag("--quick", quick, "smaller sizes, for a fast look");
+  add_run_options(report_command, report_options, report_seed);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    std::cerr << "rooflab: " << error.what() << " (see rooflab --help)\n";
+    return 2;
+  }
+
+  try {
+    const auto seed_of = [](const std::string& text) -> std::uint64_t {
+      if (text.empty()) return std::random_device{}();
+      try {
+        return std::stoull(text);
+      } catch (const std::exception&) {
+        throw app::UsageError("rooflab: --seed: '" + text + "' is not a non-negative integer");
+      }
+    };
+    // Bad names in list and info are usage errors, like bench's.
+    const auto usage = [](auto&& action) {
+      try {
+        return action();
+      } catch (const Error& error) {
+        throw app::UsageError(error.what());
+      }
+    };
+    if (*list_command) {
+      usage([&] { app::list(std::cout, bench::registry(), list_op); });
+      return 0;
+    }
+    if (*info_command) {
+      const auto format = usage([&] { return bench::parse_format(info_format); });
+      app::require_gpu();
+      app::info(std::cout, bench::make_environment(), format);
+      return 0;
+    }
+    if (*bench_command) {
+      request.options.only = split_commas(only);
+      request.options.seed = seed_of(seed);
+      return app::bench(std::cout, request) == 0 ? 0 : 3;
+    }
+    report_options.seed = seed_of(report_seed);
+    return app::report(std::cout, report_directory, quick, report_options) == 0 ? 0 : 3;
+  } catch (const app::UsageError& error) {
+    std::cerr << error.what() << "\n";
+    return 2;
+  } catch (const app::NoDevice& error) {
+    std::cerr << "rooflab: " << error.what() << "; this command needs an NVIDIA GPU\n";
+    return 1;
+  } catch (const Error& error) {
+    std::cerr << error.what() << "\n";
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "rooflab: " << error.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,225 @@
+#include "bench/format.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "rooflab/error.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+std::string speedup(double factor) { return factor > 0 ? fmt::format("{:.2f}x", factor) : "-"; }
+
+std::string check_text(const Row& row) {
+  if (row.status == Status::skipped) return "-";
+  return fmt::format("{:.1e} <= {:.0e}", row.error, row.tolerance);
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string ceiling_short(const std::string& ceiling) {
+  return ceiling.substr(0, ceiling.find(' '));  // "copy bandwidth" -> "copy"
+}
+
+}  // namespace
+
+Format parse_format(const std::string& text) {
+  if (text == "table") return Format::table;
+  if (text == "csv") return Format::csv;
+  if (text == "json") return Format::json;
+  if (text == "md") return Format::md;
+  throw Error("bench", "--format", "'" + text + "' is not a format (table, csv, json, md)");
+}
+
+Format format_for_path(const std::string& path, Format fallback) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".json")) return Format::json;
+  if (ends_with(".csv")) return Format::csv;
+  if (ends_with(".md")) return Format::md;
+  return fallback;
+}
+
+std::string human_time(double ms) {
+  if (ms >= 1e3) return fmt::format("{:.3g} s", ms * 1e-3);
+  if (ms >= 1) return fmt::format("{:.3g} ms", ms);
+  return fmt::format("{:.3g} us", ms * 1e3);
+}
+
+nlohmann::json to_json(const Environment& environment) {
+  const DeviceInfo& d = environment.device;
+  return {
+      {"device",
+       {{"name", d.name},
+        {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+        {"sm_count", d.sm_count},
+        {"l2_bytes", d.l2_bytes},
+        {"sm_clock_mhz", d.sm_clock_khz / 1000.0},
+        {"memory_clock_mhz", d.memory_clock_khz / 1000.0},
+        {"memory_bus_bits", d.memory_bus_bits},
+        {"global_memory_bytes", d.global_memory_bytes},
+        {"driver", cuda_version_string(d.driver_version)},
+        {"runtime", cuda_version_string(d.runtime_version)}}},
+      {"ceilings",
+       {{"theoretical_bandwidth_gbps", d.theoretical_bandwidth() * 1e-9},
+        {"copy_bandwidth_gbps", environment.ceilings.copy_bandwidth * 1e-9},
+        {"read_bandwidth_gbps", environment.ceilings.read_bandwidth * 1e-9},
+        {"fp32_peak_gflops", d.fp32_peak() * 1e-9},
+        {"fp64_peak_gflops", d.fp64_peak() * 1e-9},
+        {"measured_with_bytes", environment.ceilings.buffer_bytes}}},
+      {"commit", environment.commit},
+      {"date", environment.date},
+      {"rooflab", environment.version}};
+}
+
+nlohmann::json to_json(const Row& row) {
+  return {{"op", row.op},
+          {"problem", row.problem},
+          {"rung", row.rung},
+          {"name", row.name},
+          {"idea", row.idea},
+          {"vendor", row.vendor},
+          {"cpu", row.cpu},
+          {"status", status_name(row.status)},
+          {"note", row.note},
+          {"error", row.error},
+          {"tolerance", row.tolerance},
+          {"reps", row.reps},
+          {"median_ms", row.median_ms},
+          {"min_ms", row.min_ms},
+          {"max_ms", row.max_ms},
+          {"bytes", row.bytes},
+          {"flops", row.flops},
+          {"gbps", row.gbps},
+          {"gflops", row.gflops},
+          {"ceiling", row.ceiling},
+          {"percent_of_ceiling", row.percent_of_ceiling},
+          {"speedup_vs_previous", row.speedup_vs_previous},
+          {"speedup_vs_cpu", row.speedup_vs_cpu}};
+}
+
+nlohmann::json to_json(const Run& run) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Row& row : run.rows) rows.push_back(to_json(row));
+  return {{"op", run.op},
+          {"problem", run.problem},
+          {"model",
+           {{"bytes", run.model.bytes},
+            {"flops", run.model.flops},
+            {"ceiling", ceiling_name(run.model.ceiling)}}},
+          {"rows", rows}};
+}
+
+nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
+                            const std::vector<Run>& runs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Run& run : runs) list.push_back(to_json(run));
+  return {{"rooflab", environment.version},
+          {"environment", to_json(environment)},
+          {"seed", seed},
+          {"runs", list}};
+}
+
+std::string table_header(const std::string& ceiling) {
+  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9} {:>7} {:>9} {:>8} {:>9}  {}",
+                     "#", "variant", "median", "min", "max", "GB/s",
+                     "%" + ceiling_short(ceiling), "GFLOP/s", "vs prev", "vs CPU", "check");
+}
+
+std::string table_row(const Row& row) {
+  const std::string name = row.name + (row.vendor ? " *" : "");
+  if (row.status == Status::skipped)
+    return fmt::format("{:>3}  {:<22} skipped: {}", row.rung, name, row.note);
+  if (row.status == Status::failed)
+    return fmt::format("{:>3}  {:<22} FAILED: {} ({})", row.rung, name, row.note, check_text(row));
+  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}",
+                     row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
+                     human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
+                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu), check_text(row));
+}
+
+std::string markdown_header(const std::string& ceiling) {
+  return fmt::format(
+      "| # | variant | median | min | max | GB/s | % of {} | GFLOP/s | vs previous | vs CPU | "
+      "check |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+      ceiling);
+}
+
+std::string markdown_row(const Row& row) {
+  const std::string name = row.vendor ? row.name + " (vendor)" : row.name;
+  if (row.status != Status::ok)
+    return fmt::format("| {} | {} | {}: {} | | | | | | | | |", row.rung, name,
+                       status_name(row.status), row.note);
+  return fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f}% | {:.1f} | {} | {} | {} |",
+                     row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
+                     human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
+                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu),
+                     check_text(row));
+}
+
+std::string csv_header() {
+  return "op,problem,rung,name,vendor,cpu,status,note,error,tolerance,reps,median_ms,min_ms,"
+         "max_ms,bytes,flops,gbps,gflops,ceiling,percent_of_ceiling,speedup_vs_previous,"
+         "speedup_vs_cpu";
+}
+
+std::string csv_row(const Row& row) {
+  return fmt::format("{},{},{},{},{},{},{},{},{:.6g},{:.3g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
+                     "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g}",
+                     csv_field(row.op), csv_field(row.problem), row.rung, csv_field(row.name),
+                     row.vendor, row.cpu, status_name(row.status), csv_field(row.note), row.error,
+                     row.tolerance, row.reps, row.median_ms, row.min_ms, row.max_ms, row.bytes,
+                     row.flops, row.gbps, row.gflops, csv_field(row.ceiling),
+                     row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu);
+}
+
+RowWriter::RowWriter(std::ostream& out, Format format, const Environment& environment,
+                     std::uint64_t seed)
+    : out_(out), format_(format), environment_(environment), seed_(seed) {}
+
+void RowWriter::begin_run(const std::string& op, const std::string& problem, const Model& model) {
+  runs_.push_back(Run{op, problem, model, {}});
+  const std::string ceiling = ceiling_name(model.ceiling);
+  const std::string title = fmt::format(
+      "{}: {} on {} | model {:.4g} MB, {:.4g} MFLOP | {} {:.1f} {}", op, problem,
+      environment_.device.name, model.bytes * 1e-6, model.flops * 1e-6, ceiling,
+      environment_.ceiling_value(model.ceiling) * 1e-9,
+      model.ceiling == Ceiling::fp32_peak || model.ceiling == Ceiling::fp64_peak ? "GFLOP/s"
+                                                                                : "GB/s");
+  switch (format_) {
+    case Format::table: out_ << "\n" << title << "\n" << table_header(ceiling) << std::endl; break;
+    case Format::md: out_ << "\n### " << title << "\n\n" << markdown_header(ceiling) << std::endl; break;
+    case Format::csv:
+      if (!csv_header_written_) out_ << csv_header() << std::endl;
+      csv_header_written_ = true;
+      break;
+    case Format::json: break;
+  }
+}
+
+void RowWriter::row(const Row& row) {
+  switch (format_) {
+    case Format::table: out_ << table_row(row) << std::endl; break;
+    case Format::md: out_ << markdown_row(row) << std::endl; break;
+    case Format::csv: out_ << csv_row(row) << std::endl; break;
+    case Format::json: break;
+  }
+}
+
+void RowWriter::end_run(const std::vector<Row>& rows) { runs_.back().rows = rows; }
+
+void RowWriter::finish() {
+  if (format_ == Format::json) out_ << results_json(environment_, seed_, runs_).dump(2) << std::endl;
+  if (format_ == Format::table)
+    out_ << "(* vendor library; check: error <= tolerance against the CPU reference; seed "
+         << seed_ << ", commit " << environment_.commit << ")" << std::endl;
+}
+
+}  // namespace rooflab::bench

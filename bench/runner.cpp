@@ -1,0 +1,179 @@
+#include "bench/runner.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <memory>
+
+#include "core/event_timer.hpp"
+#include "core/l2_flush.hpp"
+#include "rooflab/cuda_check.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+struct Timing {
+  std::vector<double> ms;
+  double median() const {
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t half = sorted.size() / 2;
+    return sorted.size() % 2 ? sorted[half] : 0.5 * (sorted[half - 1] + sorted[half]);
+  }
+};
+
+// Repetitions that fit the time budget, judged from one run; at least 3 for a median.
+int affordable_reps(double one_run_ms, const RunOptions& options) {
+  const double budget_ms = options.seconds_per_variant * 1e3;
+  const int fit = one_run_ms > 0 ? int(budget_ms / one_run_ms) : options.reps;
+  return std::max(3, std::min(options.reps, fit));
+}
+
+class Stream {
+ public:
+  Stream() { ROOFLAB_CUDA("bench", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  operator cudaStream_t() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+Timing time_gpu(const Variant& variant, Workspace& workspace, const RunOptions& options,
+                L2Flush& flush, cudaStream_t stream) {
+  EventTimer timer;
+  for (int i = 0; i < options.warmup; ++i) variant.run(workspace, stream);
+  Timing timing;
+  int reps = options.reps;
+  for (int r = 0; r < reps; ++r) {
+    if (!options.hot) flush(stream);
+    timer.start(stream);
+    variant.run(workspace, stream);
+    timer.stop(stream);
+    timing.ms.push_back(timer.elapsed_ms());
+    if (r == 0) reps = affordable_reps(timing.ms[0], options);
+  }
+  return timing;
+}
+
+Timing time_cpu(const Variant& variant, Workspace& workspace, const RunOptions& options) {
+  using clock = std::chrono::steady_clock;
+  Timing timing;
+  int reps = options.reps;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = clock::now();
+    variant.run(workspace, nullptr);
+    timing.ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+    if (r == 0) reps = affordable_reps(timing.ms[0], options);
+  }
+  return timing;
+}
+
+}  // namespace
+
+const char* status_name(Status status) {
+  switch (status) {
+    case Status::ok: return "ok";
+    case Status::failed: return "FAILED";
+    case Status::skipped: return "skipped";
+  }
+  return "?";
+}
+
+bool selected(const Variant& variant, const std::vector<std::string>& only) {
+  if (only.empty()) return true;
+  return std::any_of(only.begin(), only.end(), [&](const std::string& wanted) {
+    return wanted == variant.name || wanted == std::to_string(variant.rung);
+  });
+}
+
+void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment) {
+  const double ceiling = environment.ceiling_value(model.ceiling);
+  const bool compute_bound =
+      model.ceiling == Ceiling::fp32_peak || model.ceiling == Ceiling::fp64_peak;
+  const Row* previous = nullptr;
+  const Row* cpu = nullptr;
+  for (Row& row : rows) {
+    row.bytes = model.bytes;
+    row.flops = model.flops;
+    row.ceiling = ceiling_name(model.ceiling);
+    if (row.status != Status::ok) continue;
+    const double seconds = row.median_ms * 1e-3;
+    row.gbps = seconds > 0 ? model.bytes / seconds * 1e-9 : 0;
+    row.gflops = seconds > 0 ? model.flops / seconds * 1e-9 : 0;
+    const double achieved = compute_bound ? row.gflops * 1e9 : row.gbps * 1e9;
+    row.percent_of_ceiling = ceiling > 0 ? 100.0 * achieved / ceiling : 0;
+    row.speedup_vs_previous = previous ? previous->median_ms / row.median_ms : 0;
+    row.speedup_vs_cpu = cpu ? cpu->median_ms / row.median_ms : 0;
+    if (row.cpu && !cpu) cpu = &row;
+    previous = &row;
+  }
+}
+
+Runner::Runner(const Registry& registry, const Environment& environment, RunOptions options)
+    : registry_(registry), environment_(environment), options_(std::move(options)) {}
+
+std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
+                             const std::function<void(const Row&)>& on_row) {
+  const Op& op = registry_.op(op_name);
+  problem = op.resolve(problem);
+  const Model model = op.model(problem);
+  const std::string description = op.describe(problem);
+
+  Stream stream;
+  L2Flush flush(std::size_t(environment_.device.l2_bytes));
+  std::unique_ptr<Workspace> workspace;  // built on first use: skipped-only ladders allocate nothing
+
+  std::vector<Row> rows;
+  std::uint64_t seed = options_.seed;
+  for (const Variant* variant : registry_.variants(op_name)) {
+    if (!selected(*variant, options_.only)) continue;
+    Row row;
+    row.op = op_name;
+    row.problem = description;
+    row.rung = variant->rung;
+    row.name = variant->name;
+    row.idea = variant->idea;
+    row.vendor = variant->vendor;
+    row.cpu = variant->where == Where::cpu;
+    row.note = variant->limit ? variant->limit(problem) : std::string();
+    if (!row.note.empty()) {
+      row.status = Status::skipped;
+    } else {
+      try {
+        if (!workspace) workspace = op.make_workspace(problem);
+        workspace->refill(seed++);
+        variant->run(*workspace, stream);
+        ROOFLAB_CUDA("bench", cudaStreamSynchronize(stream));
+        const Check check = workspace->check(variant->where);
+        row.error = check.error;
+        row.tolerance = check.tolerance;
+        if (!check.passed) {
+          row.status = Status::failed;
+          row.note = check.detail;
+        } else {
+          const Timing timing = row.cpu ? time_cpu(*variant, *workspace, options_)
+                                        : time_gpu(*variant, *workspace, options_, flush, stream);
+          row.reps = int(timing.ms.size());
+          row.median_ms = timing.median();
+          row.min_ms = *std::min_element(timing.ms.begin(), timing.ms.end());
+          row.max_ms = *std::max_element(timing.ms.begin(), timing.ms.end());
+        }
+      } catch (const std::exception& error) {
+        row.status = Status::failed;
+        row.note = error.what();
+        cudaStreamSynchronize(stream);  // let queued work drain before the next variant
+      }
+    }
+    rows.push_back(row);
+    derive_rates(rows, model, environment_);
+    if (on_row) on_row(rows.back());
+  }
+  return rows;
+}
+
+}  // namespace rooflab::bench

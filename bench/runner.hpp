@@ -1,0 +1,73 @@
+#pragma once
+// Validates and times the variants of one op on one problem. A rung never times itself: the
+// runner owns fresh inputs, poisoned outputs, the check, warm-up, L2 flushing and the median.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/environment.hpp"
+#include "bench/registry.hpp"
+
+namespace rooflab::bench {
+
+struct RunOptions {
+  int reps = 20;        // timed repetitions (fewer when a variant would exceed the time budget)
+  int warmup = 2;       // untimed runs before timing
+  bool hot = false;     // true: keep L2 warm between repetitions
+  std::vector<std::string> only;  // rung numbers or names; empty: every variant
+  std::uint64_t seed = 1;         // inputs of variant i are drawn with seed + i
+  double seconds_per_variant = 4;  // time budget for one variant's timed repetitions
+};
+
+enum class Status { ok, failed, skipped };
+const char* status_name(Status status);
+
+struct Row {
+  std::string op;
+  std::string problem;  // Op::describe of the problem
+  int rung = 0;
+  std::string name;
+  std::string idea;
+  bool vendor = false;
+  bool cpu = false;
+  Status status = Status::ok;
+  std::string note;  // why skipped, what failed
+  double error = 0;
+  double tolerance = 0;
+  int reps = 0;
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  double bytes = 0;  // model
+  double flops = 0;  // model
+  double gbps = 0;
+  double gflops = 0;
+  std::string ceiling;           // which ceiling % refers to
+  double percent_of_ceiling = 0;
+  double speedup_vs_previous = 0;  // 0: nothing earlier to compare with
+  double speedup_vs_cpu = 0;
+};
+
+// True when `variant` is selected by --only (by rung number or name); empty selects all.
+bool selected(const Variant& variant, const std::vector<std::string>& only);
+
+// Fills the derived columns (rates, % of ceiling, speed-ups) of rows measured in ladder order.
+void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment);
+
+class Runner {
+ public:
+  Runner(const Registry& registry, const Environment& environment, RunOptions options);
+
+  // Every selected variant of `op` on `problem`, in ladder order; on_row sees each row as soon as
+  // it is measured (rates and speed-ups filled).
+  std::vector<Row> run(const std::string& op, Problem problem,
+                       const std::function<void(const Row&)>& on_row = {});
+
+ private:
+  const Registry& registry_;
+  const Environment& environment_;
+  RunOptions options_;
+};
+
+}  // namespace rooflab::bench

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: configure and build with ninja, run the whole test suite, run
+# compute-sanitizer (memcheck, racecheck, synccheck) over the GPU tests, run the benchmarks named
+# after OUTDIR, and write logs and results into OUTDIR. The summary is printed last.
+#
+#   scripts/gpu-check.sh OUTDIR ["OP [bench options]" ...]
+#   scripts/gpu-check.sh results "add --n 2^28" "reduce --n 2^24"
+#
+# OUTDIR receives: summary.txt, build.log, test.log, sanitizer.log, bench.log, results.json
+# (every benchmark's runs in one results file) and info.json.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUTDIR [\"OP [options]\" ...]}
+shift
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+build=build/gpu-check
+jobs=$(nproc)
+summary=()
+failed=0
+
+# step NAME LOG COMMAND...: runs COMMAND, appends its output to LOG, records the outcome.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local start=$SECONDS
+  echo "=== $name: $*" >>"$log"
+  if "$@" >>"$log" 2>&1; then
+    summary+=("$(printf '%-28s ok      %4d s' "$name" $((SECONDS - start)))")
+  else
+    summary+=("$(printf '%-28s FAILED  %4d s  (see %s)' "$name" $((SECONDS - start)) "$(basename "$log")")")
+    failed=1
+  fi
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv \
+  >"$out/summary.txt" 2>&1
+
+step configure "$out/build.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+step build "$out/build.log" cmake --build "$build" -j "$jobs"
+step "test suite" "$out/test.log" ctest --test-dir "$build" --output-on-failure -j "$jobs"
+grep -E 'tests passed|tests failed|Skipped|Failed' "$out/test.log" | tail -n 5 >>"$out/summary.txt"
+
+# The GPU tests under each sanitizer tool. Some tests provoke API errors on purpose (a bad launch,
+# an impossible allocation), so API errors are not reported; memory and race errors are.
+gpu_tests="$build/tests/rooflab_gpu_tests"
+# Rungs that are races by design (the seeds' volatile warp unroll) are kept out of the clean
+# runs; racecheck is shown catching them in the lab's docs.
+race_rungs="${ROOFLAB_SANITIZER_EXCLUDE:-}"
+filter="*${race_rungs:+:-$race_rungs}"
+for tool in memcheck racecheck synccheck; do
+  step "compute-sanitizer $tool" "$out/sanitizer.log" \
+    compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 \
+    "$gpu_tests" --gtest_filter="$filter" --gtest_brief=1
+done
+
+step "rooflab info" "$out/bench.log" "$build/rooflab" info
+"$build/rooflab" info --format json >"$out/info.json" 2>>"$out/bench.log"
+
+runs=()
+index=0
+for spec in "$@"; do
+  index=$((index + 1))
+  # shellcheck disable=SC2086  # the spec is an op and its options, split on purpose
+  step "bench $spec" "$out/bench.log" "$build/rooflab" bench $spec --out "$build/bench-$index.json"
+  [ -f "$build/bench-$index.json" ] && runs+=("$build/bench-$index.json")
+done
+if [ ${#runs[@]} -gt 0 ]; then
+  python3 scripts/merge_results.py "$out/results.json" "${runs[@]}" >>"$out/bench.log" 2>&1 ||
+    summary+=("merging results FAILED")
+fi
+
+{
+  echo
+  printf '%s\n' "${summary[@]}"
+} >>"$out/summary.txt"
+# The benchmark tables, then the summary, end the output.
+grep -v '^===' "$out/bench.log" | tail -n 60
+cat "$out/summary.txt"
+exit $failed

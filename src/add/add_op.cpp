@@ -1,0 +1,81 @@
+// The add op: problem, model, workspace and the CPU rung. GPU rungs are in ladder.cu.
+#include <cmath>
+#include <limits>
+
+#include "add/add_workspace.hpp"
+#include "bench/random.hpp"
+#include "cpu/add.hpp"
+#include "cpu/compare.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab::bench {
+
+AddWorkspace::AddWorkspace(std::int64_t n) : n(n), a(n), b(n), out(n) {}
+
+void AddWorkspace::refill(std::uint64_t seed) {
+  seed_a_ = 2 * seed;
+  seed_b_ = 2 * seed + 1;
+  fill_random(a.data(), n, seed_a_, nullptr);
+  fill_random(b.data(), n, seed_b_, nullptr);
+  out.fill_bytes(0xFF);  // NaN: an element no thread writes fails the check
+  host_a.clear();
+  host_b.clear();
+  host_out.clear();
+}
+
+void AddWorkspace::prepare_host() {
+  if (!host_a.empty()) return;
+  host_a = a.download();
+  host_b = b.download();
+  host_out.assign(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+Check AddWorkspace::check(Where where) {
+  const std::vector<float> result = where == Where::gpu ? out.download() : host_out;
+  if (std::int64_t(result.size()) != n) return Check{false, 0, 0, "no output"};
+  // a + b rounded once to float is within half an ulp of the exact sum (2^-24 relative).
+  const double tolerance = std::ldexp(1.0, -24);
+  const auto comparison = cpu::compare_relative(
+      result.data(), n,
+      [&](std::int64_t i) {
+        return double(random_float(seed_a_, i)) + double(random_float(seed_b_, i));
+      },
+      std::ldexp(1.0, -100));
+  return Check{comparison.within(tolerance), comparison.max_error, tolerance,
+               comparison.describe()};
+}
+
+namespace {
+
+ROOFLAB_OP(Op{
+    "add",
+    "lecture 003's vector add, out = a + b over n floats (12 bytes per element)",
+    [](Problem problem) {
+      if (problem.n == 0) problem.n = std::int64_t(1) << 28;
+      require(problem.n >= 1, "bench add", "--n", "must be at least 1");
+      problem.dtype = "float";
+      return problem;
+    },
+    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", float"; },
+    [](const Problem& problem) {
+      return Model{12.0 * double(problem.n), double(problem.n), Ceiling::copy_bandwidth};
+    },
+    [](const Problem& problem) -> std::unique_ptr<Workspace> {
+      return std::make_unique<AddWorkspace>(problem.n);
+    },
+    [](bool quick) {
+      Problem problem;
+      problem.n = std::int64_t(1) << (quick ? 24 : 28);
+      return std::vector<Problem>{problem};
+    },
+});
+
+// Rung 0 — the CPU loop: one core streaming three arrays, the lecture's baseline.
+ROOFLAB_VARIANT(Variant{"add", 0, "cpu-loop", "one CPU core, one loop (the baseline)", Where::cpu,
+                        false, no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t) {
+                          w.prepare_host();
+                          cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
+                        })});
+
+}  // namespace
+}  // namespace rooflab::bench

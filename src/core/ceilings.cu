@@ -1,0 +1,80 @@
+// The two bandwidth ceilings every memory-bound table is compared against.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/device_info.hpp"
+#include "core/event_timer.hpp"
+#include "rooflab/device_buffer.hpp"
+
+namespace rooflab {
+namespace {
+
+// Streams `count` 16-byte words with four independent loads in flight per thread (enough to cover
+// HBM latency at full occupancy) and folds them, so the compiler cannot drop the loads; the store
+// happens only if the fold hits a value random data never produces.
+__global__ void stream_read(const uint4* __restrict__ in, std::size_t count, unsigned* sink) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned fold = 0;
+  for (; i + 3 * stride < count; i += 4 * stride) {
+    const uint4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
+    fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < count; i += stride) fold ^= in[i].x ^ in[i].y ^ in[i].z ^ in[i].w;
+  if (fold == 0x9E3779B9u) *sink = fold;
+}
+
+template <class Launch>
+double median_ms(Launch&& launch, int reps) {
+  EventTimer timer;
+  launch();  // warm-up
+  std::vector<float> times;
+  for (int r = 0; r < reps; ++r) {
+    timer.start(nullptr);
+    launch();
+    timer.stop(nullptr);
+    times.push_back(timer.elapsed_ms());
+  }
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
+  return times[reps / 2];
+}
+
+}  // namespace
+
+MeasuredCeilings measure_ceilings(const DeviceInfo& device) {
+  const char* op = "measure_ceilings";
+  std::size_t free_bytes = 0, total_bytes = 0;
+  ROOFLAB_CUDA(op, cudaMemGetInfo(&free_bytes, &total_bytes));
+  // 1 GiB per buffer is ~20x the L2 of current GPUs; shrink on small cards.
+  std::size_t bytes = std::min<std::size_t>(std::size_t(1) << 30, free_bytes / 4);
+  bytes = std::max<std::size_t>(bytes / 16 * 16, std::size_t(device.l2_bytes) * 4);
+
+  DeviceBuffer<unsigned char> source(bytes), destination(bytes);
+  DeviceBuffer<unsigned> sink(1);
+  source.fill_bytes(0x5A);
+  constexpr int reps = 15;
+
+  MeasuredCeilings ceilings;
+  ceilings.buffer_bytes = bytes;
+  const double copy_ms = median_ms(
+      [&] {
+        ROOFLAB_CUDA(op, cudaMemcpyAsync(destination.data(), source.data(), bytes,
+                                         cudaMemcpyDeviceToDevice, nullptr));
+      },
+      reps);
+  ceilings.copy_bandwidth = 2.0 * bytes / (copy_ms * 1e-3);
+
+  const int blocks = device.sm_count * 8;  // 8 blocks of 256 = 2048 threads: a full Hopper SM
+  const double read_ms = median_ms(
+      [&] {
+        stream_read<<<blocks, 256>>>(reinterpret_cast<const uint4*>(source.data()), bytes / 16,
+                                     sink.data());
+        detail::check_launch(op, "stream_read");
+      },
+      reps);
+  ceilings.read_bandwidth = bytes / (read_ms * 1e-3);
+  return ceilings;
+}
+
+}  // namespace rooflab

@@ -1,0 +1,58 @@
+#pragma once
+// What the device is and what it can do at most: the numbers every table is measured against.
+#include <cstddef>
+#include <string>
+
+namespace rooflab {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int l2_bytes = 0;
+  int sm_clock_khz = 0;      // peak SM clock
+  int memory_clock_khz = 0;  // peak memory clock
+  int memory_bus_bits = 0;
+  std::size_t global_memory_bytes = 0;
+  int shared_memory_per_block_optin = 0;
+  int driver_version = 0;   // e.g. 13000 for 13.0
+  int runtime_version = 0;
+
+  // The lecture's arithmetic: 2 transfers per clock (double data rate) x clock x bus width / 8.
+  double theoretical_bandwidth() const;  // bytes/s
+  // SMs x cores per SM x 2 (a fused multiply-add is two flops) x clock.
+  double fp32_peak() const;  // flop/s
+  double fp64_peak() const;
+};
+
+// Cores per SM by compute capability (from NVIDIA's architecture whitepapers); 0 when unknown.
+int fp32_cores_per_sm(int cc_major, int cc_minor);
+int fp64_cores_per_sm(int cc_major, int cc_minor);
+
+// Empty when a CUDA device can be used; otherwise one line saying why not.
+std::string cuda_device_unavailable_reason();
+
+DeviceInfo query_device(int ordinal = 0);
+
+// "13.0" from 13000.
+std::string cuda_version_string(int version);
+
+// Bandwidth ceilings measured on the device (bytes/s): a device-to-device cudaMemcpy counting the
+// bytes read plus the bytes written, and a kernel that only streams reads. Each is the median of
+// timed runs over buffers several times larger than L2.
+struct MeasuredCeilings {
+  double copy_bandwidth = 0;
+  double read_bandwidth = 0;
+  std::size_t buffer_bytes = 0;
+};
+MeasuredCeilings measure_ceilings(const DeviceInfo& device);
+
+}  // namespace rooflab
+
+namespace rooflab {
+// The current device's multiprocessor count, queried once per device and cached: launch
+// configurations that fill the GPU need it on every call.
+int current_sm_count();
+}  // namespace rooflab

@@ -1,0 +1,128 @@
+// Core pieces that need no GPU: errors, the ceiling arithmetic, the random streams, comparison.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "bench/random.hpp"
+#include "core/device_info.hpp"
+#include "cpu/add.hpp"
+#include "cpu/compare.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab {
+namespace {
+
+TEST(Error, MessageNamesOpArgumentAndProblem) {
+  const Error error("reduce", "n", "must be >= 0, got -5");
+  EXPECT_STREQ(error.what(), "rooflab::reduce: argument 'n': must be >= 0, got -5");
+  EXPECT_EQ(error.op(), "reduce");
+  EXPECT_EQ(error.argument(), "n");
+  EXPECT_EQ(error.cuda_error(), "");
+}
+
+TEST(Error, CheckCudaThrowsWithTheCallAndTheCudaErrorName) {
+  try {
+    ROOFLAB_CUDA("reduce", cudaErrorMemoryAllocation);
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_EQ(error.op(), "reduce");
+    EXPECT_NE(error.cuda_error().find("cudaErrorMemoryAllocation"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("cudaErrorMemoryAllocation failed"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_NO_THROW(ROOFLAB_CUDA("reduce", cudaSuccess));
+}
+
+TEST(Error, RequireThrowsOnlyWhenTheConditionFails) {
+  EXPECT_NO_THROW(require(true, "scan", "n", "never"));
+  EXPECT_THROW(require(false, "scan", "n", "must be positive"), Error);
+}
+
+TEST(DeviceArithmetic, HopperCoresPerSm) {
+  EXPECT_EQ(fp32_cores_per_sm(9, 0), 128);
+  EXPECT_EQ(fp64_cores_per_sm(9, 0), 64);
+  EXPECT_EQ(fp32_cores_per_sm(8, 0), 64);
+  EXPECT_EQ(fp32_cores_per_sm(1, 0), 0);
+}
+
+TEST(DeviceArithmetic, LectureFormulasOnAnH100LikeDevice) {
+  DeviceInfo device;
+  device.cc_major = 9;
+  device.sm_count = 132;
+  device.sm_clock_khz = 1980000;
+  device.memory_clock_khz = 2619000;
+  device.memory_bus_bits = 5120;
+  EXPECT_NEAR(device.theoretical_bandwidth(), 2 * 2.619e9 * 5120 / 8, 1);
+  EXPECT_NEAR(device.fp32_peak(), 132.0 * 128 * 2 * 1.98e9, 1);
+  EXPECT_NEAR(device.fp64_peak(), 132.0 * 64 * 2 * 1.98e9, 1);
+}
+
+TEST(DeviceArithmetic, VersionString) { EXPECT_EQ(cuda_version_string(13000), "13.0"); }
+
+TEST(RandomStreams, FloatsAreOnTheExactGridInMinusOneToOne) {
+  std::set<float> distinct;
+  for (std::uint64_t i = 0; i < 10000; ++i) {
+    const float value = bench::random_float(3, i);
+    EXPECT_GE(value, -1.0f);
+    EXPECT_LT(value, 1.0f);
+    EXPECT_EQ(std::ldexp(value, 23), std::trunc(std::ldexp(value, 23)));
+    distinct.insert(value);
+  }
+  EXPECT_GT(distinct.size(), 9900u);  // not zeros, not a constant
+}
+
+TEST(RandomStreams, SeedsGiveDifferentStreams) {
+  int same = 0;
+  for (std::uint64_t i = 0; i < 1000; ++i) same += bench::random_float(1, i) == bench::random_float(2, i);
+  EXPECT_LT(same, 5);
+}
+
+TEST(RandomStreams, DoublesAndIntegersStayInRange) {
+  for (std::uint64_t i = 0; i < 10000; ++i) {
+    const double value = bench::random_double(5, i);
+    EXPECT_GE(value, -1.0);
+    EXPECT_LT(value, 1.0);
+    const auto integer = bench::random_integer(5, i, -3, 7);
+    EXPECT_GE(integer, -3);
+    EXPECT_LE(integer, 7);
+  }
+}
+
+TEST(Compare, ExactOutputHasZeroError) {
+  const std::vector<float> out{1, 2, 3};
+  const auto comparison = cpu::compare_relative(out.data(), 3, [&](std::int64_t i) { return double(out[i]); }, 1e-30);
+  EXPECT_TRUE(comparison.within(0));
+}
+
+TEST(Compare, FindsTheWorstElement) {
+  const std::vector<float> out{1, 2.5f, 3};
+  const auto comparison = cpu::compare_relative(out.data(), 3, [](std::int64_t i) { return double(i + 1); }, 1e-30);
+  EXPECT_EQ(comparison.worst_index, 1);
+  EXPECT_DOUBLE_EQ(comparison.max_error, 0.25);
+  EXPECT_FALSE(comparison.within(0.2));
+  EXPECT_TRUE(comparison.within(0.25));
+}
+
+TEST(Compare, AnUnwrittenNaNNeverPassesEvenInALargeArray) {
+  std::vector<float> out(1 << 20, 1.0f);
+  out[777777] = std::numeric_limits<float>::quiet_NaN();
+  const auto comparison =
+      cpu::compare_relative(out.data(), std::int64_t(out.size()), [](std::int64_t) { return 1.0; }, 1e-30);
+  EXPECT_TRUE(comparison.has_nan);
+  EXPECT_EQ(comparison.worst_index, 777777);
+  EXPECT_FALSE(comparison.within(1e300));
+}
+
+TEST(CpuAdd, AddsElementwise) {
+  const std::vector<float> a{1, 2, 3}, b{0.5f, -2, 4};
+  std::vector<float> out(3, std::numeric_limits<float>::quiet_NaN());
+  cpu::add_serial(a.data(), b.data(), out.data(), 3);
+  EXPECT_EQ(out, (std::vector<float>{1.5f, 0, 7}));
+}
+
+}  // namespace
+}  // namespace rooflab

@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "bench/format.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+Environment fake_environment() {
+  Environment environment;
+  environment.device.name = "Test GPU";
+  environment.device.cc_major = 9;
+  environment.device.cc_minor = 0;
+  environment.device.sm_count = 132;
+  environment.device.sm_clock_khz = 1980000;
+  environment.device.memory_clock_khz = 2619000;
+  environment.device.memory_bus_bits = 5120;
+  environment.ceilings.copy_bandwidth = 3000e9;
+  environment.ceilings.read_bandwidth = 3200e9;
+  environment.commit = "abc123";
+  environment.date = "2026-11-22T00:00:00Z";
+  environment.version = "0.1.0";
+  return environment;
+}
+
+Row measured(const std::string& name, double ms, bool cpu = false) {
+  Row row;
+  row.op = "add";
+  row.name = name;
+  row.cpu = cpu;
+  row.median_ms = row.min_ms = row.max_ms = ms;
+  row.reps = 5;
+  return row;
+}
+
+TEST(DeriveRates, GigabytesPerSecondAndPercentOfCeiling) {
+  std::vector<Row> rows{measured("gpu", 1.0)};
+  derive_rates(rows, Model{3e9, 1e9, Ceiling::copy_bandwidth}, fake_environment());
+  EXPECT_DOUBLE_EQ(rows[0].gbps, 3000.0);
+  EXPECT_DOUBLE_EQ(rows[0].gflops, 1000.0);
+  EXPECT_DOUBLE_EQ(rows[0].percent_of_ceiling, 100.0);
+  EXPECT_EQ(rows[0].ceiling, "copy bandwidth");
+}
+
+TEST(DeriveRates, SpeedupsAgainstPreviousAndCpuSkipFailedRows) {
+  std::vector<Row> rows{measured("cpu", 100.0, true), measured("slow", 10.0), measured("broken", 1.0),
+                        measured("fast", 2.0)};
+  rows[2].status = Status::failed;
+  derive_rates(rows, Model{1e9, 0, Ceiling::read_bandwidth}, fake_environment());
+  EXPECT_EQ(rows[0].speedup_vs_previous, 0);
+  EXPECT_EQ(rows[0].speedup_vs_cpu, 0);
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_previous, 10.0);
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_cpu, 10.0);
+  EXPECT_EQ(rows[2].gbps, 0);
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_previous, 5.0);
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_cpu, 50.0);
+}
+
+TEST(DeriveRates, ComputeBoundOpsCompareFlopsWithThePeak) {
+  std::vector<Row> rows{measured("gemm", 1.0)};
+  const Environment environment = fake_environment();
+  derive_rates(rows, Model{1e6, environment.device.fp32_peak() * 1e-3, Ceiling::fp32_peak}, environment);
+  EXPECT_NEAR(rows[0].percent_of_ceiling, 100.0, 1e-9);
+}
+
+TEST(Formats, ParseNamesAndRejectOthers) {
+  EXPECT_EQ(parse_format("table"), Format::table);
+  EXPECT_EQ(parse_format("csv"), Format::csv);
+  EXPECT_EQ(parse_format("json"), Format::json);
+  EXPECT_EQ(parse_format("md"), Format::md);
+  EXPECT_THROW(parse_format("xml"), Error);
+}
+
+TEST(Formats, OutFileExtensionChoosesTheFormat) {
+  EXPECT_EQ(format_for_path("results.json", Format::table), Format::json);
+  EXPECT_EQ(format_for_path("rows.csv", Format::table), Format::csv);
+  EXPECT_EQ(format_for_path("table.md", Format::json), Format::md);
+  EXPECT_EQ(format_for_path("results.txt", Format::csv), Format::csv);
+}
+
+TEST(Formats, CsvQuotesFieldsWithCommasAndQuotes) {
+  Row row = measured("x", 1.0);
+  row.problem = "rows = 3, cols = 4";
+  row.note = "said \"no\"";
+  const std::string line = csv_row(row);
+  EXPECT_NE(line.find("\"rows = 3, cols = 4\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"said \"\"no\"\"\""), std::string::npos) << line;
+  // As many fields as the header names.
+  std::size_t header_fields = 1;
+  for (char c : csv_header()) header_fields += c == ',';
+  Row plain = measured("y", 1.0);
+  std::size_t row_fields = 1;
+  for (char c : csv_row(plain)) row_fields += c == ',';
+  EXPECT_EQ(row_fields, header_fields);
+}
+
+TEST(Formats, TableShowsFailedAndSkippedWithReasons) {
+  Row failed = measured("broken", 0);
+  failed.status = Status::failed;
+  failed.note = "NaN at index 7";
+  Row skipped = measured("slow", 0);
+  skipped.status = Status::skipped;
+  skipped.note = "too slow";
+  EXPECT_NE(table_row(failed).find("FAILED: NaN at index 7"), std::string::npos);
+  EXPECT_NE(table_row(skipped).find("skipped: too slow"), std::string::npos);
+  EXPECT_NE(markdown_row(failed).find("FAILED: NaN at index 7"), std::string::npos);
+}
+
+TEST(Formats, JsonResultsCarryDeviceCommitDateAndRows) {
+  const Environment environment = fake_environment();
+  std::vector<Row> rows{measured("gpu", 2.0)};
+  derive_rates(rows, Model{6e9, 0, Ceiling::copy_bandwidth}, environment);
+  const auto document = results_json(environment, 42, {bench::Run{"add", "n = 1", Model{6e9, 0}, rows}});
+  const auto parsed = nlohmann::json::parse(document.dump());
+  EXPECT_EQ(parsed["environment"]["device"]["name"], "Test GPU");
+  EXPECT_EQ(parsed["environment"]["commit"], "abc123");
+  EXPECT_EQ(parsed["environment"]["date"], "2026-11-22T00:00:00Z");
+  EXPECT_EQ(parsed["seed"], 42);
+  EXPECT_EQ(parsed["runs"][0]["rows"][0]["name"], "gpu");
+  EXPECT_DOUBLE_EQ(parsed["runs"][0]["rows"][0]["gbps"].get<double>(), 3000.0);
+  EXPECT_EQ(parsed["runs"][0]["rows"][0]["status"], "ok");
+}
+
+TEST(Formats, WriterStreamsEachRowAtOnceAndJsonAtFinish) {
+  const Environment environment = fake_environment();
+  for (Format format : {Format::table, Format::csv, Format::md}) {
+    std::ostringstream out;
+    RowWriter writer(out, format, environment, 7);
+    writer.begin_run("add", "n = 1", Model{12, 1});
+    writer.row(measured("first", 1.0));
+    EXPECT_NE(out.str().find("first"), std::string::npos) << int(format);
+  }
+  std::ostringstream out;
+  RowWriter writer(out, Format::json, environment, 7);
+  writer.begin_run("add", "n = 1", Model{12, 1});
+  const Row row = measured("first", 1.0);
+  writer.row(row);
+  EXPECT_EQ(out.str(), "");
+  writer.end_run({row});
+  writer.finish();
+  EXPECT_EQ(nlohmann::json::parse(out.str())["runs"][0]["rows"][0]["name"], "first");
+}
+
+TEST(Formats, HumanTimePicksTheUnit) {
+  EXPECT_EQ(human_time(0.0123), "12.3 us");
+  EXPECT_EQ(human_time(4.56), "4.56 ms");
+  EXPECT_EQ(human_time(2500), "2.5 s");
+}
+
+}  // namespace
+}  // namespace rooflab::bench
