@@ -147,6 +147,8 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
       try {
         if (!workspace) workspace = op.make_workspace(problem);
         workspace->refill(seed++);
+        // Refills may queue work on any stream; the variant's stream must not overtake it.
+        ROOFLAB_CUDA("bench", cudaDeviceSynchronize());
         variant->run(*workspace, stream);
         ROOFLAB_CUDA("bench", cudaStreamSynchronize(stream));
         const Check check = workspace->check(variant->where);

@@ -16,6 +16,7 @@ struct Comparison {
   double worst_output = 0;
   double worst_reference = 0;
   bool has_nan = false;
+  std::int64_t compared = 0;
   bool within(double tolerance) const { return !has_nan && max_error <= tolerance; }
   std::string describe() const;
 };
@@ -48,6 +49,35 @@ Comparison compare_relative(const T* out, std::int64_t n, Reference reference, d
     } else if (!total.has_nan && (total.worst_index < 0 || part.max_error > total.max_error)) {
       total = part;
     }
+  }
+  total.compared = n;
+  return total;
+}
+
+// Exact comparison (integers, counts, bit-reproducibility): reference(i) gives element i as T.
+// max_error is the number of mismatching elements; worst_index the first of them.
+template <class T, class Reference>
+Comparison compare_exact(const T* out, std::int64_t n, Reference reference) {
+  std::vector<std::int64_t> mismatches(cpu_threads(), 0), first(cpu_threads(), -1);
+  parallel_ranges(n, [&](std::int64_t begin, std::int64_t end, int part) {
+    for (std::int64_t i = begin; i < end; ++i)
+      if (!(out[i] == T(reference(i)))) {
+        if (first[part] < 0) first[part] = i;
+        ++mismatches[part];
+      }
+  });
+  Comparison total;
+  total.compared = n;
+  std::int64_t count = 0;
+  for (std::size_t part = 0; part < first.size(); ++part) {
+    count += mismatches[part];
+    if (first[part] >= 0 && (total.worst_index < 0 || first[part] < total.worst_index))
+      total.worst_index = first[part];
+  }
+  total.max_error = double(count);
+  if (total.worst_index >= 0) {
+    total.worst_output = double(out[total.worst_index]);
+    total.worst_reference = double(T(reference(total.worst_index)));
   }
   return total;
 }

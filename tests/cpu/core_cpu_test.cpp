@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "bench/dtype.hpp"
 #include "bench/random.hpp"
 #include "core/device_info.hpp"
 #include "cpu/add.hpp"
@@ -117,6 +118,25 @@ TEST(Compare, AnUnwrittenNaNNeverPassesEvenInALargeArray) {
   EXPECT_FALSE(comparison.within(1e300));
 }
 
+TEST(Compare, ExactCountsMismatchesAndFindsTheFirst) {
+  std::vector<std::int64_t> out(200000);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::int64_t(i) * 3;
+  const auto reference = [](std::int64_t i) { return i * 3; };
+  EXPECT_TRUE(cpu::compare_exact(out.data(), std::int64_t(out.size()), reference).within(0));
+  out[150001] += 1;
+  out[199999] -= 1;
+  const auto comparison = cpu::compare_exact(out.data(), std::int64_t(out.size()), reference);
+  EXPECT_EQ(comparison.max_error, 2);
+  EXPECT_EQ(comparison.worst_index, 150001);
+  EXPECT_FALSE(comparison.within(0));
+}
+
+TEST(Compare, ExactSeesDifferencesBeyondDoublePrecision) {
+  const std::vector<std::int64_t> out{(std::int64_t(1) << 60) + 1};
+  const auto comparison = cpu::compare_exact(out.data(), 1, [](std::int64_t) { return std::int64_t(1) << 60; });
+  EXPECT_EQ(comparison.max_error, 1);
+}
+
 TEST(CpuAdd, AddsElementwise) {
   const std::vector<float> a{1, 2, 3}, b{0.5f, -2, 4};
   std::vector<float> out(3, std::numeric_limits<float>::quiet_NaN());
@@ -126,3 +146,31 @@ TEST(CpuAdd, AddsElementwise) {
 
 }  // namespace
 }  // namespace rooflab
+
+namespace rooflab::bench {
+namespace {
+
+TEST(DType, ParsesLongAndShortNamesOfAllowedTypes) {
+  const std::vector<DType> allowed{DType::f32, DType::i64};
+  EXPECT_EQ(parse_dtype("float", allowed, DType::f32, "reduce"), DType::f32);
+  EXPECT_EQ(parse_dtype("i64", allowed, DType::f32, "reduce"), DType::i64);
+  EXPECT_EQ(parse_dtype("", allowed, DType::i64, "reduce"), DType::i64);
+}
+
+TEST(DType, RejectsTypesTheOpDoesNotHaveListingThoseItHas) {
+  try {
+    parse_dtype("double", {DType::f32, DType::u8}, DType::f32, "histogram");
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("(float, uint8)"), std::string::npos) << error.what();
+  }
+}
+
+TEST(DType, VisitGivesTheMatchingCppType) {
+  EXPECT_EQ(visit_dtype(DType::f64, [](auto value) { return sizeof(value); }), sizeof(double));
+  EXPECT_EQ(visit_dtype(DType::u8, [](auto value) { return sizeof(value); }), 1u);
+  EXPECT_EQ(visit_dtype(DType::i32, [](auto value) { return dtype_of<decltype(value)>(); }), DType::i32);
+}
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -57,6 +57,14 @@ TEST_F(DeviceMemory, DeviceBufferOfImpossibleSizeThrowsOutOfMemory) {
   }
 }
 
+TEST_F(DeviceMemory, AHandledCudaErrorDoesNotLingerForTheNextLaunchCheck) {
+  EXPECT_THROW(DeviceBuffer<char>(std::size_t(1) << 50), Error);
+  DeviceBuffer<int> out(32);
+  write_index<<<1, 32>>>(out.data(), 32);
+  EXPECT_NO_THROW(detail::check_launch("test", "write_index"));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 TEST_F(DeviceMemory, StreamBufferIsUsableOnItsStream) {
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
@@ -76,7 +84,7 @@ TEST_F(DeviceMemory, StreamBufferIsUsableOnItsStream) {
 
 TEST_F(LaunchCheck, CheckLaunchReportsABadConfiguration) {
   int* nothing = nullptr;
-  write_index<<<1, 4096>>>(nothing, 0);  // more threads than a block may have
+  write_index<<<0, 32>>>(nothing, 0);  // a grid of no blocks is an invalid configuration
   try {
     detail::check_launch("test", "write_index");
     FAIL() << "the bad launch went unnoticed";

@@ -1,0 +1,18 @@
+#pragma once
+// Histograms with evenly spaced bins. Device pointers; asynchronous on `stream`.
+// Instantiated for uint8_t, int32_t, float, double.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace rooflab {
+
+// counts[b], b in [0, bins), is overwritten. A value v with lo <= v < hi falls into bin
+// min(bins - 1, floor((double(v) - lo) * bins / (hi - lo))), evaluated in double precision;
+// values outside [lo, hi) and NaN are not counted. lo and hi are doubles so that every value of
+// T can be bounded (uint8 data: lo = 0, hi = 256). 1 <= bins <= 2^24.
+template <class T>
+void histogram_even(const T* in, std::int64_t n, int bins, double lo, double hi,
+                    std::uint64_t* counts, cudaStream_t stream = nullptr);
+
+}  // namespace rooflab

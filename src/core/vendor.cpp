@@ -1,0 +1,71 @@
+#include "core/vendor.hpp"
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab {
+namespace {
+
+template <class Handle, class Create, class Destroy>
+class HandlePerDevice {
+ public:
+  HandlePerDevice(Create create, Destroy destroy) : create_(create), destroy_(destroy) {}
+  ~HandlePerDevice() {
+    for (auto& entry : handles_) destroy_(entry.second);
+  }
+  Handle get(const char* op) {
+    int device = 0;
+    ROOFLAB_CUDA(op, cudaGetDevice(&device));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto found = handles_.find(device);
+    if (found != handles_.end()) return found->second;
+    Handle handle{};
+    create_(&handle, op);
+    handles_[device] = handle;
+    return handle;
+  }
+
+ private:
+  Create create_;
+  Destroy destroy_;
+  std::mutex mutex_;
+  std::map<int, Handle> handles_;
+};
+
+}  // namespace
+
+void check_cublas(cublasStatus_t status, const char* op, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(op, "", std::string(call) + " failed", cublasGetStatusName(status));
+}
+
+void check_cusolver(cusolverStatus_t status, const char* op, const char* call) {
+  if (status == CUSOLVER_STATUS_SUCCESS) return;
+  throw Error(op, "", std::string(call) + " failed", "cusolverStatus " + std::to_string(int(status)));
+}
+
+cublasHandle_t cublas_handle(cudaStream_t stream) {
+  static HandlePerDevice<cublasHandle_t, void (*)(cublasHandle_t*, const char*),
+                         void (*)(cublasHandle_t)>
+      handles([](cublasHandle_t* handle, const char* op) { ROOFLAB_CUBLAS(op, cublasCreate(handle)); },
+              [](cublasHandle_t handle) { cublasDestroy(handle); });
+  const cublasHandle_t handle = handles.get("cublas_handle");
+  ROOFLAB_CUBLAS("cublas_handle", cublasSetStream(handle, stream));
+  return handle;
+}
+
+cusolverDnHandle_t cusolver_handle(cudaStream_t stream) {
+  static HandlePerDevice<cusolverDnHandle_t, void (*)(cusolverDnHandle_t*, const char*),
+                         void (*)(cusolverDnHandle_t)>
+      handles([](cusolverDnHandle_t* handle, const char* op) { ROOFLAB_CUSOLVER(op, cusolverDnCreate(handle)); },
+              [](cusolverDnHandle_t handle) { cusolverDnDestroy(handle); });
+  const cusolverDnHandle_t handle = handles.get("cusolver_handle");
+  ROOFLAB_CUSOLVER("cusolver_handle", cusolverDnSetStream(handle, stream));
+  return handle;
+}
+
+}  // namespace rooflab

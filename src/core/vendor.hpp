@@ -1,0 +1,19 @@
+#pragma once
+// Vendor libraries (cuBLAS, cuSOLVER): checked calls and one handle per process and device,
+// created on first use, so comparators and the SVD never pay handle creation inside a timing.
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+namespace rooflab {
+
+void check_cublas(cublasStatus_t status, const char* op, const char* call);
+void check_cusolver(cusolverStatus_t status, const char* op, const char* call);
+
+// Handles for the current device, bound to `stream` before they are returned.
+cublasHandle_t cublas_handle(cudaStream_t stream);
+cusolverDnHandle_t cusolver_handle(cudaStream_t stream);
+
+}  // namespace rooflab
+
+#define ROOFLAB_CUBLAS(op, call) ::rooflab::check_cublas((call), (op), #call)
+#define ROOFLAB_CUSOLVER(op, call) ::rooflab::check_cusolver((call), (op), #call)
