@@ -39,17 +39,28 @@ void require_gpu() {
   if (!why.empty()) throw NoDevice(why);
 }
 
-bench::Problem to_problem(const BenchRequest& request, const bench::Registry& registry) {
+std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry) {
   const bench::Op& op = registry.op(request.op);
-  bench::Problem problem;
-  problem.n = size_or_zero(request.n, "--n");
-  problem.rows = size_or_zero(request.rows, "--rows");
-  problem.cols = size_or_zero(request.cols, "--cols");
-  problem.m = size_or_zero(request.m, "--m");
-  problem.batch = size_or_zero(request.batch, "--batch");
-  problem.dtype = request.dtype;
-  require(request.n.empty() || problem.n > 0, "bench", "--n", "must be at least 1");
-  return op.resolve(problem);
+  const bool sizes_given = !(request.n.empty() && request.rows.empty() && request.cols.empty() &&
+                             request.m.empty() && request.batch.empty());
+  std::vector<bench::Problem> problems;
+  if (sizes_given) {
+    bench::Problem problem;
+    problem.n = size_or_zero(request.n, "--n");
+    problem.rows = size_or_zero(request.rows, "--rows");
+    problem.cols = size_or_zero(request.cols, "--cols");
+    problem.m = size_or_zero(request.m, "--m");
+    problem.batch = size_or_zero(request.batch, "--batch");
+    require(request.n.empty() || problem.n > 0, "bench", "--n", "must be at least 1");
+    problems.push_back(problem);
+  } else {
+    problems = op.report_problems(false);
+  }
+  for (bench::Problem& problem : problems) {
+    if (!request.dtype.empty()) problem.dtype = request.dtype;
+    problem = op.resolve(problem);
+  }
+  return problems;
 }
 
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op) {
@@ -114,10 +125,10 @@ void info(std::ostream& out, const bench::Environment& environment, bench::Forma
 int bench(std::ostream& out, const BenchRequest& request) {
   const bench::Registry& registry = bench::registry();
   bench::Format format;
-  bench::Problem problem;
+  std::vector<bench::Problem> problems;
   try {
     format = bench::parse_format(request.format);
-    problem = to_problem(request, registry);
+    problems = to_problems(request, registry);
   } catch (const Error& error) {
     throw UsageError(error.what());
   }
@@ -132,7 +143,8 @@ int bench(std::ostream& out, const BenchRequest& request) {
   bench::RowWriter writer(out, format, environment, request.options.seed);
   std::vector<bench::Run> runs;
   int failures = 0;
-  run_one(runner, writer, registry, request.op, problem, &runs, &failures);
+  for (const bench::Problem& problem : problems)
+    run_one(runner, writer, registry, request.op, problem, &runs, &failures);
   writer.finish();
   if (file) {
     bench::RowWriter file_writer(file, bench::format_for_path(request.out, format), environment,

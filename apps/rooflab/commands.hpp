@@ -27,7 +27,8 @@ struct BenchRequest {
 };
 
 // Sizes parsed and checked against the op before any GPU work: bad input fails in one line.
-bench::Problem to_problem(const BenchRequest& request, const bench::Registry& registry);
+// Without any size option, the op's report problems (its tables), each with --dtype if given.
+std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry);
 
 // `rooflab list [OP]`: works without a GPU.
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op);

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
 
   app::BenchRequest request;
   std::string only, seed;
-  auto* bench_command = app.add_subcommand("bench", "validate and time every rung of one op");
+  auto* bench_command = app.add_subcommand(
+      "bench", "validate and time every rung of one op (no size given: the op's report sizes)");
   bench_command->add_option("OP", request.op, "the op (rooflab list shows them)")->required();
   bench_command->add_option("--n", request.n, "elements, or columns for svd (2^28, 256M, 1G, 5e7)");
   bench_command->add_option("--rows", request.rows, "rows of a matrix");

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/dtype.hpp"
-#include "bench/random.hpp"
+#include "core/random_stream.hpp"
 #include "core/device_info.hpp"
 #include "cpu/add.hpp"
 #include "cpu/compare.hpp"

@@ -1,0 +1,176 @@
+#include "cpu/svd_reference.hpp"
+
+#include <lapacke.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "core/random_stream.hpp"
+#include "cpu/parallel.hpp"
+
+namespace rooflab::cpu {
+namespace {
+
+void require_lapack(lapack_int info, const char* routine) {
+  if (info != 0) throw std::runtime_error(std::string(routine) + " failed with info " + std::to_string(info));
+}
+
+double one_norm(const Matrix& a) {
+  double norm = 0;
+  for (int j = 0; j < a.n; ++j) {
+    double column = 0;
+    for (int i = 0; i < a.m; ++i) column += std::abs(a(i, j));
+    norm = std::max(norm, column);
+  }
+  return norm;
+}
+
+// ||I - Q^T Q||_1 for Q with k columns.
+double orthogonality_defect(const Matrix& q) {
+  const int k = q.n;
+  std::vector<double> column_sums(k, 0);
+  parallel_ranges(k, [&](std::int64_t begin, std::int64_t end, int) {
+    for (std::int64_t j = begin; j < end; ++j)
+      for (int i = 0; i < k; ++i) {
+        double dot = 0;
+        for (int r = 0; r < q.m; ++r) dot += q(r, i) * q(r, int(j));
+        column_sums[j] += std::abs((i == j ? 1.0 : 0.0) - dot);
+      }
+  });
+  return k > 0 ? *std::max_element(column_sums.begin(), column_sums.end()) : 0;
+}
+
+std::vector<double> descending(std::vector<double> values) {
+  std::sort(values.begin(), values.end(), std::greater<double>());
+  return values;
+}
+
+}  // namespace
+
+Matrix zeros(int m, int n) { return Matrix{m, n, std::vector<double>(std::size_t(m) * n, 0.0)}; }
+
+Matrix random_matrix(int m, int n, std::uint64_t seed) {
+  Matrix a = zeros(m, n);
+  for (std::size_t i = 0; i < a.values.size(); ++i) a.values[i] = bench::random_double(seed, i);
+  return a;
+}
+
+Matrix graded_matrix(int m, int n, std::uint64_t seed, double decades) {
+  Matrix a = random_matrix(m, n, seed);
+  for (int j = 0; j < n; ++j) {
+    const double scale = n > 1 ? std::pow(10.0, -decades * j / (n - 1)) : 1.0;
+    for (int i = 0; i < m; ++i) a(i, j) *= scale;
+  }
+  return a;
+}
+
+Matrix rank_deficient_matrix(int m, int n, int rank, std::uint64_t seed) {
+  const Matrix x = random_matrix(m, rank, seed);
+  const Matrix y = random_matrix(n, rank, seed + 1);
+  Matrix a = zeros(m, n);
+  for (int j = 0; j < n; ++j)
+    for (int l = 0; l < rank; ++l)
+      for (int i = 0; i < m; ++i) a(i, j) += x(i, l) * y(j, l);
+  return a;
+}
+
+Matrix gram_matrix(int m, int n, std::uint64_t seed) {
+  const Matrix b = random_matrix(m, n, seed);
+  Matrix g = zeros(n, n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i <= j; ++i) {
+      double dot = 0;
+      for (int r = 0; r < m; ++r) dot += b(r, i) * b(r, j);
+      g(i, j) = g(j, i) = dot;
+    }
+  return g;
+}
+
+Matrix transposed(const Matrix& a) {
+  Matrix t = zeros(a.n, a.m);
+  for (int j = 0; j < a.n; ++j)
+    for (int i = 0; i < a.m; ++i) t(j, i) = a(i, j);
+  return t;
+}
+
+std::vector<double> lapack_singular_values(const Matrix& a) {
+  Matrix work = a.m >= a.n ? a : transposed(a);
+  if (work.n == 0) return {};
+  std::vector<double> sva(work.n), stat(6);
+  double unused_v = 0;
+  require_lapack(LAPACKE_dgesvj(LAPACK_COL_MAJOR, 'G', 'N', 'N', work.m, work.n, work.values.data(),
+                                work.m, sva.data(), 0, &unused_v, 1, stat.data()),
+                 "LAPACKE_dgesvj");
+  for (double& value : sva) value *= stat[0];  // dgesvj returns scaled values: SCALE * SVA
+  return descending(sva);
+}
+
+std::vector<double> lapack_symmetric_eigenvalues(const Matrix& a) {
+  Matrix work = a;
+  std::vector<double> w(a.n);
+  require_lapack(LAPACKE_dsyev(LAPACK_COL_MAJOR, 'N', 'U', a.n, work.values.data(), a.n, w.data()),
+                 "LAPACKE_dsyev");
+  return descending(w);
+}
+
+Svd lapack_svd(const Matrix& a) {
+  const int k = std::min(a.m, a.n);
+  Matrix work = a;
+  Svd result{std::vector<double>(k), zeros(a.m, k), zeros(a.n, k)};
+  Matrix vt = zeros(k, a.n);
+  std::vector<double> superb(std::max(1, k - 1));
+  require_lapack(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', a.m, a.n, work.values.data(), a.m,
+                                result.s.data(), result.u.values.data(), a.m, vt.values.data(),
+                                std::max(1, k), superb.data()),
+                 "LAPACKE_dgesvd");
+  result.v = transposed(vt);
+  return result;
+}
+
+double SvdAccuracy::worst() const {
+  return std::max({residual, u_orthogonality, v_orthogonality});
+}
+
+SvdAccuracy svd_accuracy(const Matrix& a, const std::vector<double>& s, const Matrix& u,
+                         const Matrix& v, double ulp) {
+  const int k = int(s.size());
+  SvdAccuracy accuracy;
+  accuracy.s_descending_nonnegative = true;
+  for (int l = 0; l < k; ++l)
+    if (!(s[l] >= 0) || (l > 0 && s[l] > s[l - 1])) accuracy.s_descending_nonnegative = false;
+
+  std::vector<double> column_sums(a.n, 0);
+  parallel_ranges(a.n, [&](std::int64_t begin, std::int64_t end, int) {
+    for (std::int64_t j = begin; j < end; ++j)
+      for (int i = 0; i < a.m; ++i) {
+        double usv = 0;
+        for (int l = 0; l < k; ++l) usv += u(i, l) * s[l] * v(int(j), l);
+        column_sums[j] += std::abs(a(i, int(j)) - usv);
+      }
+  });
+  const double residual_norm = a.n > 0 ? *std::max_element(column_sums.begin(), column_sums.end()) : 0;
+  const double a_norm = one_norm(a);
+  const double size = std::max(a.m, a.n);
+  if (a_norm > 0)
+    accuracy.residual = residual_norm / a_norm / (size * ulp);
+  else
+    accuracy.residual = residual_norm > 0 ? 1 / ulp : 0;  // LAPACK's convention for A = 0
+  accuracy.u_orthogonality = orthogonality_defect(u) / (std::max(a.m, 1) * ulp);
+  accuracy.v_orthogonality = orthogonality_defect(v) / (std::max(a.n, 1) * ulp);
+  return accuracy;
+}
+
+double max_relative_singular_value_error(const std::vector<double>& s,
+                                         const std::vector<double>& reference, double floor) {
+  if (s.size() != reference.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (reference[i] > floor * reference[0])
+      worst = std::max(worst, std::abs(s[i] - reference[i]) / reference[i]);
+  return worst;
+}
+
+}  // namespace rooflab::cpu

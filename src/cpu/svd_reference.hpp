@@ -1,0 +1,64 @@
+#pragma once
+// CPU side of every SVD check: LAPACK references, LAPACK's own accuracy measures (ddrvbd) and the
+// test matrices (random, graded, rank-deficient). Column-major throughout, like LAPACK.
+#include <cstdint>
+#include <vector>
+
+namespace rooflab::cpu {
+
+// A column-major m x n matrix with leading dimension m.
+struct Matrix {
+  int m = 0;
+  int n = 0;
+  std::vector<double> values;  // values[i + j * m]
+  double& operator()(int i, int j) { return values[std::size_t(i) + std::size_t(j) * m]; }
+  double operator()(int i, int j) const { return values[std::size_t(i) + std::size_t(j) * m]; }
+};
+
+Matrix zeros(int m, int n);
+// Entries uniform in [-1, 1) from the counter-based stream `seed` (core/random_stream.hpp).
+Matrix random_matrix(int m, int n, std::uint64_t seed);
+// B * D with D = diag(10^(-decades * j / (n - 1))): columns graded from 1 down to 10^-decades.
+// One-sided Jacobi keeps high relative accuracy in the small singular values of such matrices.
+Matrix graded_matrix(int m, int n, std::uint64_t seed, double decades = 10);
+// X * Y^T with X m x rank and Y n x rank random: exactly rank `rank` (up to rounding).
+Matrix rank_deficient_matrix(int m, int n, int rank, std::uint64_t seed);
+// B^T B for a random m x n B: symmetric positive semi-definite n x n, eigenvalues sigma_i(B)^2.
+Matrix gram_matrix(int m, int n, std::uint64_t seed);
+Matrix transposed(const Matrix& a);
+
+// Singular values, descending, by LAPACK dgesvj (one-sided Jacobi: high relative accuracy),
+// through the transpose when m < n. k = min(m, n) values.
+std::vector<double> lapack_singular_values(const Matrix& a);
+// Eigenvalues of a symmetric matrix, descending, by LAPACK dsyev.
+std::vector<double> lapack_symmetric_eigenvalues(const Matrix& a);
+// A full SVD by LAPACK dgesvd: S descending, U m x k, V n x k (k = min(m, n)).
+struct Svd {
+  std::vector<double> s;
+  Matrix u;
+  Matrix v;
+};
+Svd lapack_svd(const Matrix& a);
+
+// LAPACK's SVD tests (ddrvbd), each a multiple of the unit roundoff `ulp` of the type computed in:
+//   residual      = ||A - U diag(S) V^T||_1 / (||A||_1 max(m, n) ulp)
+//   orthogonality = ||I - U^T U||_1 / (m ulp) and ||I - V^T V||_1 / (n ulp)
+// LAPACK's threshold for passing is 30-35. A zero A gives residual 0 when U S V^T is zero.
+struct SvdAccuracy {
+  double residual = 0;
+  double u_orthogonality = 0;
+  double v_orthogonality = 0;
+  bool s_descending_nonnegative = false;
+  double worst() const;
+};
+// s has k entries; u is m x k (ldu = m) and v is n x k (ldv = n), column-major, in any type
+// convertible to double.
+SvdAccuracy svd_accuracy(const Matrix& a, const std::vector<double>& s, const Matrix& u,
+                         const Matrix& v, double ulp);
+
+// max_i |s_i - reference_i| / reference_i over reference_i > floor * reference_0 (relative error
+// of each singular value that is not negligible).
+double max_relative_singular_value_error(const std::vector<double>& s,
+                                         const std::vector<double>& reference, double floor);
+
+}  // namespace rooflab::cpu
