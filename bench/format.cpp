@@ -105,6 +105,52 @@ nlohmann::json to_json(const Row& row) {
           {"speedup_vs_cpu", row.speedup_vs_cpu}};
 }
 
+Row row_from_json(const nlohmann::json& json) {
+  Row row;
+  row.op = json.at("op");
+  row.problem = json.at("problem");
+  row.rung = json.at("rung");
+  row.name = json.at("name");
+  row.idea = json.at("idea");
+  row.vendor = json.at("vendor");
+  row.cpu = json.at("cpu");
+  const std::string status = json.at("status");
+  row.status = status == "ok" ? Status::ok : status == "skipped" ? Status::skipped : Status::failed;
+  row.note = json.at("note");
+  row.error = json.at("error");
+  row.tolerance = json.at("tolerance");
+  row.reps = json.at("reps");
+  row.median_ms = json.at("median_ms");
+  row.min_ms = json.at("min_ms");
+  row.max_ms = json.at("max_ms");
+  row.bytes = json.at("bytes");
+  row.flops = json.at("flops");
+  row.gbps = json.at("gbps");
+  row.gflops = json.at("gflops");
+  row.ceiling = json.at("ceiling");
+  row.percent_of_ceiling = json.at("percent_of_ceiling");
+  row.speedup_vs_previous = json.at("speedup_vs_previous");
+  row.speedup_vs_cpu = json.at("speedup_vs_cpu");
+  return row;
+}
+
+std::string markdown_tables(const nlohmann::json& results, const std::string& op) {
+  const auto& environment = results.at("environment");
+  const std::string provenance =
+      fmt::format("{}, commit {}, {}", environment.at("device").at("name").get<std::string>(),
+                  environment.at("commit").get<std::string>(), environment.at("date").get<std::string>());
+  std::string text;
+  for (const auto& run : results.at("runs")) {
+    if (!op.empty() && run.at("op") != op) continue;
+    text += fmt::format("#### {}: {} ({})\n\n", run.at("op").get<std::string>(),
+                        run.at("problem").get<std::string>(), provenance);
+    text += markdown_header(run.at("model").at("ceiling")) + "\n";
+    for (const auto& row : run.at("rows")) text += markdown_row(row_from_json(row)) + "\n";
+    text += "\n";
+  }
+  return text;
+}
+
 nlohmann::json to_json(const Run& run) {
   nlohmann::json rows = nlohmann::json::array();
   for (const Row& row : run.rows) rows.push_back(to_json(row));

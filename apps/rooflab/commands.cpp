@@ -77,6 +77,18 @@ void list(std::ostream& out, const bench::Registry& registry, const std::string&
   }
 }
 
+void table(std::ostream& out, const std::string& results_path, const std::string& op) {
+  std::ifstream file(results_path);
+  if (!file) throw UsageError("rooflab: cannot read results file '" + results_path + "'");
+  nlohmann::json results;
+  try {
+    results = nlohmann::json::parse(file);
+    out << bench::markdown_tables(results, op);
+  } catch (const nlohmann::json::exception& error) {
+    throw UsageError("rooflab: '" + results_path + "' is not a rooflab results file (" + error.what() + ")");
+  }
+}
+
 std::string info_text(const bench::Environment& environment) {
   const DeviceInfo& d = environment.device;
   const double sm_mhz = d.sm_clock_khz / 1e3;
