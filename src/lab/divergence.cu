@@ -58,7 +58,7 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 ROOFLAB_VARIANT(Variant{
-    "divergence", 2, "warp-branch", "heavy elements gathered into whole warps: no lane idles",
+    "divergence", 2, "warp-branch", "heavy elements in whole warps (vs prev = divergence slowdown)",
     Where::gpu, false, no_limit, on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t stream) {
       const std::int64_t tile = std::int64_t(lab::warp_size) * w.spacing;
       const std::int64_t threads = (w.n + tile - 1) / tile * tile;
