@@ -25,20 +25,6 @@ std::string size_text(std::int64_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
-}  // namespace
-
-bool device_migrates_managed_memory() {
-  int device = 0, migrates = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&migrates, cudaDevAttrConcurrentManagedAccess, device) != cudaSuccess) {
-    cudaGetLastError();  // a failed query is an answer here, not an error to carry on
-    return false;
-  }
-  return migrates != 0;
-}
-
-namespace {
-
 int current_device() {
   int device = 0;
   ROOFLAB_CUDA("bench transfer", cudaGetDevice(&device));
@@ -59,6 +45,16 @@ std::size_t managed_words_that_fit(std::int64_t bytes) {
 }
 
 }  // namespace
+
+bool device_migrates_managed_memory() {
+  int device = 0, migrates = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&migrates, cudaDevAttrConcurrentManagedAccess, device) != cudaSuccess) {
+    cudaGetLastError();  // a failed query is an answer here, not an error to carry on
+    return false;
+  }
+  return migrates != 0;
+}
 
 TransferWorkspace::TransferWorkspace(std::int64_t bytes)
     : bytes(bytes),

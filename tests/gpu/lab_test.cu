@@ -119,7 +119,7 @@ TEST_F(DivergenceLadder, EveryRungMatchesTheReferenceForEveryHeavyCount) {
   std::uint64_t seed = 5000;
   for (const int heavy_per_warp : {1, 2, 4, 8, 16, 32})
     for (const std::int64_t n : {std::int64_t(1), std::int64_t(33), std::int64_t(1000), std::int64_t(4099),
-                                 std::int64_t(65537)}) {
+                                 std::int64_t(40000)}) {
       DivergenceWorkspace workspace(n, 32 / heavy_per_warp);
       expect_every_rung_validates("divergence", resolved("divergence", n, heavy_per_warp), workspace, seed);
     }
