@@ -165,12 +165,10 @@ std::string markdown_header(const std::string& ceiling) {
 
 std::string markdown_row(const Row& row) {
   std::string name = row.vendor ? row.name + " (vendor)" : row.name;
-  if (row.status == Status::failed)
-    return fmt::format("| {} | {} | {}: {} | | | | | | | | |", row.rung, name, failed_text(row),
-                       row.note);
   if (row.status != Status::ok)
     return fmt::format("| {} | {} | {}: {} | | | | | | | | |", row.rung, name,
-                       status_name(row.status), row.note);
+                       row.status == Status::failed ? failed_text(row) : status_name(row.status),
+                       row.note);
   if (!row.note.empty()) name += " (" + row.note + ")";
   return fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f}% | {:.1f} | {} | {} | {} |",
                      row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
