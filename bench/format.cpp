@@ -23,6 +23,12 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
+// "FAILED", or "FAILED (by design: <why>)" for a variant that is wrong on purpose.
+std::string failed_text(const Row& row) {
+  if (row.expected_failure.empty()) return "FAILED";
+  return "FAILED (by design: " + row.expected_failure + ")";
+}
+
 std::string ceiling_short(const std::string& ceiling) {
   return ceiling.substr(0, ceiling.find(' '));  // "copy bandwidth" -> "copy"
 }
@@ -73,7 +79,9 @@ nlohmann::json to_json(const Environment& environment) {
         {"read_bandwidth_gbps", environment.ceilings.read_bandwidth * 1e-9},
         {"fp32_peak_gflops", d.fp32_peak() * 1e-9},
         {"fp64_peak_gflops", d.fp64_peak() * 1e-9},
-        {"measured_with_bytes", environment.ceilings.buffer_bytes}}},
+        {"host_to_device_gbps", environment.ceilings.host_to_device_bandwidth * 1e-9},
+        {"measured_with_bytes", environment.ceilings.buffer_bytes},
+        {"host_to_device_measured_with_bytes", environment.ceilings.host_buffer_bytes}}},
       {"commit", environment.commit},
       {"date", environment.date},
       {"rooflab", environment.version}};
@@ -89,6 +97,7 @@ nlohmann::json to_json(const Row& row) {
           {"cpu", row.cpu},
           {"status", status_name(row.status)},
           {"note", row.note},
+          {"expected_failure", row.expected_failure},
           {"error", row.error},
           {"tolerance", row.tolerance},
           {"reps", row.reps},
@@ -184,11 +193,13 @@ std::string table_row(const Row& row) {
   if (row.status == Status::skipped)
     return fmt::format("{:>3}  {:<22} skipped: {}", row.rung, name, row.note);
   if (row.status == Status::failed)
-    return fmt::format("{:>3}  {:<22} FAILED: {} ({})", row.rung, name, row.note, check_text(row));
-  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}",
+    return fmt::format("{:>3}  {:<22} {}: {} ({})", row.rung, name, failed_text(row), row.note,
+                       check_text(row));
+  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}{}",
                      row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
                      human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
-                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu), check_text(row));
+                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu), check_text(row),
+                     row.note.empty() ? "" : "  " + row.note);
 }
 
 std::string markdown_header(const std::string& ceiling) {
@@ -199,10 +210,12 @@ std::string markdown_header(const std::string& ceiling) {
 }
 
 std::string markdown_row(const Row& row) {
-  const std::string name = row.vendor ? row.name + " (vendor)" : row.name;
+  std::string name = row.vendor ? row.name + " (vendor)" : row.name;
   if (row.status != Status::ok)
     return fmt::format("| {} | {} | {}: {} | | | | | | | | |", row.rung, name,
-                       status_name(row.status), row.note);
+                       row.status == Status::failed ? failed_text(row) : status_name(row.status),
+                       row.note);
+  if (!row.note.empty()) name += " (" + row.note + ")";
   return fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f}% | {:.1f} | {} | {} | {} |",
                      row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
                      human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
@@ -213,17 +226,18 @@ std::string markdown_row(const Row& row) {
 std::string csv_header() {
   return "op,problem,rung,name,vendor,cpu,status,note,error,tolerance,reps,median_ms,min_ms,"
          "max_ms,bytes,flops,gbps,gflops,ceiling,percent_of_ceiling,speedup_vs_previous,"
-         "speedup_vs_cpu";
+         "speedup_vs_cpu,expected_failure";
 }
 
 std::string csv_row(const Row& row) {
   return fmt::format("{},{},{},{},{},{},{},{},{:.6g},{:.3g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
-                     "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g}",
+                     "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g},{}",
                      csv_field(row.op), csv_field(row.problem), row.rung, csv_field(row.name),
                      row.vendor, row.cpu, status_name(row.status), csv_field(row.note), row.error,
                      row.tolerance, row.reps, row.median_ms, row.min_ms, row.max_ms, row.bytes,
                      row.flops, row.gbps, row.gflops, csv_field(row.ceiling),
-                     row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu);
+                     row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu,
+                     csv_field(row.expected_failure));
 }
 
 RowWriter::RowWriter(std::ostream& out, Format format, const Environment& environment,
