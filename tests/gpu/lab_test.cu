@@ -64,12 +64,6 @@ Problem resolved(const std::string& op, std::int64_t n, std::int64_t m = 0) {
   return registry().op(op).resolve(problem);
 }
 
-Environment environment_without_ceilings() {
-  Environment environment;
-  environment.device = query_device();
-  environment.commit = "test";
-  return environment;
-}
 
 TEST_F(TransferLadder, EveryRungCopiesEveryWordAtAwkwardSizes) {
   std::uint64_t seed = 3000;
@@ -150,7 +144,7 @@ TEST_F(AtomicsRacyByDesign, PlainAddLosesMostUpdatesAndFailsTheCheck) {
 }
 
 TEST_F(AtomicsRacyByDesign, RunnerShowsItFailedByDesignWithoutCountingIt) {
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.only = {"plain-add"};
@@ -227,7 +221,7 @@ TEST_F(HarnessHooks, PrepareRunsBeforeValidationEveryWarmupAndEveryRepetition) {
   int prepared = 0;
   counted.prepare = [&prepared](Workspace&, cudaStream_t) { ++prepared; };
   local.add_variant(counted);
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.warmup = 2;
@@ -247,7 +241,7 @@ TEST_F(HarnessHooks, NoteOfATimedVariantLandsInItsRow) {
     return "n is " + std::to_string(static_cast<AddWorkspace&>(workspace).n);
   };
   local.add_variant(noted);
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   Runner runner(local, environment, options);
@@ -260,7 +254,7 @@ TEST_F(HarnessHooks, NoteOfATimedVariantLandsInItsRow) {
 // Every lab op through the runner at small sizes (the race left out): each row validated, timed,
 // with its notes; prepare hooks and limits exercised the way `rooflab bench` uses them.
 TEST_F(LabRunner, EveryLabOpValidatesAndTimesThroughTheRunner) {
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   const std::vector<Problem> problems{resolved("transfer", std::int64_t(1) << 20), resolved("coalescing", 5000),
                                       resolved("divergence", 5000, 16),           resolved("divergence", 5000, 1),
                                       resolved("atomics", 5000),                  resolved("occupancy", 5000),
