@@ -47,7 +47,8 @@ __device__ __forceinline__ T warp_sum(T x) {
   return __shfl_sync(full_warp_mask, x, 0);
 }
 
-// One tile of Warps x 32 lanes x Rows x (16 / sizeof(T)) consecutive elements, scanned in registers.
+// One tile of Warps x 32 lanes x Rows x (16 / sizeof(T)) consecutive elements, scanned in
+// registers.
 //
 // Layout ("warp-striped vectors"): warp w owns the contiguous slice [w, w + 1) * warp_elements of
 // the tile; in it, lane l's row r is the 16-byte vector number r * 32 + l. Each load or store
@@ -143,7 +144,8 @@ struct TileScan {
 #pragma unroll
     for (int row = 0; row < Rows; ++row) {
 #pragma unroll
-      for (int k = 1; k < vector_elements; ++k) item[row][k] = wrapping_add(item[row][k - 1], item[row][k]);
+      for (int k = 1; k < vector_elements; ++k)
+        item[row][k] = wrapping_add(item[row][k - 1], item[row][k]);
       const T lane_inclusive = warp_inclusive_scan(item[row][vector_elements - 1], lane);
       const T previous_lane = __shfl_up_sync(full_warp_mask, lane_inclusive, 1);
       const T row_total = __shfl_sync(full_warp_mask, lane_inclusive, 31);
@@ -153,7 +155,8 @@ struct TileScan {
         for (int k = 0; k < vector_elements; ++k) item[row][k] = wrapping_add(base, item[row][k]);
       } else {
 #pragma unroll
-        for (int k = vector_elements - 1; k > 0; --k) item[row][k] = wrapping_add(base, item[row][k - 1]);
+        for (int k = vector_elements - 1; k > 0; --k)
+          item[row][k] = wrapping_add(base, item[row][k - 1]);
         item[row][0] = base;
       }
       carry = wrapping_add(carry, row_total);
@@ -168,7 +171,8 @@ struct TileScan {
                                              T& tile_total) {
     if (lane == 0) shared.warp_totals[warp] = slice_total;
     __syncthreads();
-    const T totals = warp_inclusive_scan<T, Warps>(lane < Warps ? shared.warp_totals[lane] : T(0), lane);
+    const T totals =
+        warp_inclusive_scan<T, Warps>(lane < Warps ? shared.warp_totals[lane] : T(0), lane);
     tile_total = __shfl_sync(full_warp_mask, totals, Warps - 1);
     const T before_warp = __shfl_sync(full_warp_mask, totals, warp > 0 ? warp - 1 : 0);
     return warp > 0 ? before_warp : T(0);

@@ -209,13 +209,15 @@ void inclusive_scan_threads(const T* in, T* out, std::int64_t n) {
 template <class T>
 ScanCheck check_scan(const T* in, const T* out, std::int64_t n, ScanKind kind,
                      [[maybe_unused]] RoundingBound bound) {
-  if constexpr (std::is_floating_point_v<T>) return check_floating(in, out, n, kind, bound);
-  else return check_integer(in, out, n, kind);
+  if constexpr (std::is_floating_point_v<T>)
+    return check_floating(in, out, n, kind, bound);
+  else
+    return check_integer(in, out, n, kind);
 }
 
-#define ROOFLAB_INSTANTIATE_CPU_SCAN(T)                                                     \
-  template void inclusive_scan_serial<T>(const T*, T*, std::int64_t);                        \
-  template void inclusive_scan_threads<T>(const T*, T*, std::int64_t);                       \
+#define ROOFLAB_INSTANTIATE_CPU_SCAN(T)                                \
+  template void inclusive_scan_serial<T>(const T*, T*, std::int64_t);  \
+  template void inclusive_scan_threads<T>(const T*, T*, std::int64_t); \
   template ScanCheck check_scan<T>(const T*, const T*, std::int64_t, ScanKind, RoundingBound);
 ROOFLAB_INSTANTIATE_CPU_SCAN(float)
 ROOFLAB_INSTANTIATE_CPU_SCAN(double)

@@ -38,7 +38,7 @@ struct ScanCheck {
   std::int64_t first_failure = -1;
   double got = 0;
   double expected = 0;
-  double allowed = 0;  // floating point: the bound at first_failure
+  double allowed = 0;       // floating point: the bound at first_failure
   bool not_finite = false;  // first_failure is NaN or infinite (an unwritten, poisoned element)
   std::int64_t compared = 0;
   std::string describe() const;

@@ -40,7 +40,8 @@ constexpr int block_elements = 1024;
 // Scans each 1024-element block of in into out (in == out allowed); unless block_totals is null,
 // block b's total goes to block_totals[b].
 template <class T>
-using BlockScan = void (*)(const T* in, T* out, T* block_totals, std::int64_t n, cudaStream_t stream);
+using BlockScan = void (*)(const T* in, T* out, T* block_totals, std::int64_t n,
+                           cudaStream_t stream);
 
 // One block per data block b >= 1: out[b * 1024 + j] += scanned_totals[b - 1].
 template <class T>
@@ -54,7 +55,8 @@ __global__ void add_block_offsets(T* out, const T* scanned_totals, std::int64_t 
 }
 
 template <class T>
-void scan_by_blocks(BlockScan<T> block_scan, const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+void scan_by_blocks(BlockScan<T> block_scan, const T* in, T* out, std::int64_t n,
+                    cudaStream_t stream) {
   const std::int64_t blocks = (n + block_elements - 1) / block_elements;
   if (blocks == 1) {
     block_scan(in, out, nullptr, n, stream);
@@ -88,11 +90,13 @@ __global__ void __launch_bounds__(block_elements)
     __syncthreads();
   }
   if (i < n) out[i] = buffer[current][t];
-  if (block_totals != nullptr && t == block_elements - 1) block_totals[blockIdx.x] = buffer[current][t];
+  if (block_totals != nullptr && t == block_elements - 1)
+    block_totals[blockIdx.x] = buffer[current][t];
 }
 
 template <class T>
-void launch_hillis_steele(const T* in, T* out, T* block_totals, std::int64_t n, cudaStream_t stream) {
+void launch_hillis_steele(const T* in, T* out, T* block_totals, std::int64_t n,
+                          cudaStream_t stream) {
   hillis_steele_block<<<block_count(n), block_elements, 0, stream>>>(in, out, block_totals, n);
   detail::check_launch(bench_scan, "hillis_steele_block");
 }
@@ -149,7 +153,8 @@ __global__ void __launch_bounds__(block_elements / 2)
 
 template <class T, bool Padded>
 void launch_blelloch(const T* in, T* out, T* block_totals, std::int64_t n, cudaStream_t stream) {
-  blelloch_block<T, Padded><<<block_count(n), block_elements / 2, 0, stream>>>(in, out, block_totals, n);
+  blelloch_block<T, Padded>
+      <<<block_count(n), block_elements / 2, 0, stream>>>(in, out, block_totals, n);
   detail::check_launch(bench_scan, Padded ? "blelloch_block<padded>" : "blelloch_block");
 }
 
@@ -176,7 +181,8 @@ __global__ void __launch_bounds__(block_elements)
 }
 
 template <class T>
-void launch_warp_shuffle(const T* in, T* out, T* block_totals, std::int64_t n, cudaStream_t stream) {
+void launch_warp_shuffle(const T* in, T* out, T* block_totals, std::int64_t n,
+                         cudaStream_t stream) {
   warp_shuffle_block<<<block_count(n), block_elements, 0, stream>>>(in, out, block_totals, n);
   detail::check_launch(bench_scan, "warp_shuffle_block");
 }
@@ -223,14 +229,16 @@ constexpr int tile_threads = RegisterTile<float>::threads;
 // output: 3 n elements of traffic (read, read again, write) instead of 4 n.
 template <class T>
 __global__ void __launch_bounds__(tile_threads)
-    reduce_partitions(const T* in, T* partition_sums, std::int64_t n, std::int64_t tiles_per_partition) {
+    reduce_partitions(const T* in, T* partition_sums, std::int64_t n,
+                      std::int64_t tiles_per_partition) {
   using Tile = RegisterTile<T>;
   __shared__ typename Tile::Shared shared;
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
   T sum = T(0);
   for (std::int64_t k = 0; k < tiles_per_partition; ++k) {
-    const std::int64_t first = (std::int64_t(blockIdx.x) * tiles_per_partition + k) * Tile::tile_elements;
+    const std::int64_t first =
+        (std::int64_t(blockIdx.x) * tiles_per_partition + k) * Tile::tile_elements;
     if (first >= n) break;
     Tile tile;
     tile.load(in, first, n, warp, lane);
@@ -270,7 +278,8 @@ __global__ void __launch_bounds__(tile_threads)
   const int lane = int(threadIdx.x) % 32;
   T carry = partition_offsets[blockIdx.x];
   for (std::int64_t k = 0; k < tiles_per_partition; ++k) {
-    const std::int64_t first = (std::int64_t(blockIdx.x) * tiles_per_partition + k) * Tile::tile_elements;
+    const std::int64_t first =
+        (std::int64_t(blockIdx.x) * tiles_per_partition + k) * Tile::tile_elements;
     if (first >= n) break;
     Tile tile;
     tile.load(in, first, n, warp, lane);
@@ -291,7 +300,8 @@ void reduce_then_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) 
                                  &blocks, scan_partitions<T>, tile_threads, 0));
     return std::max(blocks, 1);
   }();
-  const std::int64_t tiles = (n + RegisterTile<T>::tile_elements - 1) / RegisterTile<T>::tile_elements;
+  const std::int64_t tiles =
+      (n + RegisterTile<T>::tile_elements - 1) / RegisterTile<T>::tile_elements;
   const std::int64_t resident = std::int64_t(current_sm_count()) * blocks_per_sm;
   const std::int64_t tiles_per_partition = (tiles + resident - 1) / resident;
   const std::int64_t partitions = (tiles + tiles_per_partition - 1) / tiles_per_partition;
@@ -306,11 +316,11 @@ void reduce_then_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) 
   detail::check_launch(bench_scan, "scan_partitions");
 }
 
-ROOFLAB_VARIANT(Variant{
-    "scan", 6, "reduce-then-scan", "3 kernels: partition sums, their scan, partitions again (3n)",
-    Where::gpu, false, ladder_types_only, on_ladder_types([](auto& w, cudaStream_t stream) {
-      reduce_then_scan(w.in.data(), w.out.data(), w.n, stream);
-    })});
+ROOFLAB_VARIANT(Variant{"scan", 6, "reduce-then-scan",
+                        "3 kernels: partition sums, their scan, partitions again (3n)", Where::gpu,
+                        false, ladder_types_only, on_ladder_types([](auto& w, cudaStream_t stream) {
+                          reduce_then_scan(w.in.data(), w.out.data(), w.n, stream);
+                        })});
 
 // Rung 7 — single pass with decoupled look-back (Merrill & Garland 2016).
 // One tile per block, tile indices from an atomic counter in the order blocks start. A tile
@@ -358,23 +368,29 @@ __global__ void __launch_bounds__(tile_threads)
   if (warp == 0) {
     T exclusive = T(0);
     if (tile_index == 0) {
-      if (lane == 0) Word(tile_status[0]).store(tile_status_word(status_prefix, aggregate), cuda::memory_order_relaxed);
+      if (lane == 0)
+        Word(tile_status[0])
+            .store(tile_status_word(status_prefix, aggregate), cuda::memory_order_relaxed);
     } else {
       if (lane == 0)
-        Word(tile_status[tile_index]).store(tile_status_word(status_aggregate, aggregate), cuda::memory_order_relaxed);
+        Word(tile_status[tile_index])
+            .store(tile_status_word(status_aggregate, aggregate), cuda::memory_order_relaxed);
       // Lane l looks at tile window_end - l; lanes before tile 0 see an empty inclusive prefix.
       for (std::int64_t window_end = tile_index - 1;; window_end -= 32) {
         const std::int64_t predecessor = window_end - lane;
         unsigned long long word = tile_status_word(status_prefix, T(0));
-        if (predecessor >= 0) word = Word(tile_status[predecessor]).load(cuda::memory_order_relaxed);
+        if (predecessor >= 0)
+          word = Word(tile_status[predecessor]).load(cuda::memory_order_relaxed);
         while (__any_sync(detail::full_warp_mask, word >> 32 == status_invalid)) {
           __nanosleep(64);
-          if (word >> 32 == status_invalid) word = Word(tile_status[predecessor]).load(cuda::memory_order_relaxed);
+          if (word >> 32 == status_invalid)
+            word = Word(tile_status[predecessor]).load(cuda::memory_order_relaxed);
         }
-        const unsigned prefix_lanes = __ballot_sync(detail::full_warp_mask, word >> 32 == status_prefix);
+        const unsigned prefix_lanes =
+            __ballot_sync(detail::full_warp_mask, word >> 32 == status_prefix);
         const int stop = prefix_lanes != 0 ? __ffs(int(prefix_lanes)) - 1 : 31;  // nearest prefix
-        exclusive = wrapping_add(exclusive,
-                                 detail::warp_sum(lane <= stop ? tile_status_value<T>(word) : T(0)));
+        exclusive = wrapping_add(
+            exclusive, detail::warp_sum(lane <= stop ? tile_status_value<T>(word) : T(0)));
         if (prefix_lanes != 0) break;
       }
       if (lane == 0)
@@ -391,7 +407,8 @@ __global__ void __launch_bounds__(tile_threads)
 
 template <class T>
 void decoupled_lookback(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
-  const std::int64_t tiles = (n + RegisterTile<T>::tile_elements - 1) / RegisterTile<T>::tile_elements;
+  const std::int64_t tiles =
+      (n + RegisterTile<T>::tile_elements - 1) / RegisterTile<T>::tile_elements;
   // Counter and tile states start at zero (status_invalid): one memset of stream-ordered scratch.
   const std::size_t bytes = sizeof(unsigned long long) * std::size_t(1 + tiles);
   StreamBuffer scratch(bytes, stream, bench_scan);
@@ -401,11 +418,11 @@ void decoupled_lookback(const T* in, T* out, std::int64_t n, cudaStream_t stream
   detail::check_launch(bench_scan, "decoupled_lookback_scan");
 }
 
-ROOFLAB_VARIANT(Variant{
-    "scan", 7, "decoupled-lookback", "one pass (2n): tiles look back over predecessors' partials",
-    Where::gpu, false, ladder_types_only, on_ladder_types([](auto& w, cudaStream_t stream) {
-      decoupled_lookback(w.in.data(), w.out.data(), w.n, stream);
-    })});
+ROOFLAB_VARIANT(Variant{"scan", 7, "decoupled-lookback",
+                        "one pass (2n): tiles look back over predecessors' partials", Where::gpu,
+                        false, ladder_types_only, on_ladder_types([](auto& w, cudaStream_t stream) {
+                          decoupled_lookback(w.in.data(), w.out.data(), w.n, stream);
+                        })});
 
 // Rung 8 — the production path, rooflab::inclusive_scan (src/scan/scan.cu).
 // Rung 7 made deterministic: partial sums form a fixed radix-32 tree over tile indices, read by

@@ -53,7 +53,7 @@ struct Lookback {
   unsigned long long* words;   // zero at launch
   unsigned int* tile_counter;  // zero at launch
   std::int64_t tiles;
-  int levels;                  // 0: a single tile, nothing to look back on
+  int levels;  // 0: a single tile, nothing to look back on
 };
 
 template <class T>
@@ -63,7 +63,8 @@ template <class T>
 __device__ __forceinline__ unsigned long long* entry_words(const Lookback& lookback, int level,
                                                            std::int64_t index) {
   std::int64_t level_begin = 0;
-  for (std::int64_t count = lookback.tiles; level > 0; --level, count /= radix) level_begin += count;
+  for (std::int64_t count = lookback.tiles; level > 0; --level, count /= radix)
+    level_begin += count;
   return lookback.words + (level_begin + index) * words_per_entry<T>;
 }
 
@@ -85,7 +86,8 @@ __device__ __forceinline__ void publish(const Lookback& lookback, int level, std
 // zero in the other lanes. Warp-collective: polls, backing off, until every asking lane has its
 // entry.
 template <class T>
-__device__ __forceinline__ T read_published(const Lookback& lookback, int level, std::int64_t index) {
+__device__ __forceinline__ T read_published(const Lookback& lookback, int level,
+                                            std::int64_t index) {
   unsigned long long word[words_per_entry<T>] = {};
   bool ready = index < 0;
   unsigned long long* const entry = ready ? nullptr : entry_words<T>(lookback, level, index);
@@ -134,7 +136,8 @@ __device__ void publish_and_close_groups(const Lookback& lookback, std::int64_t 
 // Warp 1 + level: the sum of the complete groups of `level` that precede the tile inside its
 // ancestor's group (as many as the tile index's base-32 digit at that level).
 template <class T>
-__device__ T sum_of_earlier_groups(const Lookback& lookback, int level, std::int64_t tile, int lane) {
+__device__ T sum_of_earlier_groups(const Lookback& lookback, int level, std::int64_t tile,
+                                   int lane) {
   const std::int64_t position = tile >> (radix_bits * level);
   const int digit = int(position % radix);
   if (digit == 0) return T(0);
@@ -148,7 +151,8 @@ __device__ T sum_of_earlier_groups(const Lookback& lookback, int level, std::int
 // types need a few more registers and get 4.
 template <class T, bool Inclusive>
 __global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
-    scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store, Lookback lookback) {
+    scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store,
+               Lookback lookback) {
   __shared__ typename Tile<T>::Shared tile_shared;
   __shared__ unsigned int tile_index_shared;
   __shared__ T level_sums[max_levels];
@@ -227,8 +231,8 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
     lookback.tile_counter = scratch->as<unsigned int>();
     lookback.words = scratch->as<unsigned long long>() + 1;
   }
-  scan_tiles<T, Inclusive><<<unsigned(tiles), Tile<T>::threads, 0, stream>>>(in, out, n, shift,
-                                                                            vector_store, lookback);
+  scan_tiles<T, Inclusive>
+      <<<unsigned(tiles), Tile<T>::threads, 0, stream>>>(in, out, n, shift, vector_store, lookback);
   detail::check_launch(op, Inclusive ? "scan_tiles<inclusive>" : "scan_tiles<exclusive>");
 }
 
@@ -244,8 +248,8 @@ void exclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
   scan<T, false>("exclusive_scan", in, out, n, stream);
 }
 
-#define ROOFLAB_INSTANTIATE_SCAN(T)                                                  \
-  template void inclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t);         \
+#define ROOFLAB_INSTANTIATE_SCAN(T)                                          \
+  template void inclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t); \
   template void exclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t);
 ROOFLAB_INSTANTIATE_SCAN(float)
 ROOFLAB_INSTANTIATE_SCAN(double)

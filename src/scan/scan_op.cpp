@@ -84,9 +84,8 @@ Check TypedScanWorkspace<T>::check(Where where) {
   } else if (std::int64_t(host_out.size()) != n) {
     return Check{false, 0, 0, "no output"};
   }
-  const cpu::ScanCheck check =
-      cpu::check_scan(input().data(), result, n, cpu::ScanKind::inclusive,
-                      where == Where::gpu ? gpu_rounding : cpu_rounding());
+  const cpu::ScanCheck check = cpu::check_scan(input().data(), result, n, cpu::ScanKind::inclusive,
+                                               where == Where::gpu ? gpu_rounding : cpu_rounding());
   return Check{check.passed, check.error, check.tolerance, check.describe()};
 }
 
@@ -112,14 +111,16 @@ namespace {
 
 ROOFLAB_OP(Op{
     "scan",
-    "inclusive prefix sum, out[i] = in[0] + ... + in[i] (lecture 003; reads n and writes n elements)",
+    "inclusive prefix sum, out[i] = in[0] + ... + in[i] (lecture 003; reads and writes n)",
     [](Problem problem) {
       if (problem.n == 0) problem.n = std::int64_t(1) << 28;
       require(problem.n >= 1, "bench scan", "--n", "must be at least 1");
       problem.dtype = dtype_name(scan_dtype(problem));
       return problem;
     },
-    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", " + problem.dtype; },
+    [](const Problem& problem) {
+      return "n = " + std::to_string(problem.n) + ", " + problem.dtype;
+    },
     [](const Problem& problem) {
       return Model{2 * element_bytes(scan_dtype(problem)) * double(problem.n), double(problem.n),
                    Ceiling::copy_bandwidth};
@@ -139,23 +140,20 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — the CPU loop: one core, one running sum (the lecture's sequential prefix sum).
-ROOFLAB_VARIANT(Variant{
-    "scan", 0, "cpu-serial", "one CPU core, one running sum (the baseline)", Where::cpu, false,
-    no_limit,
-    on_every_scan_type([](auto& w, cudaStream_t) {
-      w.prepare_host();
-      cpu::inclusive_scan_serial(w.host_in.data(), w.host_out.data(), w.n);
-    })});
+ROOFLAB_VARIANT(Variant{"scan", 0, "cpu-serial", "one CPU core, one running sum (the baseline)",
+                        Where::cpu, false, no_limit, on_every_scan_type([](auto& w, cudaStream_t) {
+                          w.prepare_host();
+                          cpu::inclusive_scan_serial(w.host_in.data(), w.host_out.data(), w.n);
+                        })});
 
 // Rung 1 — every CPU core: range sums, their scan, then each range again from its offset. Reads
 // the input twice, the price of parallelism that every GPU rung below pays in some form.
-ROOFLAB_VARIANT(Variant{
-    "scan", 1, "cpu-threads", "every core: range sums, scan of the sums, each range from its offset",
-    Where::cpu, false, no_limit,
-    on_every_scan_type([](auto& w, cudaStream_t) {
-      w.prepare_host();
-      cpu::inclusive_scan_threads(w.host_in.data(), w.host_out.data(), w.n);
-    })});
+ROOFLAB_VARIANT(Variant{"scan", 1, "cpu-threads",
+                        "every core: range sums, scan of the sums, each range from its offset",
+                        Where::cpu, false, no_limit, on_every_scan_type([](auto& w, cudaStream_t) {
+                          w.prepare_host();
+                          cpu::inclusive_scan_threads(w.host_in.data(), w.host_out.data(), w.n);
+                        })});
 
 }  // namespace
 }  // namespace rooflab::bench

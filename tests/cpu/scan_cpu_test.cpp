@@ -37,8 +37,10 @@ TEST(CpuScan, SerialAndThreadsStayWithinTheRoundingBound) {
   cpu::inclusive_scan_serial(in.data(), serial.data(), n);
   cpu::inclusive_scan_threads(in.data(), threads.data(), n);
   const RoundingBound bound{64, 1};
-  const auto serial_check = cpu::check_scan(in.data(), serial.data(), n, ScanKind::inclusive, bound);
-  const auto threads_check = cpu::check_scan(in.data(), threads.data(), n, ScanKind::inclusive, bound);
+  const auto serial_check =
+      cpu::check_scan(in.data(), serial.data(), n, ScanKind::inclusive, bound);
+  const auto threads_check =
+      cpu::check_scan(in.data(), threads.data(), n, ScanKind::inclusive, bound);
   EXPECT_TRUE(serial_check.passed) << "seed " << seed << ": " << serial_check.describe();
   EXPECT_TRUE(threads_check.passed) << "seed " << seed << ": " << threads_check.describe();
 }
@@ -80,12 +82,15 @@ TEST(CheckScan, AcceptsErrorsWithinTheBoundAndRejectsThoseBeyond) {
   const float u = std::numeric_limits<float>::epsilon() / 2;
   std::vector<float> out(n);
   for (std::int64_t i = 0; i < n; ++i) out[i] = float(i + 1);
-  out[600] = 601.0f * (1 + 2 * u);  // one ulp at 601: 2u relative, inside gamma(3), outside gamma(1)
-  const auto within = cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, RoundingBound{3, 0});
+  out[600] =
+      601.0f * (1 + 2 * u);  // one ulp at 601: 2u relative, inside gamma(3), outside gamma(1)
+  const auto within =
+      cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, RoundingBound{3, 0});
   EXPECT_TRUE(within.passed) << within.describe();
   EXPECT_GT(within.error, 1.5);
   EXPECT_LE(within.error, within.tolerance);
-  const auto beyond = cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, RoundingBound{1, 0});
+  const auto beyond =
+      cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, RoundingBound{1, 0});
   EXPECT_FALSE(beyond.passed);
   EXPECT_EQ(beyond.first_failure, 600);
   EXPECT_NE(beyond.describe().find("index 600"), std::string::npos) << beyond.describe();
@@ -97,7 +102,8 @@ TEST(CheckScan, RejectsAnUnwrittenNaNElement) {
   std::vector<float> out(n);
   cpu::inclusive_scan_serial(in.data(), out.data(), n);
   out[123456] = std::numeric_limits<float>::quiet_NaN();
-  const auto check = cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, RoundingBound{64, 1});
+  const auto check =
+      cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, RoundingBound{64, 1});
   EXPECT_FALSE(check.passed);
   EXPECT_TRUE(check.not_finite);
   EXPECT_EQ(check.first_failure, 123456);
@@ -107,8 +113,10 @@ TEST(CheckScan, ExclusiveScanStartsAtZero) {
   const std::vector<double> in = {1.5, 2.0, -0.5};
   const std::vector<double> right = {0.0, 1.5, 3.5};
   const std::vector<double> inclusive = {1.5, 3.5, 3.0};
-  EXPECT_TRUE(cpu::check_scan(in.data(), right.data(), 3, ScanKind::exclusive, RoundingBound{2, 0}).passed);
-  const auto wrong = cpu::check_scan(in.data(), inclusive.data(), 3, ScanKind::exclusive, RoundingBound{2, 0});
+  EXPECT_TRUE(
+      cpu::check_scan(in.data(), right.data(), 3, ScanKind::exclusive, RoundingBound{2, 0}).passed);
+  const auto wrong =
+      cpu::check_scan(in.data(), inclusive.data(), 3, ScanKind::exclusive, RoundingBound{2, 0});
   EXPECT_FALSE(wrong.passed);
   EXPECT_EQ(wrong.first_failure, 0);
 }
@@ -165,8 +173,10 @@ TEST(ScanArguments, ZeroElementsIsANoOpEvenWithNullPointers) {
 TEST(ScanArguments, MisalignedAndOverlappingPointersAreErrors) {
   const auto* in = fake_device_pointer<std::int64_t>(4096);
   auto* out = const_cast<std::int64_t*>(fake_device_pointer<std::int64_t>(1 << 20));
-  auto* misaligned_out = const_cast<std::int64_t*>(fake_device_pointer<std::int64_t>((1 << 20) + 4));
-  EXPECT_EQ(argument_of([&] { inclusive_scan(fake_device_pointer<std::int64_t>(4100), out, 8); }), "in");
+  auto* misaligned_out =
+      const_cast<std::int64_t*>(fake_device_pointer<std::int64_t>((1 << 20) + 4));
+  EXPECT_EQ(argument_of([&] { inclusive_scan(fake_device_pointer<std::int64_t>(4100), out, 8); }),
+            "in");
   EXPECT_EQ(argument_of([&] { inclusive_scan(in, misaligned_out, 8); }), "out");
   EXPECT_EQ(argument_of([&] { inclusive_scan(in, const_cast<std::int64_t*>(in) + 3, 8); }), "out");
   EXPECT_EQ(argument_of([&] { exclusive_scan(in + 3, const_cast<std::int64_t*>(in), 8); }), "out");
@@ -221,9 +231,10 @@ TEST(ScanOp, ReportsFloatAndInt32AtTwoTo20AndTwoTo28) {
 TEST(ScanOp, LadderHasEveryRungInOrder) {
   std::vector<std::string> names;
   for (const Variant* variant : registry().variants("scan")) names.push_back(variant->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"cpu-serial", "cpu-threads", "hillis-steele", "blelloch",
-                                             "blelloch-padded", "warp-shuffle", "reduce-then-scan",
-                                             "decoupled-lookback", "production", "cub"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"cpu-serial", "cpu-threads", "hillis-steele", "blelloch",
+                                      "blelloch-padded", "warp-shuffle", "reduce-then-scan",
+                                      "decoupled-lookback", "production", "cub"}));
 }
 
 TEST(ScanOp, LadderRungsSkipTypesTheyAreNotBuiltFor) {

@@ -49,8 +49,8 @@ TEST_F(ScanLadder, EveryRungMatchesTheReferenceAtAwkwardSizesTwiceInARow) {
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << variant->name;
         }
         const bench::Check check = workspace->check(variant->where);
-        EXPECT_TRUE(check.passed) << variant->name << " " << dtype << " n=" << n << " seed=" << seed - 1
-                                  << ": " << check.detail;
+        EXPECT_TRUE(check.passed) << variant->name << " " << dtype << " n=" << n
+                                  << " seed=" << seed - 1 << ": " << check.detail;
       }
     }
   }
@@ -64,23 +64,25 @@ DeviceBuffer<T> random_input(std::int64_t n, std::uint64_t seed) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
     bench::fill_random(buffer.data(), n + 8, seed, nullptr);
   else if constexpr (std::is_signed_v<T>)
-    bench::fill_random_integers(buffer.data(), n + 8, seed, -(std::int64_t(1) << 30), std::int64_t(1) << 30, nullptr);
+    bench::fill_random_integers(buffer.data(), n + 8, seed, -(std::int64_t(1) << 30),
+                                std::int64_t(1) << 30, nullptr);
   else
-    bench::fill_random_integers(buffer.data(), n + 8, seed, 0, (std::int64_t(1) << 31) - 1, nullptr);
+    bench::fill_random_integers(buffer.data(), n + 8, seed, 0, (std::int64_t(1) << 31) - 1,
+                                nullptr);
   return buffer;
 }
 
-// The production path's own rounding bound (depths as in docs/scan.md): within a tile at most 16
-// roundings (3 in a lane's vector, 5 in the row's warp scan, 3 across rows, 3 across warps, 1 for
-// the warp offset, 1 for the element), the tile total at most 15; each look-back level adds 5 (a
-// warp tree) and 1 (combining levels); tile prefix plus element, 1 more. With at most 7 levels:
-// 15 + 7 * 6 + 1 < 64.
+// The production path's own rounding bound (derived in docs/scan.md, "Accuracy"): an element
+// passes through at most 16 roundings inside its tile, a tile total 15; each of at most 7
+// look-back levels adds 5 (a warp tree) plus 1 (combining the levels), and the tile prefix is
+// added once: 15 + 7 * 6 + 1 = 58 <= 64.
 const RoundingBound production_rounding{64, 0};
 
 template <class T>
 std::vector<T> download_range(const T* device, std::int64_t n) {
   std::vector<T> host(n);
-  if (n > 0) EXPECT_EQ(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  if (n > 0)
+    EXPECT_EQ(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   return host;
 }
 
@@ -92,8 +94,10 @@ void expect_scan_matches(ScanKind kind, std::int64_t n, std::int64_t in_offset,
   out.fill_bytes(0xFF);
   const T* in_start = in.data() + in_offset;
   T* out_start = out.data() + out_offset;
-  if (kind == ScanKind::inclusive) inclusive_scan(in_start, out_start, n);
-  else exclusive_scan(in_start, out_start, n);
+  if (kind == ScanKind::inclusive)
+    inclusive_scan(in_start, out_start, n);
+  else
+    exclusive_scan(in_start, out_start, n);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<T> host_in = download_range(in_start, n);
   const std::vector<T> host_out = download_range(out_start, n);
@@ -109,17 +113,31 @@ void expect_scan_matches(ScanKind kind, std::int64_t n, std::int64_t in_offset,
   }();
   for (std::int64_t i = 0; i < std::int64_t(whole.size()); ++i) {
     if (i >= out_offset && i < out_offset + n) continue;
-    EXPECT_EQ(std::memcmp(&whole[i], &poison, sizeof(T)), 0) << "wrote element " << i - out_offset
-                                                             << " of n=" << n;
+    EXPECT_EQ(std::memcmp(&whole[i], &poison, sizeof(T)), 0)
+        << "wrote element " << i - out_offset << " of n=" << n;
   }
 }
 
 // Tile boundaries of 4-byte (4096) and 8-byte (2048) types, look-back groups of 32 tiles, and a
 // second look-back level (more than 1024 tiles).
-const std::int64_t production_sizes[] = {1,        2,          31,         32,          33,
-                                         1025,     2047,       2048,       2049,        4095,
-                                         4096,     4097,       3 * 2048 + 1, 32 * 4096 - 1, 32 * 4096,
-                                         32 * 4096 + 1, (1 << 20) + 7, (1 << 22) + 5};
+const std::int64_t production_sizes[] = {1,
+                                         2,
+                                         31,
+                                         32,
+                                         33,
+                                         1025,
+                                         2047,
+                                         2048,
+                                         2049,
+                                         4095,
+                                         4096,
+                                         4097,
+                                         3 * 2048 + 1,
+                                         32 * 4096 - 1,
+                                         32 * 4096,
+                                         32 * 4096 + 1,
+                                         (1 << 20) + 7,
+                                         (1 << 22) + 5};
 
 template <class T>
 void expect_every_size_matches(ScanKind kind, std::uint64_t seed) {
@@ -146,12 +164,14 @@ TEST_F(InclusiveScan, UnalignedPointersMatchTheReference) {
   std::uint64_t seed = 1100;
   for (const std::int64_t n : {std::int64_t(5), std::int64_t(4099), std::int64_t(32 * 4096 + 3)}) {
     // Same misalignment for in and out (vector stores), and different (element stores).
-    for (const auto& [in_offset, out_offset] : {std::pair{1, 1}, std::pair{2, 2}, std::pair{3, 3},
-                                                 std::pair{1, 0}, std::pair{0, 3}, std::pair{2, 1}}) {
+    for (const auto& [in_offset, out_offset] :
+         {std::pair{1, 1}, std::pair{2, 2}, std::pair{3, 3}, std::pair{1, 0}, std::pair{0, 3},
+          std::pair{2, 1}}) {
       expect_scan_matches<float>(ScanKind::inclusive, n, in_offset, out_offset, seed++);
       expect_scan_matches<std::int32_t>(ScanKind::exclusive, n, in_offset, out_offset, seed++);
     }
-    for (const auto& [in_offset, out_offset] : {std::pair{1, 1}, std::pair{1, 0}, std::pair{0, 1}}) {
+    for (const auto& [in_offset, out_offset] :
+         {std::pair{1, 1}, std::pair{1, 0}, std::pair{0, 1}}) {
       expect_scan_matches<double>(ScanKind::inclusive, n, in_offset, out_offset, seed++);
       expect_scan_matches<std::int64_t>(ScanKind::exclusive, n, in_offset, out_offset, seed++);
     }
@@ -159,13 +179,17 @@ TEST_F(InclusiveScan, UnalignedPointersMatchTheReference) {
 }
 
 template <class T>
-std::vector<T> scan_on_device(ScanKind kind, const DeviceBuffer<T>& in, std::int64_t n, bool in_place) {
+std::vector<T> scan_on_device(ScanKind kind, const DeviceBuffer<T>& in, std::int64_t n,
+                              bool in_place) {
   DeviceBuffer<T> out{std::size_t(n)};
   if (in_place)
-    EXPECT_EQ(cudaMemcpy(out.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(out.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice),
+              cudaSuccess);
   const T* source = in_place ? out.data() : in.data();
-  if (kind == ScanKind::inclusive) inclusive_scan(source, out.data(), n);
-  else exclusive_scan(source, out.data(), n);
+  if (kind == ScanKind::inclusive)
+    inclusive_scan(source, out.data(), n);
+  else
+    exclusive_scan(source, out.data(), n);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return out.download();
 }
@@ -230,8 +254,8 @@ TEST_F(InclusiveScan, SignedIntegerSumsWrapAroundLikeTwosComplement) {
   DeviceBuffer<std::int32_t> in(values), out(values.size());
   inclusive_scan(in.data(), out.data(), std::int64_t(values.size()));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(out.download(), (std::vector<std::int32_t>{big, std::numeric_limits<std::int32_t>::min(),
-                                                       -big, 0, -1, 4}));
+  EXPECT_EQ(out.download(), (std::vector<std::int32_t>{
+                                big, std::numeric_limits<std::int32_t>::min(), -big, 0, -1, 4}));
 }
 
 TEST_F(ExclusiveScan, GivesZeroFirstAndTheSumsOfThePrecedingElements) {
