@@ -5,15 +5,16 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "bench/random.hpp"
+#include "bench/registry.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/scan.hpp"
 #include "gpu_test.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/scan.hpp"
-#include "scan/scan_workspace.hpp"
 
 namespace rooflab {
 namespace {
