@@ -269,7 +269,7 @@ TEST_F(ExclusiveScan, GivesZeroFirstAndTheSumsOfThePrecedingElements) {
 
 // 64-bit indexing end to end: 2^31 + 12345 uint32 elements (8.6 GB each way; about 17 GB of device
 // memory and 17 GB of host memory for the check), sums wrapping modulo 2^32. Four look-back
-// levels (524 291 tiles). Slow under compute-sanitizer: excluded there (*BeyondTwoTo31*).
+// levels (524 292 tiles). Slow under compute-sanitizer: excluded there (*BeyondTwoTo31*).
 TEST_F(InclusiveScan, BeyondTwoTo31ElementsMatchesExactly) {
   const std::int64_t n = (std::int64_t(1) << 31) + 12345;
   const std::size_t bytes = std::size_t(n) * sizeof(std::uint32_t);
