@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -176,8 +177,8 @@ void multiply_only_jk(LaunchShape shape, const double* first, const double* seco
   check_last_launch("multiply_only_jk_gpu");
 }
 
-// The paper's buffers: A, V, U and their products R A, R V, U R^T, then R and R^T (n x n each,
-// in one block), and two flags: this pair rotates, an element is above the threshold.
+// The paper's buffers: A, V, U and their products R A, R V, U R^T, then R and R^T (n x n each),
+// and two flags: this pair rotates, an element is above the threshold.
 struct PaperBuffers {
   double* a;
   double* v;
@@ -192,9 +193,7 @@ struct PaperBuffers {
 };
 constexpr int paper_matrices = 8;
 
-PaperBuffers carve(double* matrices, int* flags, int n) {
-  double* m[paper_matrices];
-  for (int i = 0; i < paper_matrices; ++i) m[i] = matrices + std::size_t(i) * n * n;
+PaperBuffers paper_buffers(double* const (&m)[paper_matrices], int* flags) {
   return PaperBuffers{m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], flags, flags + 1};
 }
 
@@ -227,14 +226,19 @@ std::size_t require_free_device_memory(std::size_t bytes) {
   return bytes;
 }
 
-// The buffers in managed memory (P1, P2). The host reads the convergence flag in place.
+// The buffers in managed memory (P1, P2), one allocation per matrix as the paper's
+// alloc_matrix_gpu makes them, so that the host touching R moves R's pages, not A's. The host
+// reads the convergence flag in place.
 class ManagedPaperBuffers {
  public:
-  ManagedPaperBuffers(int n, cudaStream_t stream)
-      : matrices_(require_free_device_memory(paper_matrix_bytes(n)) / sizeof(double)),
-        flags_(2),
-        stream_(stream) {
-    buffers_ = carve(matrices_.data(), flags_.data(), n);
+  ManagedPaperBuffers(int n, cudaStream_t stream) : flags_(2), stream_(stream) {
+    require_free_device_memory(paper_matrix_bytes(n));
+    double* m[paper_matrices];
+    for (int i = 0; i < paper_matrices; ++i) {
+      matrices_[i] = std::make_unique<ManagedArray<double>>(std::size_t(n) * n);
+      m[i] = matrices_[i]->data();
+    }
+    buffers_ = paper_buffers(m, flags_.data());
   }
   // Work queued on the stream may still use the memory; a destructor cannot report an error.
   ~ManagedPaperBuffers() { cudaStreamSynchronize(stream_); }
@@ -247,7 +251,7 @@ class ManagedPaperBuffers {
   }
 
  private:
-  ManagedArray<double> matrices_;
+  std::unique_ptr<ManagedArray<double>> matrices_[paper_matrices];
   ManagedArray<int> flags_;
   cudaStream_t stream_;
   PaperBuffers buffers_;
@@ -259,7 +263,9 @@ class DevicePaperBuffers {
  public:
   DevicePaperBuffers(int n, cudaStream_t stream)
       : matrices_(paper_matrix_bytes(n), stream, op_name), flags_(2 * sizeof(int), stream, op_name) {
-    buffers_ = carve(matrices_.as<double>(), flags_.as<int>(), n);
+    double* m[paper_matrices];
+    for (int i = 0; i < paper_matrices; ++i) m[i] = matrices_.as<double>() + std::size_t(i) * n * n;
+    buffers_ = paper_buffers(m, flags_.as<int>());
   }
   const PaperBuffers& pointers() const { return buffers_; }
   bool element_above(cudaStream_t stream) const {
@@ -276,6 +282,12 @@ class DevicePaperBuffers {
 };
 
 // ------------------------------------------------------------------------------------------
+// Size limits (paper_limit): what keeps `rooflab bench svd-paper` to about five minutes. A run
+// visits about 5 n^2 pairs (n^2 / 2 per sweep, 8-12 sweeps) and rotates about 4 n^2 of them; from
+// P2 on each pair is eleven stream operations (about 30 us of launches, an estimate) and each
+// rotation 16 n^2 multiply-adds over the rung's threads; every cell runs six times (validation,
+// two warm-ups, three timed repetitions).
+
 // Rung 1 — P1, the paper's first GPU version (its listings 1-9; Table 1's GPU column, Table 2's
 // "before"). Only the products run on the GPU, one block of 32 threads. The host reads A and
 // writes R, R^T in managed memory for every pair, and scans A for convergence after every sweep,
@@ -402,6 +414,9 @@ void run_on_device(SvdPaperWorkspace& w, cudaStream_t stream, LaunchShape shape,
   w.report_sweeps(sweeps, converged);
 }
 
+constexpr const char* table2_cost =
+    "about 5n^2 pairs of eleven stream operations each: several seconds per run beyond";
+
 // Rung 2 — P2, everything on the device, still in managed memory (Table 2's "after, unified").
 // Identity fills, the rotation's set-up and the convergence test become kernels; the host no
 // longer touches the matrices, so no page migrates after the first touch and the host stops
@@ -411,7 +426,7 @@ ROOFLAB_VARIANT(Variant{
     "svd-paper", 2, "device-managed",
     "P2: set-up, identity fill, convergence test in kernels; managed memory; one flag per sweep (Table 2)",
     Where::gpu, false,
-    paper_limit(table2, 100, "about 5n^2 pairs of eleven stream operations each: seconds per run beyond"),
+    paper_limit(table2, 100, table2_cost),
     on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
       run_on_device<LoopStep::threads, ManagedPaperBuffers>(w, stream, paper_shape, cudaSharedmemCarveoutDefault);
     })});
@@ -421,7 +436,7 @@ ROOFLAB_VARIANT(Variant{
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 3, "device-malloc", "P3: P2 with device memory (cudaMallocAsync) instead of managed (Table 2)",
     Where::gpu, false,
-    paper_limit(table2, 100, "about 5n^2 pairs of eleven stream operations each: seconds per run beyond"),
+    paper_limit(table2, 100, table2_cost),
     on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
       run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, paper_shape, cudaSharedmemCarveoutDefault);
     })});
@@ -458,7 +473,7 @@ ROOFLAB_VARIANT(threads_variant(45, {4, 32}));
 constexpr LaunchShape table4_shape{1, 256};
 constexpr const char* table4_cost =
     "about 5n^2 pairs of eleven stream operations and 16n^2 multiply-adds per rotation on 256 "
-    "threads: tens of seconds per run beyond";
+    "threads: an estimated 15 s per run at n = 300, over a minute at 500";
 
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 50, "step-1", "P5: 1x256 threads, each a contiguous chunk of outputs (Table 4)",
