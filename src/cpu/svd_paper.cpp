@@ -48,15 +48,16 @@ double paper_threshold(const Matrix& a) {
 
 PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps) {
   if (a.m != a.n)
-    throw std::invalid_argument("paper_jacobi: a must be square, got " + std::to_string(a.m) + " x " +
-                                std::to_string(a.n));
+    throw std::invalid_argument("paper_jacobi: a must be square, got " + std::to_string(a.m) +
+                                " x " + std::to_string(a.n));
   for (int j = 0; j < a.n; ++j)
     for (int i = 0; i < j; ++i)
       if (a(i, j) != a(j, i))
-        throw std::invalid_argument("paper_jacobi: a must be symmetric (the Jacobi eigenvalue "
-                                    "iteration does not converge otherwise), but a(" +
-                                    std::to_string(i) + ", " + std::to_string(j) + ") != a(" +
-                                    std::to_string(j) + ", " + std::to_string(i) + ")");
+        throw std::invalid_argument(
+            "paper_jacobi: a must be symmetric (the Jacobi eigenvalue "
+            "iteration does not converge otherwise), but a(" +
+            std::to_string(i) + ", " + std::to_string(j) + ") != a(" + std::to_string(j) + ", " +
+            std::to_string(i) + ")");
   const int n = a.n;
   PaperJacobiResult result{{}, identity(n), identity(n)};
   Matrix work = a;

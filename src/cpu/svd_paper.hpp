@@ -29,7 +29,8 @@ struct Rotation {
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline Rotation paper_rotation(double a_jj, double a_kk, double a_jk) {
+    inline Rotation
+    paper_rotation(double a_jj, double a_kk, double a_jk) {
   const double tau = (a_jj - a_kk) / (2 * a_jk);
   const double t = (tau >= 0 ? 1.0 : -1.0) / (std::abs(tau) + std::sqrt(1 + tau * tau));
   const double c = 1 / std::sqrt(1 + t * t);
@@ -37,10 +38,11 @@ inline Rotation paper_rotation(double a_jj, double a_kk, double a_jk) {
 }
 
 struct PaperJacobiResult {
-  std::vector<double> values;  // column sums of the final A, in diagonal order (the paper's read-out)
-  Matrix u;                    // U = R_1^T R_2^T ...: its columns are the eigenvectors
-  Matrix v;                    // V = ... R_2 R_1 = U^T
-  int sweeps = 0;              // sweeps run before the convergence test passed
+  std::vector<double>
+      values;      // column sums of the final A, in diagonal order (the paper's read-out)
+  Matrix u;        // U = R_1^T R_2^T ...: its columns are the eigenvectors
+  Matrix v;        // V = ... R_2 R_1 = U^T
+  int sweeps = 0;  // sweeps run before the convergence test passed
   std::int64_t rotations = 0;  // pairs above the threshold, rotated
   bool converged = false;      // false: max_sweeps ran out with an element above the threshold
 };

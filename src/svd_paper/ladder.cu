@@ -87,8 +87,8 @@ __global__ void set_up_rotation(const double* a, int n, int j, int k, double thr
 // and run one after another. Each entry is a length-n dot product, computed by one thread in
 // order (so every launch shape and loop step gives the same bits).
 template <LoopStep step>
-__global__ void multiply_only_jk_gpu(const double* first, const double* second, double* res,
-                                     int n, int j, int k, const int* rotate) {
+__global__ void multiply_only_jk_gpu(const double* first, const double* second, double* res, int n,
+                                     int j, int k, const int* rotate) {
   if (rotate != nullptr && *rotate == 0) return;
   const int quarter = global_threads() / 4;
   const int operation = global_thread() / quarter;
@@ -149,7 +149,8 @@ void check_last_launch(const char* kernel) { detail::check_launch(op_name, kerne
 // the default). The attribute belongs to the kernel, not the launch, so each run sets it anew.
 template <class Kernel>
 void prefer_carveout(Kernel* kernel, int percent) {
-  ROOFLAB_CUDA(op_name, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
+  ROOFLAB_CUDA(op_name, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             percent));
 }
 void prefer_carveout(int percent) {
   prefer_carveout(fill_identity, percent);
@@ -171,9 +172,11 @@ void synchronize(cudaStream_t stream) { ROOFLAB_CUDA(op_name, cudaStreamSynchron
 // kernel recomputes rows and columns j and k.
 template <LoopStep step>
 void multiply_only_jk(LaunchShape shape, const double* first, const double* second, double* res,
-                      bool keep_first, int n, int j, int k, const int* rotate, cudaStream_t stream) {
+                      bool keep_first, int n, int j, int k, const int* rotate,
+                      cudaStream_t stream) {
   copy_matrix(res, keep_first ? first : second, n, stream);
-  multiply_only_jk_gpu<step><<<shape.blocks, shape.threads, 0, stream>>>(first, second, res, n, j, k, rotate);
+  multiply_only_jk_gpu<step>
+      <<<shape.blocks, shape.threads, 0, stream>>>(first, second, res, n, j, k, rotate);
   check_last_launch("multiply_only_jk_gpu");
 }
 
@@ -197,7 +200,9 @@ PaperBuffers paper_buffers(double* const (&m)[paper_matrices], int* flags) {
   return PaperBuffers{m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], flags, flags + 1};
 }
 
-std::size_t paper_matrix_bytes(int n) { return std::size_t(paper_matrices) * n * n * sizeof(double); }
+std::size_t paper_matrix_bytes(int n) {
+  return std::size_t(paper_matrices) * n * n * sizeof(double);
+}
 
 // cudaMallocManaged memory (the paper's alloc_matrix_gpu), freed on destruction.
 template <class T>
@@ -221,8 +226,9 @@ std::size_t require_free_device_memory(std::size_t bytes) {
   std::size_t free = 0, total = 0;
   ROOFLAB_CUDA(op_name, cudaMemGetInfo(&free, &total));
   if (bytes > free)
-    throw Error(op_name, "--n", "needs " + std::to_string(bytes) + " bytes of managed memory, more than the " +
-                                    std::to_string(free) + " bytes free on the device");
+    throw Error(op_name, "--n",
+                "needs " + std::to_string(bytes) + " bytes of managed memory, more than the " +
+                    std::to_string(free) + " bytes free on the device");
   return bytes;
 }
 
@@ -262,7 +268,8 @@ class ManagedPaperBuffers {
 class DevicePaperBuffers {
  public:
   DevicePaperBuffers(int n, cudaStream_t stream)
-      : matrices_(paper_matrix_bytes(n), stream, op_name), flags_(2 * sizeof(int), stream, op_name) {
+      : matrices_(paper_matrix_bytes(n), stream, op_name),
+        flags_(2 * sizeof(int), stream, op_name) {
     double* m[paper_matrices];
     for (int i = 0; i < paper_matrices; ++i) m[i] = matrices_.as<double>() + std::size_t(i) * n * n;
     buffers_ = paper_buffers(m, flags_.as<int>());
@@ -270,7 +277,8 @@ class DevicePaperBuffers {
   const PaperBuffers& pointers() const { return buffers_; }
   bool element_above(cudaStream_t stream) const {
     int above = 0;
-    ROOFLAB_CUDA(op_name, cudaMemcpyAsync(&above, buffers_.above, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    ROOFLAB_CUDA(op_name, cudaMemcpyAsync(&above, buffers_.above, sizeof(int),
+                                          cudaMemcpyDeviceToHost, stream));
     synchronize(stream);
     return above != 0;
   }
@@ -318,11 +326,15 @@ void rotate_pair_from_host(const PaperBuffers& b, int n, int j, int k, double th
       b.r[at(row, column, n)] = rotation_entry(row, column, j, k, rotation);
       b.rt[at(row, column, n)] = rotation_entry(column, row, j, k, rotation);
     }
-  multiply_only_jk<LoopStep::threads>(paper_shape, b.r, b.a, b.rotated_a, false, n, j, k, nullptr, stream);
-  multiply_only_jk<LoopStep::threads>(paper_shape, b.r, b.v, b.rotated_v, false, n, j, k, nullptr, stream);
-  multiply_only_jk<LoopStep::threads>(paper_shape, b.u, b.rt, b.rotated_u, true, n, j, k, nullptr, stream);
+  multiply_only_jk<LoopStep::threads>(paper_shape, b.r, b.a, b.rotated_a, false, n, j, k, nullptr,
+                                      stream);
+  multiply_only_jk<LoopStep::threads>(paper_shape, b.r, b.v, b.rotated_v, false, n, j, k, nullptr,
+                                      stream);
+  multiply_only_jk<LoopStep::threads>(paper_shape, b.u, b.rt, b.rotated_u, true, n, j, k, nullptr,
+                                      stream);
   synchronize(stream);
-  multiply_only_jk<LoopStep::threads>(paper_shape, b.rotated_a, b.rt, b.a, true, n, j, k, nullptr, stream);
+  multiply_only_jk<LoopStep::threads>(paper_shape, b.rotated_a, b.rt, b.a, true, n, j, k, nullptr,
+                                      stream);
   copy_matrix(b.v, b.rotated_v, n, stream);
   copy_matrix(b.u, b.rotated_u, n, stream);
   synchronize(stream);
@@ -359,7 +371,7 @@ void run_first_version(SvdPaperWorkspace& w, cudaStream_t stream) {
 
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 1, "managed-host",
-    "P1: products on 1x32 GPU threads; host reads/writes managed memory every rotation (Tables 1, 2)",
+    "P1: products on 1x32 GPU threads, the host in managed memory every rotation (Tables 1, 2)",
     Where::gpu, false,
     paper_limit(table1 | table2, 50,
                 "the host touches managed memory at every one of ~4n^2 rotations (page faults both "
@@ -374,12 +386,14 @@ ROOFLAB_VARIANT(Variant{
 template <LoopStep step>
 void enqueue_pair(const PaperBuffers& b, int n, int j, int k, double threshold, LaunchShape shape,
                   cudaStream_t stream) {
-  set_up_rotation<<<shape.blocks, shape.threads, 0, stream>>>(b.a, n, j, k, threshold, b.r, b.rt, b.rotate);
+  set_up_rotation<<<shape.blocks, shape.threads, 0, stream>>>(b.a, n, j, k, threshold, b.r, b.rt,
+                                                              b.rotate);
   check_last_launch("set_up_rotation");
-  multiply_only_jk<step>(shape, b.r, b.a, b.rotated_a, false, n, j, k, b.rotate, stream);  // R A
-  multiply_only_jk<step>(shape, b.r, b.v, b.rotated_v, false, n, j, k, b.rotate, stream);  // R V
-  multiply_only_jk<step>(shape, b.u, b.rt, b.rotated_u, true, n, j, k, b.rotate, stream);  // U R^T
-  multiply_only_jk<step>(shape, b.rotated_a, b.rt, b.a, true, n, j, k, b.rotate, stream);  // (R A) R^T
+  // R A, R V and U R^T, then A = (R A) R^T; V and U take their products back by copies.
+  multiply_only_jk<step>(shape, b.r, b.a, b.rotated_a, false, n, j, k, b.rotate, stream);
+  multiply_only_jk<step>(shape, b.r, b.v, b.rotated_v, false, n, j, k, b.rotate, stream);
+  multiply_only_jk<step>(shape, b.u, b.rt, b.rotated_u, true, n, j, k, b.rotate, stream);
+  multiply_only_jk<step>(shape, b.rotated_a, b.rt, b.a, true, n, j, k, b.rotate, stream);
   copy_matrix(b.v, b.rotated_v, n, stream);
   copy_matrix(b.u, b.rotated_u, n, stream);
 }
@@ -399,7 +413,8 @@ void run_on_device(SvdPaperWorkspace& w, cudaStream_t stream, LaunchShape shape,
   bool converged = false;
   for (;;) {
     ROOFLAB_CUDA(op_name, cudaMemsetAsync(b.above, 0, sizeof(int), stream));
-    flag_off_diagonal_above<<<shape.blocks, shape.threads, 0, stream>>>(b.a, n, w.threshold, b.above);
+    flag_off_diagonal_above<<<shape.blocks, shape.threads, 0, stream>>>(b.a, n, w.threshold,
+                                                                        b.above);
     check_last_launch("flag_off_diagonal_above");
     converged = !buffers.element_above(stream);
     if (converged || sweeps == w.max_sweeps) break;
@@ -422,41 +437,46 @@ constexpr const char* table2_cost =
 // longer touches the matrices, so no page migrates after the first touch and the host stops
 // waiting per rotation. What is left of managed memory: the allocation, first-touch faults and
 // the flag's page moving to the host and back once per sweep.
-ROOFLAB_VARIANT(Variant{
-    "svd-paper", 2, "device-managed",
-    "P2: set-up, identity fill, convergence test in kernels; managed memory; one flag per sweep (Table 2)",
-    Where::gpu, false,
-    paper_limit(table2, 100, table2_cost),
-    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
-      run_on_device<LoopStep::threads, ManagedPaperBuffers>(w, stream, paper_shape, cudaSharedmemCarveoutDefault);
-    })});
+ROOFLAB_VARIANT(Variant{"svd-paper", 2, "device-managed",
+                        "P2: set-up, fills, convergence test in kernels; managed memory (Table 2)",
+                        Where::gpu, false, paper_limit(table2, 100, table2_cost),
+                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+                          run_on_device<LoopStep::threads, ManagedPaperBuffers>(
+                              w, stream, paper_shape, cudaSharedmemCarveoutDefault);
+                        })});
 
 // Rung 3 — P3, the same in device memory (Table 2's "after, not unified"): stream-ordered
 // allocations, and the flag comes back by an explicit copy.
-ROOFLAB_VARIANT(Variant{
-    "svd-paper", 3, "device-malloc", "P3: P2 with device memory (cudaMallocAsync) instead of managed (Table 2)",
-    Where::gpu, false,
-    paper_limit(table2, 100, table2_cost),
-    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
-      run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, paper_shape, cudaSharedmemCarveoutDefault);
-    })});
+ROOFLAB_VARIANT(Variant{"svd-paper", 3, "device-malloc",
+                        "P3: P2 with device memory (cudaMallocAsync) instead of managed (Table 2)",
+                        Where::gpu, false, paper_limit(table2, 100, table2_cost),
+                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+                          run_on_device<LoopStep::threads, DevicePaperBuffers>(
+                              w, stream, paper_shape, cudaSharedmemCarveoutDefault);
+                        })});
 
 // Rungs 40-45 — P4, threads and blocks (Table 3): P3 on 1x32 up to 4x32 threads. With 32 threads
 // a quarter is 8 lanes and the warp runs the four quarters one after another; with 64 the warp
 // holds two quarters; from 128 on each quarter has whole warps. More warps also keep more loads
 // in flight, and more blocks spread them over more SMs (and more L1).
 Variant threads_variant(int rung, LaunchShape shape) {
-  const std::string name = "threads-" + std::to_string(shape.blocks) + "x" + std::to_string(shape.threads);
+  const std::string name =
+      "threads-" + std::to_string(shape.blocks) + "x" + std::to_string(shape.threads);
   return Variant{
-      "svd-paper", rung, name,
+      "svd-paper",
+      rung,
+      name,
       "P4: P3 on " + std::to_string(shape.blocks) + " block(s) x " + std::to_string(shape.threads) +
           " threads (Table 3)",
-      Where::gpu, false,
-      paper_limit(table3, 96,
-                  "about 5n^2 pairs of eleven stream operations and 16n^2 multiply-adds per rotation "
-                  "on at most 128 threads, for six configurations: seconds per run beyond"),
+      Where::gpu,
+      false,
+      paper_limit(
+          table3, 96,
+          "about 5n^2 pairs of eleven stream operations and 16n^2 multiply-adds per rotation "
+          "on at most 128 threads, for six configurations: seconds per run beyond"),
       on<SvdPaperWorkspace>([shape](SvdPaperWorkspace& w, cudaStream_t stream) {
-        run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, shape, cudaSharedmemCarveoutDefault);
+        run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, shape,
+                                                             cudaSharedmemCarveoutDefault);
       })};
 }
 ROOFLAB_VARIANT(threads_variant(40, {1, 32}));
@@ -475,30 +495,37 @@ constexpr const char* table4_cost =
     "about 5n^2 pairs of eleven stream operations and 16n^2 multiply-adds per rotation on 256 "
     "threads: an estimated 15 s per run at n = 300, over a minute at 500";
 
-ROOFLAB_VARIANT(Variant{
-    "svd-paper", 50, "step-1", "P5: 1x256 threads, each a contiguous chunk of outputs (Table 4)",
-    Where::gpu, false, paper_limit(table4, 200, table4_cost),
-    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
-      run_on_device<LoopStep::one, DevicePaperBuffers>(w, stream, table4_shape, cudaSharedmemCarveoutDefault);
-    })});
+ROOFLAB_VARIANT(Variant{"svd-paper", 50, "step-1",
+                        "P5: 1x256 threads, each a contiguous chunk of outputs (Table 4)",
+                        Where::gpu, false, paper_limit(table4, 200, table4_cost),
+                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+                          run_on_device<LoopStep::one, DevicePaperBuffers>(
+                              w, stream, table4_shape, cudaSharedmemCarveoutDefault);
+                        })});
 
-ROOFLAB_VARIANT(Variant{
-    "svd-paper", 51, "step-threads", "P5: 1x256 threads, loop step = threads: coalesced columns (Table 4)",
-    Where::gpu, false, paper_limit(table4, 200, table4_cost),
-    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
-      run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, table4_shape, cudaSharedmemCarveoutDefault);
-    })});
+ROOFLAB_VARIANT(Variant{"svd-paper", 51, "step-threads",
+                        "P5: 1x256 threads, loop step = threads: coalesced columns (Table 4)",
+                        Where::gpu, false, paper_limit(table4, 200, table4_cost),
+                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+                          run_on_device<LoopStep::threads, DevicePaperBuffers>(
+                              w, stream, table4_shape, cudaSharedmemCarveoutDefault);
+                        })});
 
 // Rungs 60-62 — P6, the L1 / shared-memory carveout (the paper saw no effect and gives no table;
 // measured at Table 4's n = 100 beside P5). No kernel here uses shared memory, so the split only
 // sizes L1: 0 asks for the largest L1, 100 for the largest shared memory (the smallest L1). At
-// n = 100 a product touches about 240 KB, which fits the largest L1 of an H100 and not the smallest.
+// n = 100 a product touches about 240 KB, which fits the largest L1 of an H100 and not the
+// smallest.
 Variant carveout_variant(int rung, int percent) {
   return Variant{
-      "svd-paper", rung, "carveout-" + std::to_string(percent),
+      "svd-paper",
+      rung,
+      "carveout-" + std::to_string(percent),
       "P6: step-threads with preferred shared-memory carveout " + std::to_string(percent) + "%",
-      Where::gpu, false,
-      paper_limit(table4, 100, "three carveouts of the 256-thread rung: one size keeps the bench short"),
+      Where::gpu,
+      false,
+      paper_limit(table4, 100,
+                  "three carveouts of the 256-thread rung: one size keeps the bench short"),
       on<SvdPaperWorkspace>([percent](SvdPaperWorkspace& w, cudaStream_t stream) {
         run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, table4_shape, percent);
       })};

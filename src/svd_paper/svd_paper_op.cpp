@@ -115,18 +115,22 @@ gesvdjInfo_t SvdPaperWorkspace::gesvdj_parameters() {
 }
 
 Check SvdPaperWorkspace::check(Where where) {
-  const auto fail = [](std::string why) { return Check{false, INFINITY, tolerance, std::move(why)}; };
+  const auto fail = [](std::string why) {
+    return Check{false, INFINITY, tolerance, std::move(why)};
+  };
   switch (convergence) {
     case Convergence::unreported:
       return fail("the rung reported no convergence");
     case Convergence::sweep_limit:
-      return fail(fmt::format("not converged: an off-diagonal element is still above the threshold "
-                              "{:.3g} after {} sweeps (the limit)",
-                              threshold, sweeps));
+      return fail(
+          fmt::format("not converged: an off-diagonal element is still above the threshold "
+                      "{:.3g} after {} sweeps (the limit)",
+                      threshold, sweeps));
     case Convergence::vendor_info: {
       const int info = vendor_info.download()[0];
       if (info != 0)
-        return fail(fmt::format("cuSOLVER did not converge in {} sweeps (info = {})", max_sweeps, info));
+        return fail(
+            fmt::format("cuSOLVER did not converge in {} sweeps (info = {})", max_sweeps, info));
       break;
     }
     case Convergence::converged:
@@ -157,9 +161,12 @@ Check SvdPaperWorkspace::check(Where where) {
   if (vectors_written) {
     const std::vector<double> q = where == Where::gpu ? vectors.download() : host_vectors.values;
     if (q.size() != std::size_t(n) * n) return fail("no eigenvectors");
-    const auto at = [&](int row, int column) { return q[std::size_t(row) + std::size_t(column) * n]; };
+    const auto at = [&](int row, int column) {
+      return q[std::size_t(row) + std::size_t(column) * n];
+    };
     for (std::size_t i = 0; i < q.size(); ++i)
-      if (std::isnan(q[i])) return fail(fmt::format("eigenvector element {} is NaN (never written)", i));
+      if (std::isnan(q[i]))
+        return fail(fmt::format("eigenvector element {} is NaN (never written)", i));
     std::vector<double> aq(n);
     for (int column = 0; column < n; ++column) {
       std::fill(aq.begin(), aq.end(), 0.0);
@@ -169,7 +176,8 @@ Check SvdPaperWorkspace::check(Where where) {
         const double e = std::abs(aq[row] - got[column] * at(row, column)) / scale;
         if (e > error) {
           error = e;
-          detail = fmt::format("eigenvector {}: |A q - lambda q| = {:.3g} lambda_max at row {}", column, e, row);
+          detail = fmt::format("eigenvector {}: |A q - lambda q| = {:.3g} lambda_max at row {}",
+                               column, e, row);
         }
       }
       for (int other = 0; other <= column; ++other) {
@@ -207,7 +215,8 @@ ROOFLAB_OP(Op{
       return problem;
     },
     [](const Problem& problem) {
-      return fmt::format("n = {} (A = B^T B, B random {} x {}), double", problem.n, problem.n, problem.n);
+      return fmt::format("n = {} (A = B^T B, B random {} x {}), double", problem.n, problem.n,
+                         problem.n);
     },
     [](const Problem& problem) {
       // The least work of a symmetric eigendecomposition with vectors: read A, write the values
@@ -237,8 +246,7 @@ ROOFLAB_OP(Op{
 // O(n) per rotation, where the GPU rungs multiply by the whole n x n rotation matrix.
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 0, "cpu", "P0: the paper's algorithm on one CPU core, O(n) per rotation (Table 1)",
-    Where::cpu, false,
-    paper_limit(table1, 256, "one CPU core: about 4n^2 rotations of O(n) each"),
+    Where::cpu, false, paper_limit(table1, 256, "one CPU core: about 4n^2 rotations of O(n) each"),
     on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t) {
       cpu::PaperJacobiResult result = cpu::paper_jacobi(w.host_input, w.threshold, w.max_sweeps);
       w.host_values = std::move(result.values);
@@ -251,7 +259,8 @@ ROOFLAB_VARIANT(Variant{
 // with). Workspace query and stream-ordered scratch inside the run, as a caller would do.
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 90, "cusolver-syevj", "cuSOLVER syevj: symmetric Jacobi, values and vectors",
-    Where::gpu, true, no_limit, on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+    Where::gpu, true, no_limit,
+    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
       const cusolverDnHandle_t handle = cusolver_handle(stream);
       const syevjInfo_t parameters = w.syevj_parameters();
       ROOFLAB_CUSOLVER(op_name, cusolverDnXsyevjSetMaxSweeps(parameters, w.max_sweeps));
@@ -263,10 +272,10 @@ ROOFLAB_VARIANT(Variant{
                                     handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, w.n,
                                     w.vectors.data(), w.n, w.values.data(), &lwork, parameters));
       StreamBuffer work(std::size_t(lwork) * sizeof(double), stream, op_name);
-      ROOFLAB_CUSOLVER(op_name, cusolverDnDsyevj(handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
-                                                 w.n, w.vectors.data(), w.n, w.values.data(),
-                                                 work.as<double>(), lwork, w.vendor_info.data(),
-                                                 parameters));
+      ROOFLAB_CUSOLVER(
+          op_name, cusolverDnDsyevj(handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, w.n,
+                                    w.vectors.data(), w.n, w.values.data(), work.as<double>(),
+                                    lwork, w.vendor_info.data(), parameters));
       w.vectors_written = true;
       w.convergence = Convergence::vendor_info;
     })});
@@ -275,7 +284,8 @@ ROOFLAB_VARIANT(Variant{
 // semi-definite A the singular values are the eigenvalues and U holds the eigenvectors.
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 91, "cusolver-gesvdj", "cuSOLVER gesvdj: Jacobi SVD of the same matrix, U S V^T",
-    Where::gpu, true, no_limit, on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+    Where::gpu, true, no_limit,
+    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
       const cusolverDnHandle_t handle = cusolver_handle(stream);
       const gesvdjInfo_t parameters = w.gesvdj_parameters();
       ROOFLAB_CUSOLVER(op_name, cusolverDnXgesvdjSetMaxSweeps(parameters, w.max_sweeps));
@@ -285,26 +295,26 @@ ROOFLAB_VARIANT(Variant{
                                             cudaMemcpyDeviceToDevice, stream));
       int lwork = 0;
       ROOFLAB_CUSOLVER(op_name, cusolverDnDgesvdj_bufferSize(
-                                    handle, CUSOLVER_EIG_MODE_VECTOR, 0, w.n, w.n, a.as<double>(), w.n,
-                                    w.values.data(), w.vectors.data(), w.n, v.as<double>(), w.n,
-                                    &lwork, parameters));
+                                    handle, CUSOLVER_EIG_MODE_VECTOR, 0, w.n, w.n, a.as<double>(),
+                                    w.n, w.values.data(), w.vectors.data(), w.n, v.as<double>(),
+                                    w.n, &lwork, parameters));
       StreamBuffer work(std::size_t(lwork) * sizeof(double), stream, op_name);
-      ROOFLAB_CUSOLVER(op_name, cusolverDnDgesvdj(handle, CUSOLVER_EIG_MODE_VECTOR, 0, w.n, w.n,
-                                                  a.as<double>(), w.n, w.values.data(),
-                                                  w.vectors.data(), w.n, v.as<double>(), w.n,
-                                                  work.as<double>(), lwork, w.vendor_info.data(),
-                                                  parameters));
+      ROOFLAB_CUSOLVER(
+          op_name,
+          cusolverDnDgesvdj(handle, CUSOLVER_EIG_MODE_VECTOR, 0, w.n, w.n, a.as<double>(), w.n,
+                            w.values.data(), w.vectors.data(), w.n, v.as<double>(), w.n,
+                            work.as<double>(), lwork, w.vendor_info.data(), parameters));
       w.vectors_written = true;
       w.convergence = Convergence::vendor_info;
     })});
 
 // Vendor — LAPACK dsyev on the CPU (eigenvalues only: the reference's own call).
-ROOFLAB_VARIANT(Variant{
-    "svd-paper", 92, "lapack-dsyev", "LAPACK dsyev on the CPU, eigenvalues only", Where::cpu, true,
-    no_limit, on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t) {
-      w.host_values = cpu::lapack_symmetric_eigenvalues(w.host_input);
-      w.convergence = Convergence::converged;  // dsyev throws when it fails
-    })});
+ROOFLAB_VARIANT(Variant{"svd-paper", 92, "lapack-dsyev",
+                        "LAPACK dsyev on the CPU, eigenvalues only", Where::cpu, true, no_limit,
+                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t) {
+                          w.host_values = cpu::lapack_symmetric_eigenvalues(w.host_input);
+                          w.convergence = Convergence::converged;  // dsyev throws when it fails
+                        })});
 
 }  // namespace
 }  // namespace rooflab::bench

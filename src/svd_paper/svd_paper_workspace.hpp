@@ -68,11 +68,11 @@ class SvdPaperWorkspace : public Workspace {
   // A safety net, never a stopping rule: the iterations here take 5-12 sweeps (cuSOLVER's
   // default is 100). A run that reaches it has not converged and fails the check.
   int max_sweeps = 40;
-  double threshold = 0;          // cpu::paper_threshold of the input
-  cpu::Matrix host_input;        // A, column-major
-  DeviceBuffer<double> input;    // A on the device (rungs copy it; none may write it)
-  DeviceBuffer<double> values;   // out (GPU rungs): n eigenvalues, any order
-  DeviceBuffer<double> vectors;  // out (GPU rungs): eigenvectors as columns, in values' order
+  double threshold = 0;             // cpu::paper_threshold of the input
+  cpu::Matrix host_input;           // A, column-major
+  DeviceBuffer<double> input;       // A on the device (rungs copy it; none may write it)
+  DeviceBuffer<double> values;      // out (GPU rungs): n eigenvalues, any order
+  DeviceBuffer<double> vectors;     // out (GPU rungs): eigenvectors as columns, in values' order
   std::vector<double> host_values;  // out (CPU rungs)
   cpu::Matrix host_vectors;         // out (CPU rungs)
   bool vectors_written = false;     // set by rungs that return eigenvectors

@@ -1,4 +1,7 @@
-// Paper 004's algorithm on the CPU against LAPACK, and the svd-paper op's sizes and limits (no GPU).
+// Paper 004's algorithm on the CPU against LAPACK, and the svd-paper op's sizes and limits (no
+// GPU).
+#include "cpu/svd_paper.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +10,6 @@
 #include <stdexcept>
 
 #include "bench/registry.hpp"
-#include "cpu/svd_paper.hpp"
 #include "svd_paper/svd_paper_workspace.hpp"
 
 namespace rooflab::cpu {
@@ -29,7 +31,8 @@ TEST(PaperJacobi, ValuesMatchLapackEigenvaluesOfGramMatrices) {
     const std::vector<double> reference = lapack_symmetric_eigenvalues(a);
     const std::vector<double> values = descending(result.values);
     for (int i = 0; i < n; ++i)
-      EXPECT_NEAR(values[i], reference[i], tolerance * reference[0]) << "n=" << n << " seed=" << seed << " i=" << i;
+      EXPECT_NEAR(values[i], reference[i], tolerance * reference[0])
+          << "n=" << n << " seed=" << seed << " i=" << i;
   }
 }
 
@@ -50,7 +53,8 @@ TEST(PaperJacobi, ColumnsOfUAreOrthonormalEigenvectors) {
     for (int other = 0; other < n; ++other) {
       double dot = 0;
       for (int l = 0; l < n; ++l) dot += result.u(l, column) * result.u(l, other);
-      EXPECT_NEAR(dot, other == column ? 1.0 : 0.0, tolerance) << "columns " << column << ", " << other;
+      EXPECT_NEAR(dot, other == column ? 1.0 : 0.0, tolerance)
+          << "columns " << column << ", " << other;
     }
   }
 }
@@ -65,7 +69,11 @@ TEST(PaperJacobi, VIsExactlyTheTransposeOfU) {
 
 TEST(PaperJacobi, RotationZeroesThePairItRotates) {
   // (a_jj, a_kk, a_jk): generic, equal diagonal (tau = 0, sign(0) = 1), tiny and huge tau.
-  const double cases[][3] = {{3.0, -1.5, 0.7}, {2.0, 2.0, 0.5}, {1.0, 5.0, -2.0}, {1e6, -1e6, 1e-3}, {1.0, 1.0 + 1e-12, 4.0}};
+  const double cases[][3] = {{3.0, -1.5, 0.7},
+                             {2.0, 2.0, 0.5},
+                             {1.0, 5.0, -2.0},
+                             {1e6, -1e6, 1e-3},
+                             {1.0, 1.0 + 1e-12, 4.0}};
   for (const auto& pair : cases) {
     const double a = pair[0], d = pair[1], b = pair[2];
     const Rotation r = paper_rotation(a, d, b);
@@ -138,23 +146,24 @@ std::string limit_at(const std::string& name, std::int64_t n) {
 }
 
 TEST(SvdPaperOp, ReportSizesAreTheFourTablesSizesAscending) {
-  const std::vector<std::int64_t> expected{25, 32, 50, 64, 75, 96, 100, 125, 128,
+  const std::vector<std::int64_t> expected{25,  32,  50,  64,  75,  96,  100, 125, 128,
                                            160, 192, 200, 224, 256, 300, 400, 500};
   EXPECT_EQ(paper_report_sizes(), expected);
   std::vector<std::int64_t> reported;
-  for (const Problem& problem : registry().op("svd-paper").report_problems(false)) reported.push_back(problem.n);
+  for (const Problem& problem : registry().op("svd-paper").report_problems(false))
+    reported.push_back(problem.n);
   EXPECT_EQ(reported, expected);
   EXPECT_LT(registry().op("svd-paper").report_problems(true).size(), expected.size());
 }
 
 TEST(SvdPaperOp, EachRungRunsAtItsTablesSizesAndSkipsTheOthersSayingWhy) {
-  EXPECT_EQ(limit_at("cpu", 125), "");               // Table 1
-  EXPECT_EQ(limit_at("managed-host", 25), "");       // Tables 1 and 2
-  EXPECT_EQ(limit_at("device-malloc", 100), "");     // Table 2
-  EXPECT_EQ(limit_at("threads-4x32", 96), "");       // Table 3
-  EXPECT_EQ(limit_at("step-threads", 200), "");      // Table 4
-  EXPECT_EQ(limit_at("carveout-0", 100), "");        // beside Table 4
-  EXPECT_EQ(limit_at("cusolver-syevj", 500), "");    // every table
+  EXPECT_EQ(limit_at("cpu", 125), "");             // Table 1
+  EXPECT_EQ(limit_at("managed-host", 25), "");     // Tables 1 and 2
+  EXPECT_EQ(limit_at("device-malloc", 100), "");   // Table 2
+  EXPECT_EQ(limit_at("threads-4x32", 96), "");     // Table 3
+  EXPECT_EQ(limit_at("step-threads", 200), "");    // Table 4
+  EXPECT_EQ(limit_at("carveout-0", 100), "");      // beside Table 4
+  EXPECT_EQ(limit_at("cusolver-syevj", 500), "");  // every table
 
   const std::string other_table = limit_at("device-malloc", 64);
   EXPECT_NE(other_table.find("n = 64 is a size of Table 3 only"), std::string::npos) << other_table;

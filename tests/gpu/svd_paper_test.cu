@@ -41,7 +41,8 @@ class SvdPaperHarness : public testing::GpuTest {};
 std::vector<const Variant*> device_loop_rungs() {  // P2 to P6: the rotation set up on the device
   std::vector<const Variant*> rungs;
   for (const Variant* variant : registry().variants("svd-paper"))
-    if (variant->where == Where::gpu && !variant->vendor && variant->rung >= 2) rungs.push_back(variant);
+    if (variant->where == Where::gpu && !variant->vendor && variant->rung >= 2)
+      rungs.push_back(variant);
   return rungs;
 }
 
@@ -51,7 +52,8 @@ TEST_F(SvdPaperLadder, EveryRungMatchesLapackAtSmallSizes) {
     SvdPaperWorkspace workspace(n);
     for (const Variant* variant : registry().variants("svd-paper")) {
       const Check check = run_and_check(*variant, workspace, seed);
-      EXPECT_TRUE(check.passed) << variant->name << " n=" << n << " seed=" << seed << ": " << check.detail;
+      EXPECT_TRUE(check.passed) << variant->name << " n=" << n << " seed=" << seed << ": "
+                                << check.detail;
       EXPECT_LE(check.error, SvdPaperWorkspace::tolerance) << variant->name << " n=" << n;
       ++seed;
     }
@@ -106,7 +108,8 @@ TEST_F(SvdPaperLadder, EveryIterativeRungStoppedAtItsSweepLimitFailsTheCheck) {
     workspace.max_sweeps = 1;  // refill keeps it: a property of the problem, not of a run
     const Check check = run_and_check(*variant, workspace, seed);
     EXPECT_FALSE(check.passed) << variant->name << " seed=" << seed << " passed after one sweep";
-    EXPECT_NE(check.detail.find("converge"), std::string::npos) << variant->name << ": " << check.detail;
+    EXPECT_NE(check.detail.find("converge"), std::string::npos)
+        << variant->name << ": " << check.detail;
     ++seed;
   }
 }
