@@ -36,6 +36,16 @@ TEST(PaperJacobi, ValuesMatchLapackEigenvaluesOfGramMatrices) {
   }
 }
 
+TEST(PaperJacobi, ValuesAreTheSquaredSingularValuesOfB) {
+  const int n = 20;
+  const std::uint64_t seed = 13;  // gram_matrix(n, n, seed) is B^T B for this B
+  const std::vector<double> singular = lapack_singular_values(random_matrix(n, n, seed));
+  const Matrix a = gram_matrix(n, n, seed);
+  const std::vector<double> values = descending(paper_jacobi(a, paper_threshold(a), 40).values);
+  for (int i = 0; i < n; ++i)
+    EXPECT_NEAR(values[i], singular[i] * singular[i], tolerance * values[0]) << "i=" << i;
+}
+
 TEST(PaperJacobi, ColumnsOfUAreOrthonormalEigenvectors) {
   const int n = 30;
   const std::uint64_t seed = 7;

@@ -48,7 +48,7 @@ std::vector<const Variant*> device_loop_rungs() {  // P2 to P6: the rotation set
 
 TEST_F(SvdPaperLadder, EveryRungMatchesLapackAtSmallSizes) {
   std::uint64_t seed = 4000;
-  for (const int n : {1, 2, 8, 33}) {
+  for (const int n : {1, 2, 8, 25, 33}) {
     SvdPaperWorkspace workspace(n);
     for (const Variant* variant : registry().variants("svd-paper")) {
       const Check check = run_and_check(*variant, workspace, seed);
