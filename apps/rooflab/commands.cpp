@@ -47,8 +47,11 @@ bench::Problem to_problem(const BenchRequest& request, const bench::Registry& re
   problem.cols = size_or_zero(request.cols, "--cols");
   problem.m = size_or_zero(request.m, "--m");
   problem.batch = size_or_zero(request.batch, "--batch");
+  problem.bins = size_or_zero(request.bins, "--bins");
   problem.dtype = request.dtype;
+  problem.dist = request.dist;
   require(request.n.empty() || problem.n > 0, "bench", "--n", "must be at least 1");
+  require(request.bins.empty() || problem.bins > 0, "bench", "--bins", "must be at least 1");
   return op.resolve(problem);
 }
 
