@@ -72,14 +72,21 @@ inline const DeviceLimits& device_limits(const char* op) {
 inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared, const char* op) {
   static std::mutex mutex;
   static std::map<std::tuple<int, const void*, int, std::size_t>, int> known;
+  static std::map<std::pair<int, const void*>, std::size_t> opted_in;  // the largest size so far
   int device = 0;
   ROOFLAB_CUDA(op, cudaGetDevice(&device));
   const std::lock_guard<std::mutex> lock(mutex);
   const auto key = std::make_tuple(device, kernel, threads, dynamic_shared);
   auto found = known.find(key);
   if (found != known.end()) return found->second;
-  ROOFLAB_CUDA(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        int(dynamic_shared)));
+  // The attribute only ever grows: a later, smaller request must not take back what an earlier
+  // (cached, so never re-set) launch configuration relies on.
+  std::size_t& allowed = opted_in[{device, kernel}];
+  if (dynamic_shared > allowed) {
+    ROOFLAB_CUDA(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(dynamic_shared)));
+    allowed = dynamic_shared;
+  }
   int blocks = 0;
   ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
   if (blocks < 1) throw Error(op, "", "a counting kernel does not fit on this GPU");
