@@ -201,9 +201,8 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>())
   __syncthreads();
   std::uint32_t* my_counts = block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * rule.bins);
   const auto add = [&](T value, std::uint32_t count) {
-    const double v = double(value);
-    if (!is_counted(v, rule)) return;
-    const int bin = fast_bin(v, rule);
+    const int bin = bin_of(value, rule);
+    if (bin < 0) return;
     if constexpr (Packed) atomicAdd(my_counts + bin / 2, count << (bin % 2 * 16));
     else atomicAdd(my_counts + bin, count);
   };
@@ -253,17 +252,13 @@ __global__ void __launch_bounds__(global_value_threads)
     count_values_global(const T* __restrict__ in, VectorSplit split, EvenBins rule,
                         unsigned long long* __restrict__ counts) {
   constexpr int per_vector = 16 / sizeof(T);
-  const auto bin_of = [&](T value) {
-    const double v = double(value);
-    return is_counted(v, rule) ? fast_bin(v, rule) : -1;
-  };
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread < split.head) {
-    const int bin = bin_of(in[thread]);
+    const int bin = bin_of(in[thread], rule);
     if (bin >= 0) add_count(counts, bin, 1);
   }
   if (thread < split.tail) {
-    const int bin = bin_of(in[split.tail_start + thread]);
+    const int bin = bin_of(in[split.tail_start + thread], rule);
     if (bin >= 0) add_count(counts, bin, 1);
   }
   const int lane = int(threadIdx.x) % 32;
@@ -280,7 +275,7 @@ __global__ void __launch_bounds__(global_value_threads)
     }
 #pragma unroll
     for (int s = 0; s < value_loads * per_vector; ++s) {
-      const int bin = valid[s / per_vector] ? bin_of(data[s / per_vector].lane[s % per_vector]) : -1;
+      const int bin = valid[s / per_vector] ? bin_of(data[s / per_vector].lane[s % per_vector], rule) : -1;
       const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
       if (bin >= 0 && lane == __ffs(same) - 1) add_count(counts, bin, __popc(same));
     }

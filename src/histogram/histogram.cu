@@ -7,7 +7,7 @@
 //   double            up to ~19K bins, 16-bit packed counters up to ~115K bins (the sizes follow
 //                     the device's shared memory), count_values_global beyond.
 // Every value path reads 16-byte vectors, 64 bytes in flight per thread, merges runs of equal
-// values before counting, and bins with fast_bin (exact by the argument in even_bins.cuh).
+// values before counting, and bins with bin_of (exact by the argument in even_bins.cuh).
 #include <cuda_runtime.h>
 
 #include <cmath>

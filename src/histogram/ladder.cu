@@ -17,9 +17,8 @@
 namespace rooflab::bench {
 namespace {
 
+using detail::bin_of;
 using detail::EvenBins;
-using detail::fast_bin;
-using detail::is_counted;
 
 constexpr const char* op_name = "bench histogram";
 constexpr int rung_threads = 256;
@@ -79,8 +78,7 @@ __global__ void histogram_naive(const std::int32_t* __restrict__ in, std::int64_
                                 unsigned long long* counts) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const double v = in[i];
-    if (is_counted(v, rule)) atomicAdd(counts + fast_bin(v, rule), 1ull);
+    if (const int bin = bin_of(in[i], rule); bin >= 0) atomicAdd(counts + bin, 1ull);
   }
 }
 
@@ -93,8 +91,7 @@ __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::in
   zero_block_counts(block_counts, rule.bins);
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const double v = in[i];
-    if (is_counted(v, rule)) atomicAdd(block_counts + fast_bin(v, rule), 1u);
+    if (const int bin = bin_of(in[i], rule); bin >= 0) atomicAdd(block_counts + bin, 1u);
   }
   add_block_counts(block_counts, 1, rule.bins, counts);
 }
@@ -109,8 +106,7 @@ __global__ void histogram_per_warp(const std::int32_t* __restrict__ in, std::int
   std::uint32_t* warp_counts = block_counts + threadIdx.x / 32 * rule.bins;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const double v = in[i];
-    if (is_counted(v, rule)) atomicAdd(warp_counts + fast_bin(v, rule), 1u);
+    if (const int bin = bin_of(in[i], rule); bin >= 0) atomicAdd(warp_counts + bin, 1u);
   }
   add_block_counts(block_counts, rung_warps, rule.bins, counts);
 }
@@ -128,15 +124,11 @@ __global__ void histogram_vectorized(const std::int32_t* __restrict__ in, detail
   extern __shared__ std::uint32_t block_counts[];
   zero_block_counts(block_counts, rung_warps * rule.bins);
   std::uint32_t* warp_counts = block_counts + threadIdx.x / 32 * rule.bins;
-  const auto bin_of = [&](std::int32_t value) {
-    const double v = value;
-    return is_counted(v, rule) ? fast_bin(v, rule) : -1;
-  };
   const std::int64_t thread = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
   if (thread < split.head)
-    if (const int bin = bin_of(in[thread]); bin >= 0) atomicAdd(warp_counts + bin, 1u);
+    if (const int bin = bin_of(in[thread], rule); bin >= 0) atomicAdd(warp_counts + bin, 1u);
   if (thread < split.tail)
-    if (const int bin = bin_of(in[split.tail_start + thread]); bin >= 0) atomicAdd(warp_counts + bin, 1u);
+    if (const int bin = bin_of(in[split.tail_start + thread], rule); bin >= 0) atomicAdd(warp_counts + bin, 1u);
   const auto* vectors = reinterpret_cast<const int4*>(in + split.head);
   const std::int64_t round = std::int64_t(blockDim.x) * rung_loads;
   for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
@@ -153,7 +145,7 @@ __global__ void histogram_vectorized(const std::int32_t* __restrict__ in, detail
       const std::int32_t values[4] = {data[k].x, data[k].y, data[k].z, data[k].w};
 #pragma unroll
       for (const std::int32_t value : values) {
-        const int bin = valid[k] ? bin_of(value) : -1;
+        const int bin = valid[k] ? bin_of(value, rule) : -1;
         if constexpr (Aggregate) {
           const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
           if (bin >= 0 && threadIdx.x % 32 == __ffs(same) - 1) atomicAdd(warp_counts + bin, unsigned(__popc(same)));
