@@ -73,9 +73,11 @@ __device__ __forceinline__ T fold_vector(const Vector<T>& vector, Op op) {
   return fold_lanes<0, vector_width<T>()>(vector, op);
 }
 
-// Elements of T before the first 16-byte boundary at or after `start` (at most `length`).
+// Elements of T before the first 16-byte boundary at or after `start` (at most `length`); none
+// for types that are not loaded in 16-byte vectors.
 template <class T>
 __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start, std::int64_t length) {
+  if (vector_width<T>() == 1) return 0;
   const auto misalignment = std::int64_t(reinterpret_cast<std::uintptr_t>(start) % 16);
   const std::int64_t head = misalignment == 0 ? 0 : (16 - misalignment) / std::int64_t(sizeof(T));
   return head < length ? head : length;
