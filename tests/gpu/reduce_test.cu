@@ -432,6 +432,37 @@ TEST_F(Reduce, CallsOnTwoStreamsKeepTheirOwnScratch) {
   }
 }
 
+// A stream's scratch starts small and grows (more partials, more row tickets, wider elements);
+// every call before and after a growth must see zeroed tickets and room for its partials.
+TEST_F(Reduce, StreamScratchGrowsWithoutDisturbingEarlierOrLaterCalls) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  const std::vector<Shape> shapes{{1, 300007}, {3, 300007}, {8, 1 << 20}, {2, 1 << 21}};
+  const std::int64_t largest = 8 << 20;
+  const std::vector<std::int64_t> values = random_values<std::int64_t>(std::size_t(largest), 1100);
+  const std::vector<float> floats = random_values<float>(std::size_t(largest), 1101);
+  DeviceBuffer<std::int64_t> in(values), out(64);
+  DeviceBuffer<float> float_in(floats), float_out(1);
+  out.fill_bytes(0xFF);
+  std::int64_t slot = 0;
+  std::vector<std::int64_t> want;
+  for (const Shape shape : shapes) {
+    reduce(float_in.data(), shape.rows * shape.cols, float_out.data(), Sum{}, stream);
+    reduce_rows(in.data(), shape.rows, shape.cols, out.data() + slot, Sum{}, stream);
+    const auto sums = cpu::row_sums_of<std::int64_t>(
+        shape.rows, shape.cols, [&](std::int64_t r, std::int64_t c) { return values[std::size_t(r * shape.cols + c)]; });
+    want.insert(want.end(), sums.begin(), sums.end());
+    slot += shape.rows;
+  }
+  reduce(in.data(), largest, out.data() + slot, Sum{}, stream);
+  want.push_back(expected(values.data(), largest, Sum{}));
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  const std::vector<std::int64_t> got = out.download();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
+  EXPECT_EQ(float_out.download()[0], expected(floats.data(), 2 << 21, Sum{}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad input
 
