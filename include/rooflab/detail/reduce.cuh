@@ -192,8 +192,18 @@ __global__ void __launch_bounds__(reduce_block_threads)
 }
 
 // Small rows: each aligned group of lanes_per_row lanes owns a row (each lane one unit: a 16-byte
-// vector, or an element), a warp covers 32 / lanes_per_row neighbouring rows per step, and loads
-// small_rows_in_flight steps before it folds any: one warp load reads whole rows contiguously.
+// vector, or an element), a warp covers 32 / lanes_per_row neighbouring rows per step, and issues
+// the loads of small_rows_in_flight steps before it folds any: one warp load reads whole rows
+// contiguously, and eight of them are in flight per lane.
+template <int Steps, class Unit, class Load, class Fold, class T>
+__device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity, Load load, Fold fold) {
+  Unit loaded[Steps];
+#pragma unroll
+  for (int k = 0; k < Steps; ++k) loaded[k] = load(k, identity);
+#pragma unroll
+  for (int k = 0; k < Steps; ++k) value[k] = fold(loaded[k]);
+}
+
 template <class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
@@ -208,29 +218,35 @@ __global__ void __launch_bounds__(reduce_block_threads)
       (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
   const std::int64_t warps = std::int64_t(gridDim.x) * (reduce_block_threads / warp_size);
   const std::int64_t units = vector_units ? cols / width : cols;
+  const T identity = Op::template identity<T>();
   // `first` is the same for the whole warp, so every lane reaches the shuffles below.
   for (std::int64_t first = warp * rows_per_warp; first < rows; first += warps * rows_per_warp) {
+    const auto row_of = [&](int k) { return first + std::int64_t(k) * rows_per_step + group; };
+    // Loads this lane's unit of the row of step k, or `none` past the matrix or the row.
+    const auto unit_of = [&](int k, auto none) {
+      using Unit = decltype(none);
+      const std::int64_t row = row_of(k);
+      if (row >= rows || member >= units) return none;
+      if constexpr (std::is_same_v<Unit, T>) return in[row * cols + member];
+      else return load_vector(reinterpret_cast<const Unit*>(in + row * cols) + member);
+    };
     T value[small_rows_in_flight];
+    if constexpr (width > 1) {
+      if (vector_units) {
+        Vector<T> identities;
 #pragma unroll
-    for (int k = 0; k < small_rows_in_flight; ++k) {
-      const std::int64_t row = first + std::int64_t(k) * rows_per_step + group;
-      value[k] = Op::template identity<T>();
-      if (row < rows && member < units) {
-        const T* start = in + row * cols;
-        if constexpr (width > 1) {
-          if (vector_units) {
-            value[k] = fold_vector(load_vector(reinterpret_cast<const Vector<T>*>(start) + member), op);
-            continue;
-          }
-        }
-        value[k] = start[member];
+        for (int i = 0; i < width; ++i) identities.lane[i] = identity;
+        load_then_fold(value, identities, unit_of, [&](const Vector<T>& v) { return fold_vector(v, op); });
+      } else {
+        load_then_fold(value, identity, unit_of, [](const T& x) { return x; });
       }
+    } else {
+      load_then_fold(value, identity, unit_of, [](const T& x) { return x; });
     }
 #pragma unroll
     for (int k = 0; k < small_rows_in_flight; ++k) {
       value[k] = group_reduce(value[k], op, lanes_per_row);
-      const std::int64_t row = first + std::int64_t(k) * rows_per_step + group;
-      if (member == 0 && row < rows) out[row] = value[k];
+      if (member == 0 && row_of(k) < rows) out[row_of(k)] = value[k];
     }
   }
 }
