@@ -88,6 +88,23 @@ void with_block_size(unsigned threads, Fn fn) {
   throw Error(op_name, "threads", std::to_string(threads) + " is not 128, 256, 512 or 1024");
 }
 
+// Sum of in[first + k * stride] for k < Loads (0 past n): every load is issued before any add
+// (seed 002's a1 ... a8), so Loads of them are in flight at once.
+template <int Loads>
+__device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t first, std::int64_t stride,
+                                              std::int64_t n) {
+  float loaded[Loads];
+#pragma unroll
+  for (int k = 0; k < Loads; ++k) {
+    const std::int64_t i = first + std::int64_t(k) * stride;
+    loaded[k] = i < n ? in[i] : 0.0f;
+  }
+  float sum = loaded[0];  // not 0.0f + loaded[0]: that add would wait for the first load
+#pragma unroll
+  for (int k = 1; k < Loads; ++k) sum += loaded[k];
+  return sum;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rung 2 — one global atomicAdd per element (the naive reduction).
 // Every thread adds its element straight into *out: correct, but all n atomics hit one address,
@@ -159,7 +176,7 @@ __global__ void reduce_first_add(const float* in, float* partial, std::int64_t n
   __shared__ float s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
-  s[t] = (i < n ? in[i] : 0.0f) + (i + harris_threads < n ? in[i + harris_threads] : 0.0f);
+  s[t] = sum_of_loads<2>(in, i, harris_threads, n);
   __syncthreads();
   for (unsigned stride = harris_threads / 2; stride > 0; stride /= 2) {
     if (t < stride) s[t] += s[t + stride];
@@ -187,7 +204,7 @@ __global__ void reduce_last_warp_volatile(const float* in, float* partial, std::
   __shared__ float s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
-  s[t] = (i < n ? in[i] : 0.0f) + (i + harris_threads < n ? in[i + harris_threads] : 0.0f);
+  s[t] = sum_of_loads<2>(in, i, harris_threads, n);
   __syncthreads();
   for (unsigned stride = harris_threads / 2; stride > 32; stride /= 2) {
     if (t < stride) s[t] += s[t + stride];
@@ -205,7 +222,7 @@ __global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::
   __shared__ float s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
-  s[t] = (i < n ? in[i] : 0.0f) + (i + harris_threads < n ? in[i + harris_threads] : 0.0f);
+  s[t] = sum_of_loads<2>(in, i, harris_threads, n);
   __syncthreads();
   for (unsigned stride = harris_threads / 2; stride > 32; stride /= 2) {
     if (t < stride) s[t] += s[t + stride];
@@ -226,16 +243,9 @@ template <unsigned Threads, int Loads>
 __global__ void reduce_complete_unroll(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[Threads];
   const unsigned t = threadIdx.x;
-  const std::int64_t first = std::int64_t(blockIdx.x) * (Loads * Threads) + t;
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < Loads; ++k) {
-    const std::int64_t i = first + std::int64_t(k) * Threads;
-    if (i < n) sum += in[i];
-  }
-  s[t] = sum;
+  s[t] = sum_of_loads<Loads>(in, std::int64_t(blockIdx.x) * (Loads * Threads) + t, Threads, n);
   __syncthreads();
-  sum = complete_tree<Threads>(s, t);
+  const float sum = complete_tree<Threads>(s, t);
   if (t == 0) partial[blockIdx.x] = sum;
 }
 
@@ -250,10 +260,8 @@ __global__ void reduce_multiple_adds(const float* in, float* partial, std::int64
   const unsigned t = threadIdx.x;
   const std::int64_t stride = std::int64_t(gridDim.x) * (2 * Threads);
   float sum = 0.0f;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * (2 * Threads) + t; i < n; i += stride) {
-    sum += in[i];
-    if (i + Threads < n) sum += in[i + Threads];
-  }
+  for (std::int64_t i = std::int64_t(blockIdx.x) * (2 * Threads) + t; i < n; i += stride)
+    sum += sum_of_loads<2>(in, i, Threads, n);
   s[t] = sum;
   __syncthreads();
   sum = complete_tree<Threads>(s, t);
@@ -270,14 +278,8 @@ template <int Loads>
 __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[unroll_threads];
   const unsigned t = threadIdx.x;
-  const std::int64_t first = std::int64_t(blockIdx.x) * (Loads * unroll_threads) + t;
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < Loads; ++k) {
-    const std::int64_t i = first + std::int64_t(k) * unroll_threads;
-    if (i < n) sum += in[i];
-  }
-  s[t] = sum;
+  s[t] = sum_of_loads<Loads>(in, std::int64_t(blockIdx.x) * (Loads * unroll_threads) + t,
+                             unroll_threads, n);
   __syncthreads();
   for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
     if (t < stride) s[t] += s[t + stride];
@@ -294,14 +296,8 @@ __global__ void reduce_unrolled_complete(const float* in, float* partial, std::i
   __shared__ float s[unroll_threads];
   constexpr int loads = 8;
   const unsigned t = threadIdx.x;
-  const std::int64_t first = std::int64_t(blockIdx.x) * (loads * unroll_threads) + t;
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < loads; ++k) {
-    const std::int64_t i = first + std::int64_t(k) * unroll_threads;
-    if (i < n) sum += in[i];
-  }
-  s[t] = sum;
+  s[t] = sum_of_loads<loads>(in, std::int64_t(blockIdx.x) * (loads * unroll_threads) + t,
+                             unroll_threads, n);
   __syncthreads();
   if (blockDim.x >= 1024 && t < 512) s[t] += s[t + 512];
   __syncthreads();
@@ -312,7 +308,7 @@ __global__ void reduce_unrolled_complete(const float* in, float* partial, std::i
   if (blockDim.x >= 128 && t < 64) s[t] += s[t + 64];
   __syncthreads();
   if (t < 32) {
-    sum = last_warp_syncwarp(s, t);
+    const float sum = last_warp_syncwarp(s, t);
     if (t == 0) partial[blockIdx.x] = sum;
   }
 }

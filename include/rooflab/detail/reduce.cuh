@@ -101,28 +101,33 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
   return acc;
 }
 
-// This lane's share of op over start[0, length), for `lanes` lanes (a warp, a block, a grid) of
-// which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte vectors over the
-// aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors (coalesced).
+// This lane's share of op over start[0, length), for `lanes` lanes (a warp, a block, a grid: at
+// least 16) of which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte
+// vectors over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors
+// (coalesced).
 template <int LoadsInFlight, class T, class Op>
 __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int64_t length,
                                           std::int64_t lane, std::int64_t lanes, Op op) {
   constexpr int width = vector_width<T>();
   T acc = Op::template identity<T>();
+  T head = acc;
   std::int64_t scalar_begin = 0;
   if constexpr (width > 1) {
-    const std::int64_t head = head_elements(start, length);
-    for (std::int64_t i = lane; i < head; i += lanes) acc = op(acc, start[i]);
-    const std::int64_t vectors = (length - head) / width;
-    const auto* body = reinterpret_cast<const Vector<T>*>(start + head);
+    const std::int64_t head_length = head_elements(start, length);  // < width <= lanes
+    // Loaded now, combined last: combining it here would hold the lane until the load returns,
+    // before it has issued any of the body's loads.
+    if (lane < head_length) head = start[lane];
+    const std::int64_t vectors = (length - head_length) / width;
+    const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
     acc = strided_fold<LoadsInFlight>(
         acc, lane, vectors, lanes, op, [&](std::int64_t v) { return load_vector(body + v); },
         [&](const Vector<T>& vector) { return fold_vector(vector, op); });
-    scalar_begin = head + vectors * width;
+    scalar_begin = head_length + vectors * width;
   }
-  return strided_fold<LoadsInFlight>(
+  acc = strided_fold<LoadsInFlight>(
       acc, scalar_begin + lane, length, lanes, op, [&](std::int64_t i) { return start[i]; },
       [](const T& value) { return value; });
+  return op(acc, head);
 }
 
 // Reads a value another block wrote in this kernel: from L2 (ld.cg), past this SM's L1, which is
