@@ -37,9 +37,7 @@ Cache& cache() {
 }
 
 // Geometric growth, so that a stream whose needs creep up reallocates only a few times.
-std::size_t grown(std::size_t have, std::size_t need) {
-  return std::max(need, 2 * have);
-}
+std::size_t grown(std::size_t have, std::size_t need) { return std::max(need, 2 * have); }
 
 }  // namespace
 

@@ -18,14 +18,14 @@ T sum_parallel(const T* in, std::int64_t n) {
 
 template <class T>
 void row_sums_parallel(const T* in, std::int64_t rows, std::int64_t cols, T* out) {
-  const std::vector<T> sums =
-      row_sums_of<T>(rows, cols, [in, cols](std::int64_t r, std::int64_t c) { return in[r * cols + c]; });
+  const std::vector<T> sums = row_sums_of<T>(
+      rows, cols, [in, cols](std::int64_t r, std::int64_t c) { return in[r * cols + c]; });
   std::copy(sums.begin(), sums.end(), out);
 }
 
-#define ROOFLAB_CPU_SUMS(T)                                                            \
-  template T sum_serial<T>(const T*, std::int64_t);                                   \
-  template T sum_parallel<T>(const T*, std::int64_t);                                 \
+#define ROOFLAB_CPU_SUMS(T)                           \
+  template T sum_serial<T>(const T*, std::int64_t);   \
+  template T sum_parallel<T>(const T*, std::int64_t); \
   template void row_sums_parallel<T>(const T*, std::int64_t, std::int64_t, T*);
 ROOFLAB_CPU_SUMS(float)
 ROOFLAB_CPU_SUMS(double)

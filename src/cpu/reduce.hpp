@@ -42,7 +42,8 @@ std::vector<T> row_sums_of(std::int64_t rows, std::int64_t cols, Element element
       const std::int64_t row_begin = std::max(begin, row * cols) - row * cols;
       const std::int64_t row_end = std::min(end, (row + 1) * cols) - row * cols;
       Accumulator sum = 0;
-      for (std::int64_t col = row_begin; col < row_end; ++col) sum += Accumulator(element(row, col));
+      for (std::int64_t col = row_begin; col < row_end; ++col)
+        sum += Accumulator(element(row, col));
       sums[std::size_t(row - first)] = sum;
     }
     first_row[part] = first;

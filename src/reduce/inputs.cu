@@ -18,7 +18,8 @@ template <class T>
 void fill(T* device, std::int64_t n, std::uint64_t seed, cudaStream_t stream) {
   constexpr int threads = 256;
   // Enough blocks to fill any current GPU; the grid-stride loop covers the rest.
-  const std::int64_t blocks = std::min<std::int64_t>(65536, std::max<std::int64_t>(1, (n + threads - 1) / threads));
+  const std::int64_t blocks =
+      std::min<std::int64_t>(65536, std::max<std::int64_t>(1, (n + threads - 1) / threads));
   fill_eighths_kernel<<<unsigned(blocks), threads, 0, stream>>>(device, n, seed);
   detail::check_launch("fill_eighths", "fill_eighths_kernel");
 }

@@ -27,8 +27,9 @@ constexpr unsigned harris_threads = 256;   // seed 001's (and Harris's) block
 constexpr unsigned unroll_threads = 1024;  // seed 002's block (grid 16384 x 1024 for 2^24)
 
 std::string float_only(const Problem& problem) {
-  return problem.dtype == "float" ? std::string()
-                                  : "the seeds' kernels sum floats (production and CUB take every type)";
+  return problem.dtype == "float"
+             ? std::string()
+             : "the seeds' kernels sum floats (production and CUB take every type)";
 }
 
 // Finishes on the device what a per-block kernel starts. pass(in, partial, count, blocks) turns
@@ -39,7 +40,9 @@ std::string float_only(const Problem& problem) {
 template <class Pass>
 void reduce_in_passes(const float* in, std::int64_t n, float* out, std::int64_t per_block,
                       cudaStream_t stream, Pass pass) {
-  const auto blocks_for = [per_block](std::int64_t count) { return (count + per_block - 1) / per_block; };
+  const auto blocks_for = [per_block](std::int64_t count) {
+    return (count + per_block - 1) / per_block;
+  };
   const std::int64_t first_level = blocks_for(n);
   StreamBuffer scratch(sizeof(float) * std::size_t(first_level + blocks_for(first_level)), stream,
                        op_name);
@@ -69,7 +72,7 @@ void run_in_passes(Kernel kernel, unsigned threads, std::int64_t per_block, cons
 
 template <class Kernel>
 std::function<void(Workspace&, cudaStream_t)> in_passes(Kernel kernel, unsigned threads,
-                                                         std::int64_t per_block, const char* name) {
+                                                        std::int64_t per_block, const char* name) {
   return on<FloatWorkspace>([=](FloatWorkspace& w, cudaStream_t stream) {
     run_in_passes(kernel, threads, per_block, name, w, stream);
   });
@@ -91,8 +94,8 @@ void with_block_size(unsigned threads, Fn fn) {
 // Sum of in[first + k * stride] for k < Loads (0 past n): every load is issued before any add
 // (seed 002's a1 ... a8), so Loads of them are in flight at once.
 template <int Loads>
-__device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t first, std::int64_t stride,
-                                              std::int64_t n) {
+__device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t first,
+                                              std::int64_t stride, std::int64_t n) {
   float loaded[Loads];
 #pragma unroll
   for (int k = 0; k < Loads; ++k) {
@@ -324,7 +327,8 @@ __global__ void __launch_bounds__(harris_threads)
                             unsigned* ticket) {
   __shared__ detail::BlockReduceStorage<float, harris_threads> storage;
   __shared__ bool last_block;
-  const auto* in4 = reinterpret_cast<const float4*>(in);  // the workspace's buffer is 256-byte aligned
+  const auto* in4 =
+      reinterpret_cast<const float4*>(in);  // the workspace's buffer is 256-byte aligned
   const std::int64_t vectors = n / 4;
   const std::int64_t stride = std::int64_t(gridDim.x) * harris_threads;
   std::int64_t v = std::int64_t(blockIdx.x) * harris_threads + threadIdx.x;
@@ -338,8 +342,8 @@ __global__ void __launch_bounds__(harris_threads)
     const float4 a = in4[v];
     sum += (a.x + a.y) + (a.z + a.w);
   }
-  for (std::int64_t i = vectors * 4 + std::int64_t(blockIdx.x) * harris_threads + threadIdx.x; i < n;
-       i += stride)
+  for (std::int64_t i = vectors * 4 + std::int64_t(blockIdx.x) * harris_threads + threadIdx.x;
+       i < n; i += stride)
     sum += in[i];
   sum = detail::block_reduce<harris_threads>(sum, Sum{}, storage);
   if (threadIdx.x == 0)
@@ -364,13 +368,15 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false,
     [](const Problem& problem) {
       const std::string why = float_only(problem);
-      return why.empty() ? at_most_n(std::int64_t(1) << 28, "one address takes every atomic")(problem) : why;
+      return why.empty()
+                 ? at_most_n(std::int64_t(1) << 28, "one address takes every atomic")(problem)
+                 : why;
     },
     on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       ROOFLAB_CUDA(op_name, cudaMemsetAsync(w.out.data(), 0, sizeof(float), stream));
       const std::int64_t blocks = (w.cols + harris_threads - 1) / harris_threads;
-      reduce_atomic_global<<<unsigned(blocks), harris_threads, 0, stream>>>(w.in.data(), w.out.data(),
-                                                                            w.cols);
+      reduce_atomic_global<<<unsigned(blocks), harris_threads, 0, stream>>>(w.in.data(),
+                                                                            w.out.data(), w.cols);
       detail::check_launch(op_name, "reduce_atomic_global");
     })});
 
@@ -386,17 +392,15 @@ ROOFLAB_VARIANT(Variant{"reduce", 4, "interleaved-strided",
                         in_passes(reduce_interleaved_strided, harris_threads, harris_threads,
                                   "reduce_interleaved_strided")});
 
-ROOFLAB_VARIANT(Variant{"reduce", 5, "sequential",
-                        "V2: sequential addressing: conflict-free, half the threads idle (001)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_sequential, harris_threads, harris_threads,
-                                  "reduce_sequential")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 5, "sequential",
+    "V2: sequential addressing: conflict-free, half the threads idle (001)", Where::gpu, false,
+    float_only, in_passes(reduce_sequential, harris_threads, harris_threads, "reduce_sequential")});
 
-ROOFLAB_VARIANT(Variant{"reduce", 6, "first-add",
-                        "V3: two loads and an add per thread before the tree (001)", Where::gpu,
-                        false, float_only,
-                        in_passes(reduce_first_add, harris_threads, 2 * harris_threads,
-                                  "reduce_first_add")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 6, "first-add", "V3: two loads and an add per thread before the tree (001)",
+    Where::gpu, false, float_only,
+    in_passes(reduce_first_add, harris_threads, 2 * harris_threads, "reduce_first_add")});
 
 ROOFLAB_VARIANT(Variant{"reduce", 7, "last-warp-volatile",
                         "V4: last warp unrolled with volatile: a race since Volta (001, 002)",
@@ -415,8 +419,8 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       with_block_size(harris_threads, [&](auto threads) {
         constexpr unsigned block = decltype(threads)::value;
-        run_in_passes(reduce_complete_unroll<block, 2>, block, 2 * block, "reduce_complete_unroll", w,
-                      stream);
+        run_in_passes(reduce_complete_unroll<block, 2>, block, 2 * block, "reduce_complete_unroll",
+                      w, stream);
       });
     })});
 
@@ -434,32 +438,33 @@ ROOFLAB_VARIANT(Variant{
           return;
         }
         StreamBuffer partials(sizeof(float) * blocks, stream, op_name);
-        reduce_multiple_adds<block><<<blocks, block, 0, stream>>>(w.in.data(), partials.as<float>(), w.cols);
+        reduce_multiple_adds<block>
+            <<<blocks, block, 0, stream>>>(w.in.data(), partials.as<float>(), w.cols);
         detail::check_launch(op_name, "reduce_multiple_adds");
-        reduce_multiple_adds<block><<<1, block, 0, stream>>>(partials.as<float>(), w.out.data(), blocks);
+        reduce_multiple_adds<block>
+            <<<1, block, 0, stream>>>(partials.as<float>(), w.out.data(), blocks);
         detail::check_launch(op_name, "reduce_multiple_adds (partials)");
       });
     })});
 
-ROOFLAB_VARIANT(Variant{"reduce", 11, "unroll2",
-                        "2 tiles per block of 1024: two loads in flight per thread (002)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_unrolled<2>, unroll_threads, 2 * unroll_threads,
-                                  "reduce_unrolled<2>")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 11, "unroll2", "2 tiles per block of 1024: two loads in flight per thread (002)",
+    Where::gpu, false, float_only,
+    in_passes(reduce_unrolled<2>, unroll_threads, 2 * unroll_threads, "reduce_unrolled<2>")});
 
-ROOFLAB_VARIANT(Variant{"reduce", 12, "unroll4", "4 tiles per block: four loads in flight (002)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_unrolled<4>, unroll_threads, 4 * unroll_threads,
-                                  "reduce_unrolled<4>")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 12, "unroll4", "4 tiles per block: four loads in flight (002)", Where::gpu, false,
+    float_only,
+    in_passes(reduce_unrolled<4>, unroll_threads, 4 * unroll_threads, "reduce_unrolled<4>")});
 
-ROOFLAB_VARIANT(Variant{"reduce", 13, "unroll8", "8 tiles per block: eight loads in flight (002)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_unrolled<8>, unroll_threads, 8 * unroll_threads,
-                                  "reduce_unrolled<8>")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 13, "unroll8", "8 tiles per block: eight loads in flight (002)", Where::gpu, false,
+    float_only,
+    in_passes(reduce_unrolled<8>, unroll_threads, 8 * unroll_threads, "reduce_unrolled<8>")});
 
 ROOFLAB_VARIANT(Variant{"reduce", 14, "unroll8-complete",
-                        "unroll8 + tree written out, blockDim tested at run time (002)",
-                        Where::gpu, false, float_only,
+                        "unroll8 + tree written out, blockDim tested at run time (002)", Where::gpu,
+                        false, float_only,
                         in_passes(reduce_unrolled_complete, unroll_threads, 8 * unroll_threads,
                                   "reduce_unrolled_complete")});
 
@@ -468,8 +473,8 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       with_block_size(unroll_threads, [&](auto threads) {
         constexpr unsigned block = decltype(threads)::value;
-        run_in_passes(reduce_complete_unroll<block, 8>, block, 8 * block, "reduce_complete_unroll", w,
-                      stream);
+        run_in_passes(reduce_complete_unroll<block, 8>, block, 8 * block, "reduce_complete_unroll",
+                      w, stream);
       });
     })});
 
@@ -478,26 +483,26 @@ ROOFLAB_VARIANT(Variant{
     "float4 loads, warp shuffles, last block finishes via ticket: one launch", Where::gpu, false,
     float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       const std::int64_t per_block = std::int64_t(harris_threads) * 16;  // 4 float4 per thread
-      const auto blocks = unsigned(std::clamp<std::int64_t>((w.cols + per_block - 1) / per_block, 1,
-                                                            resident_wave()));
+      const auto blocks = unsigned(
+          std::clamp<std::int64_t>((w.cols + per_block - 1) / per_block, 1, resident_wave()));
       StreamBuffer scratch(sizeof(float) * blocks + sizeof(unsigned), stream, op_name);
       auto* ticket = reinterpret_cast<unsigned*>(scratch.as<float>() + blocks);
       ROOFLAB_CUDA(op_name, cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
-      reduce_shuffle_one_pass<<<blocks, harris_threads, 0, stream>>>(w.in.data(), w.cols, w.out.data(),
-                                                                     scratch.as<float>(), ticket);
+      reduce_shuffle_one_pass<<<blocks, harris_threads, 0, stream>>>(
+          w.in.data(), w.cols, w.out.data(), scratch.as<float>(), ticket);
       detail::check_launch(op_name, "reduce_shuffle_one_pass");
     })});
 
 // Rung 17 — rooflab::reduce: rung 16 generalized (every type and operator, any alignment and n,
 // reproducible) and without per-call set-up: the grid is one wave from the occupancy API, the
 // partials and the ticket stay in per-stream scratch that the last block leaves zeroed.
-ROOFLAB_VARIANT(Variant{
-    "reduce", 17, "production", "rooflab::reduce: rung 16, any type/alignment, no per-call setup",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
-      with_element_type(workspace, [&](auto& w) {
-        rooflab::reduce(w.in.data(), w.cols, w.out.data(), Sum{}, stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
+                        "rooflab::reduce: rung 16, any type/alignment, no per-call setup",
+                        Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+                          with_element_type(workspace, [&](auto& w) {
+                            rooflab::reduce(w.in.data(), w.cols, w.out.data(), Sum{}, stream);
+                          });
+                        }});
 
 // Rung 18 — CUB's DeviceReduce::Sum, as a user calls it: the temp-storage query, a stream-ordered
 // allocation, the reduction (two kernels), the release.
@@ -506,9 +511,11 @@ ROOFLAB_VARIANT(Variant{
     [](Workspace& workspace, cudaStream_t stream) {
       with_element_type(workspace, [&](auto& w) {
         std::size_t bytes = 0;
-        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(), w.cols, stream));
+        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
+                                                     w.cols, stream));
         StreamBuffer temp(bytes, stream, op_name);
-        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(), w.cols, stream));
+        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
+                                                     w.cols, stream));
       });
     }});
 

@@ -42,14 +42,16 @@ ROOFLAB_OP(Op{
       problem.dtype = resolve_dtype(problem, "bench reduce");
       return problem;
     },
-    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", " + problem.dtype; },
+    [](const Problem& problem) {
+      return "n = " + std::to_string(problem.n) + ", " + problem.dtype;
+    },
     [](const Problem& problem) {
       const double n = double(problem.n);
       return Model{n * element_bytes(problem), n, Ceiling::read_bandwidth};
     },
     [](const Problem& problem) {
-      return make_reduce_workspace(parse_dtype(problem.dtype, reduce_dtypes(), DType::f32, "bench reduce"),
-                                   1, problem.n);
+      return make_reduce_workspace(
+          parse_dtype(problem.dtype, reduce_dtypes(), DType::f32, "bench reduce"), 1, problem.n);
     },
     [](bool quick) {
       std::vector<Problem> problems;
@@ -93,34 +95,34 @@ ROOFLAB_OP(Op{
       // Tiny rows, medium rows (two widths), long rows, a few huge rows: each path of the
       // production dispatch, 128 MiB to 1 GiB of floats (quick: the same shapes, smaller).
       if (quick)
-        return std::vector<Problem>{shape(64 * kibi, 32), shape(16 * kibi, 1 * kibi), shape(4 * kibi, 4 * kibi),
-                                    shape(64, 256 * kibi), shape(8, 2 * mebi)};
-      return std::vector<Problem>{shape(1 * mebi, 32), shape(256 * kibi, 1 * kibi), shape(64 * kibi, 4 * kibi),
-                                  shape(1 * kibi, 256 * kibi), shape(8, 32 * mebi)};
+        return std::vector<Problem>{shape(64 * kibi, 32), shape(16 * kibi, 1 * kibi),
+                                    shape(4 * kibi, 4 * kibi), shape(64, 256 * kibi),
+                                    shape(8, 2 * mebi)};
+      return std::vector<Problem>{shape(1 * mebi, 32), shape(256 * kibi, 1 * kibi),
+                                  shape(64 * kibi, 4 * kibi), shape(1 * kibi, 256 * kibi),
+                                  shape(8, 32 * mebi)};
     },
 });
 
 // Rung 0 — one CPU core, one loop (seed 002's CPU baseline), summing in double (integers in
 // wrapping unsigned arithmetic).
-ROOFLAB_VARIANT(Variant{
-    "reduce", 0, "cpu-serial", "one CPU core, one loop (the seeds' baseline)", Where::cpu, false,
-    no_limit, [](Workspace& workspace, cudaStream_t) {
-      with_element_type(workspace, [](auto& w) {
-        w.prepare_host();
-        w.host_out[0] = cpu::sum_serial(w.host_in.data(), w.cols);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial", "one CPU core, one loop (the seeds' baseline)",
+                        Where::cpu, false, no_limit, [](Workspace& workspace, cudaStream_t) {
+                          with_element_type(workspace, [](auto& w) {
+                            w.prepare_host();
+                            w.host_out[0] = cpu::sum_serial(w.host_in.data(), w.cols);
+                          });
+                        }});
 
 // Rung 1 — every CPU core, a contiguous range each: the fair CPU baseline, bounded by the host's
 // memory bandwidth rather than one core's add latency.
-ROOFLAB_VARIANT(Variant{
-    "reduce", 1, "cpu-parallel", "every CPU core, a contiguous range each", Where::cpu, false,
-    no_limit, [](Workspace& workspace, cudaStream_t) {
-      with_element_type(workspace, [](auto& w) {
-        w.prepare_host();
-        w.host_out[0] = cpu::sum_parallel(w.host_in.data(), w.cols);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"reduce", 1, "cpu-parallel", "every CPU core, a contiguous range each",
+                        Where::cpu, false, no_limit, [](Workspace& workspace, cudaStream_t) {
+                          with_element_type(workspace, [](auto& w) {
+                            w.prepare_host();
+                            w.host_out[0] = cpu::sum_parallel(w.host_in.data(), w.cols);
+                          });
+                        }});
 
 // Rung 0 — every CPU core on the rows (a share of the elements each, whatever the shape).
 ROOFLAB_VARIANT(Variant{

@@ -27,7 +27,9 @@ const std::vector<DType>& reduce_dtypes() {
 
 template <class T>
 TypedReduceWorkspace<T>::TypedReduceWorkspace(std::int64_t rows, std::int64_t cols)
-    : ReduceWorkspace(dtype_of<T>(), rows, cols), in(std::size_t(rows * cols)), out(std::size_t(rows)) {}
+    : ReduceWorkspace(dtype_of<T>(), rows, cols),
+      in(std::size_t(rows * cols)),
+      out(std::size_t(rows)) {}
 
 template <class T>
 void TypedReduceWorkspace<T>::refill(std::uint64_t seed) {
@@ -65,19 +67,21 @@ Check TypedReduceWorkspace<T>::check(Where where) {
   }
   // Exact: the inputs make every order of addition exact (see reduce_workspace.hpp). The error
   // is the number of wrong rows.
-  const cpu::Comparison comparison =
-      cpu::compare_exact(result.data(), rows, [&](std::int64_t r) { return expected_[std::size_t(r)]; });
+  const cpu::Comparison comparison = cpu::compare_exact(
+      result.data(), rows, [&](std::int64_t r) { return expected_[std::size_t(r)]; });
   return Check{comparison.max_error == 0, comparison.max_error, 0, comparison.describe()};
 }
 
-std::unique_ptr<Workspace> make_reduce_workspace(DType dtype, std::int64_t rows, std::int64_t cols) {
+std::unique_ptr<Workspace> make_reduce_workspace(DType dtype, std::int64_t rows,
+                                                 std::int64_t cols) {
   std::unique_ptr<Workspace> workspace;
   visit_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, std::uint8_t>)
       workspace = std::make_unique<TypedReduceWorkspace<T>>(rows, cols);
   });
-  require(workspace != nullptr, "bench reduce", "--dtype", std::string(dtype_name(dtype)) + " is not a type of the reductions");
+  require(workspace != nullptr, "bench reduce", "--dtype",
+          std::string(dtype_name(dtype)) + " is not a type of the reductions");
   return workspace;
 }
 

@@ -28,12 +28,17 @@ namespace rooflab::bench {
 // The element types of reduce and reduce-rows (the library's instantiations).
 const std::vector<DType>& reduce_dtypes();
 
-// [lo, hi] of the integers random_integer draws for element type T; floating types divide them by 8.
+// [lo, hi] of the integers random_integer draws for element type T; floating types divide them
+// by 8.
 template <class T>
 constexpr std::pair<std::int64_t, std::int64_t> reduce_input_range() {
-  if constexpr (std::is_floating_point_v<T>) return {-8, 8};
-  else if constexpr (std::is_same_v<T, std::int64_t>) return {-(std::int64_t(1) << 31), (std::int64_t(1) << 31) - 1};
-  else return {std::int64_t(std::numeric_limits<T>::min()), std::int64_t(std::numeric_limits<T>::max())};
+  if constexpr (std::is_floating_point_v<T>)
+    return {-8, 8};
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return {-(std::int64_t(1) << 31), (std::int64_t(1) << 31) - 1};
+  else
+    return {std::int64_t(std::numeric_limits<T>::min()),
+            std::int64_t(std::numeric_limits<T>::max())};
 }
 
 // Element i of the input drawn with `seed`, on the host (references) and the device (fills).
@@ -41,8 +46,10 @@ template <class T>
 ROOFLAB_HOST_DEVICE T reduce_input(std::uint64_t seed, std::int64_t i) {
   const auto [lo, hi] = reduce_input_range<T>();
   const std::int64_t k = random_integer(seed, std::uint64_t(i), lo, hi);
-  if constexpr (std::is_floating_point_v<T>) return T(k) / T(8);
-  else return T(k);
+  if constexpr (std::is_floating_point_v<T>)
+    return T(k) / T(8);
+  else
+    return T(k);
 }
 
 // Multiples of 1/8 on the device: random_integer(seed, i, -8, 8) / 8.
@@ -83,7 +90,8 @@ void with_element_type(Workspace& workspace, Fn&& fn) {
   auto& typed = static_cast<ReduceWorkspace&>(workspace);
   visit_dtype(typed.dtype, [&](auto zero) {
     using T = decltype(zero);
-    if constexpr (!std::is_same_v<T, std::uint8_t>) fn(static_cast<TypedReduceWorkspace<T>&>(workspace));
+    if constexpr (!std::is_same_v<T, std::uint8_t>)
+      fn(static_cast<TypedReduceWorkspace<T>&>(workspace));
   });
 }
 

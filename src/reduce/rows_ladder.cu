@@ -1,8 +1,8 @@
 // The reduce-rows ladder: one sum per row of a row-major rows x cols matrix, from a thread per row
 // to the shape-adaptive production path, against CUB's segmented reduction.
-#include <cub/device/device_segmented_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/device/device_segmented_reduce.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -83,8 +83,8 @@ ROOFLAB_VARIANT(Variant{
                                   : "a thread walks a whole row alone (limit cols <= 4096)";
     },
     on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
-      reduce_rows_thread_per_row<<<grid_of((w.rows + row_threads - 1) / row_threads), row_threads, 0,
-                                   stream>>>(w.in.data(), w.rows, w.cols, w.out.data());
+      reduce_rows_thread_per_row<<<grid_of((w.rows + row_threads - 1) / row_threads), row_threads,
+                                   0, stream>>>(w.in.data(), w.rows, w.cols, w.out.data());
       detail::check_launch(op_name, "reduce_rows_thread_per_row");
     })});
 
@@ -115,12 +115,13 @@ ROOFLAB_VARIANT(Variant{
         const auto begins = thrust::make_transform_iterator(
             thrust::make_counting_iterator<std::int64_t>(0), RowStart{w.cols});
         std::size_t bytes = 0;
-        ROOFLAB_CUDA(op_name, cub::DeviceSegmentedReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
-                                                              w.rows, begins, begins + 1, stream));
+        ROOFLAB_CUDA(op_name,
+                     cub::DeviceSegmentedReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
+                                                     w.rows, begins, begins + 1, stream));
         StreamBuffer temp(bytes, stream, op_name);
-        ROOFLAB_CUDA(op_name, cub::DeviceSegmentedReduce::Sum(temp.data(), bytes, w.in.data(),
-                                                              w.out.data(), w.rows, begins, begins + 1,
-                                                              stream));
+        ROOFLAB_CUDA(op_name,
+                     cub::DeviceSegmentedReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
+                                                     w.rows, begins, begins + 1, stream));
       });
     }});
 

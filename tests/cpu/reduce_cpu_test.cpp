@@ -61,7 +61,8 @@ TEST(CpuSums, RowSumsMatchAPlainLoopForEveryShape) {
     cpu::row_sums_parallel(values.data(), rows, cols, sums.data());
     for (std::int64_t r = 0; r < rows; ++r) {
       std::uint64_t expected = 0;
-      for (std::int64_t c = 0; c < cols; ++c) expected += std::uint64_t(values[std::size_t(r * cols + c)]);
+      for (std::int64_t c = 0; c < cols; ++c)
+        expected += std::uint64_t(values[std::size_t(r * cols + c)]);
       ASSERT_EQ(sums[std::size_t(r)], std::int64_t(expected))
           << rows << " x " << cols << ", row " << r << ", seed " << seed;
     }
@@ -97,7 +98,8 @@ constexpr int h100_sms = 132;
 constexpr int h100_resident = 132 * 8;
 
 detail::RowsPlan plan_floats(std::int64_t rows, std::int64_t cols, bool aligned_base = true) {
-  return detail::plan_reduce_rows(rows, cols, 4, aligned_base && cols % 4 == 0, h100_sms, h100_resident);
+  return detail::plan_reduce_rows(rows, cols, 4, aligned_base && cols % 4 == 0, h100_sms,
+                                  h100_resident);
 }
 
 TEST(ReducePlan, TinyRowsShareAWarp) {
@@ -173,18 +175,20 @@ TEST(ReduceInputs, Int32InputsCoverBothSignsAndWrapWhenSummed) {
 
 TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
   std::vector<std::string> names;
-  for (const bench::Variant* variant : bench::registry().variants("reduce")) names.push_back(variant->name);
+  for (const bench::Variant* variant : bench::registry().variants("reduce"))
+    names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{
                        "cpu-serial", "cpu-parallel", "atomic-global", "interleaved-divergent",
                        "interleaved-strided", "sequential", "first-add", "last-warp-volatile",
-                       "last-warp-syncwarp", "complete-unroll", "multiple-adds", "unroll2", "unroll4",
-                       "unroll8", "unroll8-complete", "unroll8-template", "shuffle-one-pass",
-                       "production", "cub"}));
+                       "last-warp-syncwarp", "complete-unroll", "multiple-adds", "unroll2",
+                       "unroll4", "unroll8", "unroll8-complete", "unroll8-template",
+                       "shuffle-one-pass", "production", "cub"}));
 }
 
 TEST(ReduceOps, RowsLadderEndsWithProductionAndCub) {
   std::vector<std::string> names;
-  for (const bench::Variant* variant : bench::registry().variants("reduce-rows")) names.push_back(variant->name);
+  for (const bench::Variant* variant : bench::registry().variants("reduce-rows"))
+    names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-parallel", "thread-per-row", "block-per-row",
                                              "production", "cub-segmented"}));
 }

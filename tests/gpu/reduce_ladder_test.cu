@@ -64,7 +64,8 @@ TEST_F(ReduceLadder, EveryRungIsExactAtAwkwardSizes) {
 TEST_F(ReduceLadder, ProductionAndCubAreExactForEveryType) {
   std::uint64_t seed = 3000;
   for (const char* dtype : {"double", "int32", "int64", "uint32"})
-    for (const std::int64_t n : {std::int64_t(1), std::int64_t(33), std::int64_t(1025), std::int64_t((1 << 20) + 7)}) {
+    for (const std::int64_t n :
+         {std::int64_t(1), std::int64_t(33), std::int64_t(1025), std::int64_t((1 << 20) + 7)}) {
       Problem problem;
       problem.n = n;
       problem.dtype = dtype;
@@ -75,8 +76,8 @@ TEST_F(ReduceLadder, ProductionAndCubAreExactForEveryType) {
 struct Shape {
   std::int64_t rows, cols;
 };
-const Shape awkward_shapes[] = {{1, 1},     {1, (1 << 20) + 7}, {100003, 1}, {1009, 997},
-                                {7919, 13}, {13, 7919},         {20000, 32}, {4099, 1001},
+const Shape awkward_shapes[] = {{1, 1},      {1, (1 << 20) + 7}, {100003, 1}, {1009, 997},
+                                {7919, 13},  {13, 7919},         {20000, 32}, {4099, 1001},
                                 {100, 5003}, {3, 300007}};
 
 TEST_F(ReduceRowsLadder, EveryRungIsExactAtAwkwardShapes) {
@@ -109,7 +110,8 @@ TEST_F(ReduceRowsLadder, ProductionAndCubAreExactForEveryType) {
 // or may not corrupt it); that CUDA ran it without an error is.
 TEST_F(RaceByDesign, ChildRunsOneRungOnOneBlock) {
   const char* rung = std::getenv("ROOFLAB_RACECHECK_RUNG");
-  if (rung == nullptr) GTEST_SKIP() << "started under racecheck by RacecheckFlagsTheVolatileRungButNotItsFix";
+  if (rung == nullptr)
+    GTEST_SKIP() << "started under racecheck by RacecheckFlagsTheVolatileRungButNotItsFix";
   Problem problem;
   problem.n = 512;  // one block of 256 threads, two elements each
   problem = registry().op("reduce").resolve(problem);
@@ -125,7 +127,8 @@ TEST_F(RaceByDesign, ChildRunsOneRungOnOneBlock) {
 }
 
 std::string compute_sanitizer() {
-  for (const char* candidate : {"/usr/local/cuda/bin/compute-sanitizer", "/usr/bin/compute-sanitizer"})
+  for (const char* candidate :
+       {"/usr/local/cuda/bin/compute-sanitizer", "/usr/bin/compute-sanitizer"})
     if (access(candidate, X_OK) == 0) return candidate;
   FILE* which = popen("command -v compute-sanitizer 2>/dev/null", "r");
   if (which == nullptr) return {};
@@ -143,7 +146,8 @@ int racecheck_hazards(const std::string& sanitizer, const std::string& rung, std
   const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
   if (length <= 0) return -1;
   const std::string command = "ROOFLAB_RACECHECK_RUNG=" + rung + " '" + sanitizer +
-                              "' --tool racecheck '" + std::string(self.data(), std::size_t(length)) +
+                              "' --tool racecheck '" +
+                              std::string(self.data(), std::size_t(length)) +
                               "' --gtest_filter=RaceByDesign.ChildRunsOneRungOnOneBlock 2>&1";
   FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) return -1;
@@ -163,7 +167,8 @@ TEST_F(RaceByDesign, RacecheckFlagsTheVolatileRungButNotItsFix) {
   if (sanitizer.empty()) GTEST_SKIP() << "compute-sanitizer not found";
   std::string volatile_output, syncwarp_output;
   EXPECT_GT(racecheck_hazards(sanitizer, race_by_design, volatile_output), 0) << volatile_output;
-  EXPECT_EQ(racecheck_hazards(sanitizer, "last-warp-syncwarp", syncwarp_output), 0) << syncwarp_output;
+  EXPECT_EQ(racecheck_hazards(sanitizer, "last-warp-syncwarp", syncwarp_output), 0)
+      << syncwarp_output;
 }
 
 }  // namespace

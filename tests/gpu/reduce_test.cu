@@ -31,8 +31,10 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed, bool general = f
   std::vector<T> values(n);
   for (T& value : values) {
     if constexpr (std::is_floating_point_v<T>) {
-      if (general) value = T(std::uniform_real_distribution<double>(-1.0, 1.0)(random));
-      else value = T(std::int64_t(random() % 17) - 8) / T(8);
+      if (general)
+        value = T(std::uniform_real_distribution<double>(-1.0, 1.0)(random));
+      else
+        value = T(std::int64_t(random() % 17) - 8) / T(8);
     } else {
       value = T(random());
     }
@@ -52,7 +54,8 @@ T poison() {
 template <class T, class Op>
 T expected(const T* values, std::int64_t n, Op) {
   if constexpr (std::is_same_v<Op, Sum>) {
-    return cpu::row_sums_of<T>(1, n, [values](std::int64_t, std::int64_t i) { return values[i]; })[0];
+    return cpu::row_sums_of<T>(1, n,
+                               [values](std::int64_t, std::int64_t i) { return values[i]; })[0];
   } else if constexpr (std::is_same_v<Op, Min>) {
     return *std::min_element(values, values + n);
   } else {
@@ -132,7 +135,8 @@ detail::RowsPlan plan_on_this_gpu(Shape shape, bool aligned_base) {
   constexpr int width = detail::vector_width<T>();
   return detail::plan_reduce_rows(
       shape.rows, shape.cols, width, width > 1 && aligned_base && shape.cols % width == 0,
-      current_sm_count(), detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
+      current_sm_count(),
+      detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
 }
 
 template <class T, class Op>
@@ -148,9 +152,9 @@ void expect_reduce_rows_matches(Shape shape, std::size_t offset, std::uint64_t s
   for (std::int64_t r = 0; r < shape.rows; ++r) {
     const T want = expected(values.data() + offset + r * shape.cols, shape.cols, Op{});
     if (got[std::size_t(r)] != want) {
-      ADD_FAILURE() << op_name<Op>() << " " << shape.rows << " x " << shape.cols << " offset=" << offset
-                    << " seed=" << seed << ": row " << r << " got " << +got[std::size_t(r)] << ", expected "
-                    << +want;
+      ADD_FAILURE() << op_name<Op>() << " " << shape.rows << " x " << shape.cols
+                    << " offset=" << offset << " seed=" << seed << ": row " << r << " got "
+                    << +got[std::size_t(r)] << ", expected " << +want;
       return;
     }
   }
@@ -167,7 +171,8 @@ TYPED_TEST(ReduceRowsEveryType, EveryShapeEqualsTheCpu) {
 
 TYPED_TEST(ReduceRowsEveryType, UnalignedMatrixEqualsTheCpu) {
   std::uint64_t seed = 400;
-  for (const Shape shape : {Shape{20000, 32}, Shape{4099, 1000}, Shape{3, 300007}, Shape{100, 5003}})
+  for (const Shape shape :
+       {Shape{20000, 32}, Shape{4099, 1000}, Shape{3, 300007}, Shape{100, 5003}})
     for (const std::size_t offset : {std::size_t(1), std::size_t(3)}) {
       expect_reduce_rows_matches<TypeParam, Sum>(shape, offset, seed++);
       expect_reduce_rows_matches<TypeParam, Max>(shape, offset, seed++);
@@ -180,9 +185,11 @@ TEST_F(ReduceRows, ShapesCoverEveryPathOnThisGpu) {
   std::set<std::string> seen;
   const auto describe = [](const detail::RowsPlan& plan) -> std::string {
     switch (plan.path) {
-      case detail::RowsPath::lanes_per_row: return plan.vector_units ? "lanes/vector" : "lanes/scalar";
+      case detail::RowsPath::lanes_per_row:
+        return plan.vector_units ? "lanes/vector" : "lanes/scalar";
       case detail::RowsPath::warp_per_row: return "warp";
-      case detail::RowsPath::blocks_per_row: return plan.splits > 1 ? "blocks/split" : "blocks/whole";
+      case detail::RowsPath::blocks_per_row:
+        return plan.splits > 1 ? "blocks/split" : "blocks/whole";
     }
     return "?";
   };
@@ -233,7 +240,8 @@ void expect_sum_within_tree_bound(std::int64_t n, std::uint64_t seed) {
 
 TEST_F(Reduce, FloatAndDoubleSumsOfGeneralValuesStayWithinTheTreeBound) {
   std::uint64_t seed = 500;
-  for (const std::int64_t n : {std::int64_t(1025), std::int64_t((1 << 20) + 7), std::int64_t((1 << 24) + 3)}) {
+  for (const std::int64_t n :
+       {std::int64_t(1025), std::int64_t((1 << 20) + 7), std::int64_t((1 << 24) + 3)}) {
     expect_sum_within_tree_bound<float>(n, seed++);
     expect_sum_within_tree_bound<double>(n, seed++);
   }
@@ -244,8 +252,9 @@ TEST_F(Reduce, IntegerSumsWrapModulo2ToTheBits) {
   const std::vector<std::int32_t> big32(n, std::numeric_limits<std::int32_t>::max());
   EXPECT_EQ(reduce_on_device(big32, 0, n, Sum{}), std::int32_t(std::uint32_t(n) * 0x7FFFFFFFu));
   const std::vector<std::int64_t> big64(n, std::numeric_limits<std::int64_t>::min() + 3);
-  EXPECT_EQ(reduce_on_device(big64, 0, n, Sum{}),
-            std::int64_t(std::uint64_t(n) * std::uint64_t(std::numeric_limits<std::int64_t>::min() + 3)));
+  EXPECT_EQ(
+      reduce_on_device(big64, 0, n, Sum{}),
+      std::int64_t(std::uint64_t(n) * std::uint64_t(std::numeric_limits<std::int64_t>::min() + 3)));
   const std::vector<std::uint32_t> bigu(n, 0xFFFFFFF0u);
   EXPECT_EQ(reduce_on_device(bigu, 0, n, Sum{}), std::uint32_t(std::uint64_t(n) * 0xFFFFFFF0u));
 }
@@ -264,7 +273,8 @@ TEST_F(Reduce, TenRunsGiveTheSameBits) {
 }
 
 TEST_F(ReduceRows, TenRunsGiveTheSameBitsOnEveryPath) {
-  for (const Shape shape : {Shape{20000, 32}, Shape{4099, 1001}, Shape{100, 5003}, Shape{3, 300007}}) {
+  for (const Shape shape :
+       {Shape{20000, 32}, Shape{4099, 1001}, Shape{100, 5003}, Shape{3, 300007}}) {
     const std::int64_t n = shape.rows * shape.cols;
     const std::vector<double> values = random_values<double>(std::size_t(n), 700, true);
     DeviceBuffer<double> in(values);
@@ -274,7 +284,9 @@ TEST_F(ReduceRows, TenRunsGiveTheSameBitsOnEveryPath) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<double> results = out.download();
     for (int run = 1; run < 10; ++run)
-      EXPECT_EQ(std::memcmp(&results[std::size_t(run * shape.rows)], &results[0], sizeof(double) * shape.rows), 0)
+      EXPECT_EQ(std::memcmp(&results[std::size_t(run * shape.rows)], &results[0],
+                            sizeof(double) * shape.rows),
+                0)
           << shape.rows << " x " << shape.cols << ", run " << run;
   }
 }
@@ -302,15 +314,19 @@ TEST_F(Reduce, MoreThan2To31ElementsSumExactlyAndFindPlantedExtremes) {
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   const std::int64_t max_at = (std::int64_t(1) << 31) + 12345, min_at = n - 2;
   const float planted_max = 3.0f, planted_min = -3.0f;
-  ASSERT_EQ(cudaMemcpy(in.data() + max_at, &planted_max, sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(in.data() + min_at, &planted_min, sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(in.data() + max_at, &planted_max, sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(in.data() + min_at, &planted_min, sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
 
   const std::int64_t cols = n / 2;  // two rows; the second starts 12 bytes past a 16-byte boundary
   const auto value = [&](std::int64_t i) {
-    return i == max_at ? planted_max : i == min_at ? planted_min : float(bench::random_integer(seed, std::uint64_t(i), -2, 2));
+    return i == max_at   ? planted_max
+           : i == min_at ? planted_min
+                         : float(bench::random_integer(seed, std::uint64_t(i), -2, 2));
   };
-  const std::vector<float> row_sums =
-      cpu::row_sums_of<float>(2, cols, [&](std::int64_t r, std::int64_t c) { return value(r * cols + c); });
+  const std::vector<float> row_sums = cpu::row_sums_of<float>(
+      2, cols, [&](std::int64_t r, std::int64_t c) { return value(r * cols + c); });
 
   DeviceBuffer<float> out(3), rows_out(6);
   out.fill_bytes(0xFF);
@@ -379,7 +395,8 @@ TEST_F(Reduce, CustomOperatorsAndTypesThroughTheGenericTemplates) {
     ranges[std::size_t(i) + 1] = Range{x, x};
     lo = std::min(lo, x);
     hi = std::max(hi, x);
-    triples[std::size_t(i)] = Triple{std::uint32_t(random()), std::uint32_t(random()), std::uint32_t(random())};
+    triples[std::size_t(i)] =
+        Triple{std::uint32_t(random()), std::uint32_t(random()), std::uint32_t(random())};
     sum = TripleSum{}(sum, triples[std::size_t(i)]);
   }
   DeviceBuffer<Range> range_in(ranges), range_out(std::size_t(2));
@@ -407,8 +424,9 @@ TEST_F(Reduce, CallsOnTwoStreamsKeepTheirOwnScratch) {
   const std::vector<std::int64_t> a = random_values<std::int64_t>(std::size_t(n), 1000);
   const std::vector<std::int64_t> b = random_values<std::int64_t>(std::size_t(n), 1001);
   const std::int64_t sum_a = expected(a.data(), n, Sum{}), sum_b = expected(b.data(), n, Sum{});
-  const std::vector<std::int64_t> rows_a =
-      cpu::row_sums_of<std::int64_t>(split.rows, split.cols, [&](std::int64_t r, std::int64_t c) { return a[std::size_t(r * split.cols + c)]; });
+  const std::vector<std::int64_t> rows_a = cpu::row_sums_of<std::int64_t>(
+      split.rows, split.cols,
+      [&](std::int64_t r, std::int64_t c) { return a[std::size_t(r * split.cols + c)]; });
   DeviceBuffer<std::int64_t> in_a(a), in_b(b);
   constexpr int calls = 20;
   DeviceBuffer<std::int64_t> out_a(calls), out_b(calls), out_rows(std::size_t(calls * split.rows));
@@ -418,7 +436,8 @@ TEST_F(Reduce, CallsOnTwoStreamsKeepTheirOwnScratch) {
   for (int call = 0; call < calls; ++call) {
     reduce(in_a.data(), n, out_a.data() + call, Sum{}, first);
     reduce(in_b.data(), n, out_b.data() + call, Sum{}, second);
-    reduce_rows(in_a.data(), split.rows, split.cols, out_rows.data() + call * split.rows, Sum{}, second);
+    reduce_rows(in_a.data(), split.rows, split.cols, out_rows.data() + call * split.rows, Sum{},
+                second);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaStreamDestroy(first);
@@ -428,7 +447,8 @@ TEST_F(Reduce, CallsOnTwoStreamsKeepTheirOwnScratch) {
     EXPECT_EQ(got_a[call], sum_a) << "call " << call;
     EXPECT_EQ(got_b[call], sum_b) << "call " << call;
     for (std::int64_t r = 0; r < split.rows; ++r)
-      EXPECT_EQ(got_rows[std::size_t(call * split.rows + r)], rows_a[std::size_t(r)]) << "call " << call << " row " << r;
+      EXPECT_EQ(got_rows[std::size_t(call * split.rows + r)], rows_a[std::size_t(r)])
+          << "call " << call << " row " << r;
   }
 }
 
@@ -450,7 +470,8 @@ TEST_F(Reduce, StreamScratchGrowsWithoutDisturbingEarlierOrLaterCalls) {
     reduce(float_in.data(), shape.rows * shape.cols, float_out.data(), Sum{}, stream);
     reduce_rows(in.data(), shape.rows, shape.cols, out.data() + slot, Sum{}, stream);
     const auto sums = cpu::row_sums_of<std::int64_t>(
-        shape.rows, shape.cols, [&](std::int64_t r, std::int64_t c) { return values[std::size_t(r * shape.cols + c)]; });
+        shape.rows, shape.cols,
+        [&](std::int64_t r, std::int64_t c) { return values[std::size_t(r * shape.cols + c)]; });
     want.insert(want.end(), sums.begin(), sums.end());
     slot += shape.rows;
   }
@@ -483,21 +504,27 @@ TEST_F(Reduce, BadInputThrowsErrorNamingTheArgument) {
   expect_error_naming([&] { reduce(in.data(), -5, out.data()); }, "n", "got -5");
   expect_error_naming([&] { reduce<float>(nullptr, 16, out.data()); }, "in", "null pointer");
   expect_error_naming([&] { reduce<float>(in.data(), 16, nullptr); }, "out", "null pointer");
-  const auto* misaligned = reinterpret_cast<const float*>(reinterpret_cast<const char*>(in.data()) + 2);
+  const auto* misaligned =
+      reinterpret_cast<const float*>(reinterpret_cast<const char*>(in.data()) + 2);
   expect_error_naming([&] { reduce(misaligned, 4, out.data()); }, "in", "not aligned");
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing was launched
 }
 
 TEST_F(ReduceRows, BadInputThrowsErrorNamingTheArgument) {
   DeviceBuffer<double> in(16), out(4);
-  expect_error_naming([&] { reduce_rows(in.data(), 0, 4, out.data()); }, "rows", "must be at least 1");
+  expect_error_naming([&] { reduce_rows(in.data(), 0, 4, out.data()); }, "rows",
+                      "must be at least 1");
   expect_error_naming([&] { reduce_rows(in.data(), -1, 4, out.data()); }, "rows", "got -1");
-  expect_error_naming([&] { reduce_rows(in.data(), 4, 0, out.data()); }, "cols", "must be at least 1");
+  expect_error_naming([&] { reduce_rows(in.data(), 4, 0, out.data()); }, "cols",
+                      "must be at least 1");
   expect_error_naming([&] { reduce_rows(in.data(), 4, -3, out.data()); }, "cols", "got -3");
-  expect_error_naming([&] { reduce_rows<double>(nullptr, 4, 4, out.data()); }, "in", "null pointer");
-  expect_error_naming([&] { reduce_rows<double>(in.data(), 4, 4, nullptr); }, "out", "null pointer");
-  expect_error_naming([&] { reduce_rows(in.data(), std::int64_t(1) << 40, std::int64_t(1) << 30, out.data()); },
-                      "rows", "does not fit in 64 bits");
+  expect_error_naming([&] { reduce_rows<double>(nullptr, 4, 4, out.data()); }, "in",
+                      "null pointer");
+  expect_error_naming([&] { reduce_rows<double>(in.data(), 4, 4, nullptr); }, "out",
+                      "null pointer");
+  expect_error_naming(
+      [&] { reduce_rows(in.data(), std::int64_t(1) << 40, std::int64_t(1) << 30, out.data()); },
+      "rows", "does not fit in 64 bits");
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// rooflab::reduce and rooflab::reduce_rows for any element type and operator (nvcc only; included by
-// rooflab.cuh). The library compiles the common instantiations (reduce.hpp lists them); a custom
+// rooflab::reduce and rooflab::reduce_rows for any element type and operator (nvcc only; included
+// by rooflab.cuh). The library compiles the common instantiations (reduce.hpp lists them); a custom
 // operator has a static identity<T>() and an associative, commutative operator()(T, T), and T is
 // trivially copyable.
 //
@@ -76,7 +76,8 @@ __device__ __forceinline__ T fold_vector(const Vector<T>& vector, Op op) {
 // Elements of T before the first 16-byte boundary at or after `start` (at most `length`); none
 // for types that are not loaded in 16-byte vectors.
 template <class T>
-__host__ __device__ __forceinline__ std::int64_t head_elements(const T* start, std::int64_t length) {
+__host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
+                                                               std::int64_t length) {
   if (vector_width<T>() == 1) return 0;
   const auto misalignment = std::int64_t(reinterpret_cast<std::uintptr_t>(start) % 16);
   const std::int64_t head = misalignment == 0 ? 0 : (16 - misalignment) / std::int64_t(sizeof(T));
@@ -201,7 +202,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
 // the loads of small_rows_in_flight steps before it folds any: one warp load reads whole rows
 // contiguously, and eight of them are in flight per lane.
 template <int Steps, class Unit, class Load, class Fold, class T>
-__device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity, Load load, Fold fold) {
+__device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity, Load load,
+                                               Fold fold) {
   Unit loaded[Steps];
 #pragma unroll
   for (int k = 0; k < Steps; ++k) loaded[k] = load(k, identity);
@@ -232,8 +234,10 @@ __global__ void __launch_bounds__(reduce_block_threads)
       using Unit = decltype(none);
       const std::int64_t row = row_of(k);
       if (row >= rows || member >= units) return none;
-      if constexpr (std::is_same_v<Unit, T>) return in[row * cols + member];
-      else return load_vector(reinterpret_cast<const Unit*>(in + row * cols) + member);
+      if constexpr (std::is_same_v<Unit, T>)
+        return in[row * cols + member];
+      else
+        return load_vector(reinterpret_cast<const Unit*>(in + row * cols) + member);
     };
     T value[small_rows_in_flight];
     if constexpr (width > 1) {
@@ -241,7 +245,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
         Vector<T> identities;
 #pragma unroll
         for (int i = 0; i < width; ++i) identities.lane[i] = identity;
-        load_then_fold(value, identities, unit_of, [&](const Vector<T>& v) { return fold_vector(v, op); });
+        load_then_fold(value, identities, unit_of,
+                       [&](const Vector<T>& v) { return fold_vector(v, op); });
       } else {
         load_then_fold(value, identity, unit_of, [](const T& x) { return x; });
       }
@@ -263,7 +268,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
                                T* __restrict__ out, Op op) {
   const int lane = int(threadIdx.x) % warp_size;
   const std::int64_t warps = std::int64_t(gridDim.x) * (reduce_block_threads / warp_size);
-  for (std::int64_t row = (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
+  for (std::int64_t row =
+           (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
        row < rows; row += warps) {
     T value = lane_partial<warp_row_loads_in_flight>(in + row * cols, cols, lane, warp_size, op);
     value = warp_reduce(value, op);
@@ -303,8 +309,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
       if (threadIdx.x == 0) out[row] = value;
     } else {
       if (threadIdx.x == 0)
-        finishes_row = publish_and_take_ticket(partials + task, value, tickets + row,
-                                               unsigned(splits));
+        finishes_row =
+            publish_and_take_ticket(partials + task, value, tickets + row, unsigned(splits));
       __syncthreads();
       if (finishes_row) {
         T total = Op::template identity<T>();
@@ -381,7 +387,8 @@ void reduce(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
 template <class T, class Op>
 void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
                  cudaStream_t stream) {
-  static_assert(std::is_trivially_copyable_v<T>, "reduce_rows moves values between threads bitwise");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "reduce_rows moves values between threads bitwise");
   const char* name = "reduce_rows";
   require(rows >= 1, name, "rows", "must be at least 1, got " + std::to_string(rows));
   require(cols >= 1, name, "cols", "must be at least 1, got " + std::to_string(cols));
@@ -414,8 +421,8 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
     }
     case detail::RowsPath::warp_per_row: {
       detail::reduce_rows_by_warp_kernel<T, Op>
-          <<<detail::grid_for((rows + warps_per_block - 1) / warps_per_block),
-             reduce_block_threads, 0, stream>>>(in, rows, cols, out, op);
+          <<<detail::grid_for((rows + warps_per_block - 1) / warps_per_block), reduce_block_threads,
+             0, stream>>>(in, rows, cols, out, op);
       detail::check_launch(name, "reduce_rows_by_warp_kernel");
       return;
     }
@@ -423,8 +430,8 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
       const std::int64_t tasks = rows * plan.splits;
       detail::StreamScratch scratch;
       if (plan.splits > 1)
-        scratch = detail::stream_scratch(sizeof(T) * std::size_t(tasks), std::size_t(rows), stream,
-                                         name);
+        scratch =
+            detail::stream_scratch(sizeof(T) * std::size_t(tasks), std::size_t(rows), stream, name);
       by_blocks<<<detail::grid_for(tasks), reduce_block_threads, 0, stream>>>(
           in, rows, cols, out, op, plan.splits, static_cast<T*>(scratch.bytes), scratch.counters);
       detail::check_launch(name, "reduce_rows_by_blocks_kernel");
@@ -435,19 +442,19 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
 
 // The instantiations the library compiles (src/reduce/reduce.cu); callers of these use them rather
 // than compiling their own.
-#define ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Op)                                          \
-  prefix template void reduce<T, Op>(const T*, std::int64_t, T*, Op, cudaStream_t);          \
-  prefix template void reduce_rows<T, Op>(const T*, std::int64_t, std::int64_t, T*, Op,      \
+#define ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Op)                                     \
+  prefix template void reduce<T, Op>(const T*, std::int64_t, T*, Op, cudaStream_t);     \
+  prefix template void reduce_rows<T, Op>(const T*, std::int64_t, std::int64_t, T*, Op, \
                                           cudaStream_t);
 #define ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, T) \
   ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Sum)            \
   ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Min)            \
   ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Max)
-#define ROOFLAB_REDUCE_INSTANTIATIONS(prefix)                      \
-  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, float)            \
-  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, double)           \
-  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, std::int32_t)     \
-  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, std::int64_t)     \
+#define ROOFLAB_REDUCE_INSTANTIATIONS(prefix)                  \
+  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, float)        \
+  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, double)       \
+  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, std::int32_t) \
+  ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, std::int64_t) \
   ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, std::uint32_t)
 
 ROOFLAB_REDUCE_INSTANTIATIONS(extern)

@@ -51,10 +51,11 @@ enum class RowsPath {
 
 struct RowsPlan {
   RowsPath path = RowsPath::blocks_per_row;
-  int lanes_per_row = 0;     // lanes_per_row: a power of two, at most 32
-  bool vector_units = false;  // lanes_per_row: each lane loads one 16-byte vector (else one element)
-  std::int64_t splits = 1;   // blocks_per_row: parts per row; above 1, the last part to finish
-                             // a row combines the parts' partials (one ticket per row)
+  int lanes_per_row = 0;  // lanes_per_row: a power of two, at most 32
+  bool vector_units =
+      false;                // lanes_per_row: each lane loads one 16-byte vector (else one element)
+  std::int64_t splits = 1;  // blocks_per_row: parts per row; above 1, the last part to finish
+                            // a row combines the parts' partials (one ticket per row)
 };
 
 inline int next_power_of_two(std::int64_t value) {
@@ -85,8 +86,8 @@ inline RowsPlan plan_reduce_rows(std::int64_t rows, std::int64_t cols, int width
   // Few rows: split each so that the grid holds about 8 waves of blocks (a short last wave then
   // idles the GPU for an eighth of the time at most), but never into parts too small to stream.
   const std::int64_t wanted = (8 * std::int64_t(std::max(1, resident_blocks)) + rows - 1) / rows;
-  const std::int64_t most = std::max<std::int64_t>(
-      1, vectors / (reduce_block_threads * split_min_vectors_per_thread));
+  const std::int64_t most =
+      std::max<std::int64_t>(1, vectors / (reduce_block_threads * split_min_vectors_per_thread));
   plan.splits = std::clamp<std::int64_t>(wanted, 1, most);
   return plan;
 }

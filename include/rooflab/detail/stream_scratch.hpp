@@ -14,7 +14,7 @@
 namespace rooflab::detail {
 
 struct StreamScratch {
-  void* bytes = nullptr;        // at least the requested bytes, 256-byte aligned, contents undefined
+  void* bytes = nullptr;  // at least the requested bytes, 256-byte aligned, contents undefined
   unsigned* counters = nullptr;  // at least the requested counters, all zero
 };
 
