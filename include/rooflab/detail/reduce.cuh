@@ -1,8 +1,8 @@
 #pragma once
 // rooflab::reduce and rooflab::reduce_rows for any element type and operator (nvcc only; included
-// by rooflab.cuh). The library compiles the common instantiations (reduce.hpp lists them); a custom
-// operator has a static identity<T>() and an associative, commutative operator()(T, T), and T is
-// trivially copyable.
+// by rooflab.cuh). The library compiles the common instantiations (listed at the end of this
+// file); a custom operator has a static identity<T>() and an associative, commutative
+// operator()(T, T), and T is trivially copyable.
 //
 // Design (docs/reduce.md tells the story that led here):
 //  - reduce: one pass. A grid of one wave of resident blocks strides over the input with 16-byte
