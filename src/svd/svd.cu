@@ -1,0 +1,516 @@
+// rooflab::svd: one-sided Jacobi SVD of one matrix (the method: src/svd/jacobi.cuh).
+// A matrix that fits in one block's shared memory is solved there in a single kernel (the batched
+// block-per-matrix kernel with batch 1); a larger one keeps its columns in global memory, where
+// each round of disjoint pairs is one launch and the host tests convergence once per sweep.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/device_info.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "rooflab/error.hpp"
+#include "rooflab/svd.hpp"
+#include "svd/jacobi.cuh"
+
+namespace rooflab::jacobi {
+
+template <class T>
+T default_tolerance(int m, int n, bool uv) {
+  const double rows = std::max(m, n);
+  return T((uv ? std::sqrt(rows) : rows) * std::numeric_limits<T>::epsilon());
+}
+
+template <class T>
+T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
+  require(m >= 1, op, "m", "must be at least 1, got " + std::to_string(m));
+  require(n >= 1, op, "n", "must be at least 1, got " + std::to_string(n));
+  require(options.max_sweeps >= 1, op, "opt.max_sweeps",
+          "must be at least 1, got " + std::to_string(options.max_sweeps));
+  require(std::isfinite(options.tol) && options.tol >= 0, op, "opt.tol",
+          "must be finite and not negative (0 selects the default)");
+  return options.tol > 0 ? T(options.tol) : default_tolerance<T>(m, n, options.compute_uv);
+}
+
+SvdInfo to_info(const MatrixStatus& status) {
+  SvdInfo info;
+  info.sweeps = status.sweeps;
+  info.converged = status.converged != 0;
+  info.off = status.off;
+  return info;
+}
+
+template float default_tolerance<float>(int, int, bool);
+template double default_tolerance<double>(int, int, bool);
+template float resolve_options<float>(const char*, int, int, const SvdOptions&);
+template double resolve_options<double>(const char*, int, int, const SvdOptions&);
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The global-memory path. Every matrix of the batch has its own W (M x N), V (N x N), tracked
+// norms, positions and convergence state; matrices that converge drop out of later sweeps.
+
+template <class T>
+struct GlobalState {
+  Problem<T> P;
+  int M = 0, N = 0, n_pad = 0;
+  std::int64_t ldw = 0, ldv = 0;
+  T* W = nullptr;
+  T* V = nullptr;
+  T* norms = nullptr;         // n_pad per matrix: tracked squared norms, then sigma
+  T* coefficients = nullptr;  // n_pad per matrix: Gram-Schmidt scratch
+  int* pos = nullptr;         // n_pad per matrix: column at each position, then output order
+  unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
+  unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
+  int* exponent = nullptr;
+  int* active = nullptr;  // 1 while the matrix still sweeps
+  int* sweeps = nullptr;
+  int* converged = nullptr;
+  int* bad = nullptr;
+  unsigned* active_count = nullptr;
+  Report report;
+
+  __device__ T* w(std::int64_t matrix) const { return W + matrix * ldw * N; }
+  __device__ T* v(std::int64_t matrix) const { return V + matrix * ldv * N; }
+  __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * n_pad; }
+  __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * n_pad; }
+};
+
+constexpr int global_threads = 256;
+constexpr int global_warps = global_threads / 32;
+
+// Max |a| of every matrix, as the bits of a double (non-negative doubles order like their bits;
+// NaN and Inf order above every finite value, so one atomicMax also finds them).
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    global_max_abs(GlobalState<T> G, std::int64_t chunk, int blocks_per_matrix) {
+  const Problem<T>& P = G.P;
+  const std::int64_t matrix = blockIdx.x / blocks_per_matrix;
+  const std::int64_t begin = (blockIdx.x % blocks_per_matrix) * chunk;
+  const std::int64_t end = std::min(begin + chunk, std::int64_t(P.m) * P.n);
+  const T* A = P.A + matrix * P.a_stride;
+  unsigned long long local = 0;
+  for (std::int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
+    const T x = A[e % P.m + e / P.m * P.lda];
+    local = max(local, static_cast<unsigned long long>(__double_as_longlong(fabs(double(x)))));
+  }
+  for (int offset = 16; offset > 0; offset >>= 1)
+    local = max(local, __shfl_xor_sync(0xffffffffu, local, offset));
+  if ((threadIdx.x & 31) == 0) atomicMax(&G.max_bits[matrix], local);
+}
+
+// Per matrix: the scaling exponent, or the verdict that it holds NaN or Inf.
+template <class T>
+__global__ void global_begin(GlobalState<T> G) {
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix >= G.P.batch) return;
+  const double max_abs = __longlong_as_double(static_cast<long long>(G.max_bits[matrix]));
+  const bool bad = !isfinite(max_abs);
+  G.bad[matrix] = bad;
+  G.active[matrix] = !bad;
+  G.sweeps[matrix] = 0;
+  G.converged[matrix] = 0;
+  G.exponent[matrix] = bad ? 0 : scaling_exponent(T(max_abs));
+}
+
+// W = A (or A^T) scaled by 2^-exponent, V = I.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) {
+  const Problem<T>& P = G.P;
+  const bool transposed = P.m < P.n;
+  const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
+  const std::int64_t total = per_matrix * P.batch;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
+    if (G.bad[matrix]) continue;
+    const std::int64_t i = at % G.M, j = at / G.M;  // W's row and column
+    const T* A = P.A + matrix * P.a_stride;
+    const T x = transposed ? A[j + i * P.lda] : A[i + j * P.lda];
+    G.w(matrix)[i + j * G.ldw] = ldexp(x, -G.exponent[matrix]);
+  }
+  if (!P.uv) return;
+  const std::int64_t v_per_matrix = std::int64_t(G.N) * G.N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < v_per_matrix * P.batch;
+       e += stride) {
+    const std::int64_t matrix = e / v_per_matrix, at = e % v_per_matrix;
+    const std::int64_t i = at % G.N, j = at / G.N;
+    G.v(matrix)[i + j * G.ldv] = i == j ? T(1) : T(0);
+  }
+}
+
+// Squared column norms, a warp per column: the initial tracked norms (final = false) or sigma
+// (final = true, negligible columns 0). Padding positions get -1 so that they sort last.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t total = std::int64_t(G.P.batch) * G.n_pad;
+  const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
+  for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5); item < total;
+       item += warps) {
+    const std::int64_t matrix = item / G.n_pad;
+    const int c = int(item % G.n_pad);
+    if (G.bad[matrix]) continue;
+    T sum = c < G.N ? partial_norm2(G.w(matrix) + c * G.ldw, RowWalk(G.M, 32, lane, 0)) : T(0);
+    sum = group_sum(sum, 32);
+    if (lane != 0) continue;
+    if (!final)
+      G.norms_of(matrix)[c] = c < G.N ? sum : T(-1);
+    else if (c < G.N)
+      G.norms_of(matrix)[c] = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+  }
+}
+
+// Start of a sweep, a block per matrix: positions sorted by decreasing tracked norm.
+template <class T>
+__device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std::int64_t matrix) {
+  if (!G.active[matrix]) return;
+  rank_sort_descending(team, G.norms_of(matrix), G.n_pad, G.pos_of(matrix));
+  if (team.rank() == 0) G.off_bits[matrix] = 0;
+}
+
+// One round: a warp per pair of every active matrix.
+template <class T>
+__device__ void round_work(const GlobalState<T>& G, int round, std::int64_t first_warp,
+                           std::int64_t warps) {
+  const int lane = threadIdx.x & 31;
+  const int pairs = pairs_in_round(round, G.n_pad);
+  const std::int64_t total = std::int64_t(G.P.batch) * pairs;
+  for (std::int64_t item = first_warp; item < total; item += warps) {
+    const std::int64_t matrix = item / pairs;
+    if (!G.active[matrix]) continue;  // uniform over the warp
+    const int pair = int(item % pairs);
+    const T cosine = process_pair(G.w(matrix), G.ldw, G.M, G.v(matrix), G.ldv, G.N, G.P.uv,
+                                  G.norms_of(matrix), G.pos_of(matrix), first_position(round, pair),
+                                  true, G.P.tol, 32, lane, 0);
+    if (lane == 0 && cosine > 0)
+      atomicMax(&G.off_bits[matrix],
+                static_cast<unsigned long long>(__double_as_longlong(double(cosine))));
+  }
+}
+
+// End of a sweep, a thread per matrix: converged when no pair needed a rotation.
+template <class T>
+__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix) {
+  if (!G.active[matrix]) return;
+  const int sweeps = ++G.sweeps[matrix];
+  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
+  if (!(off > double(G.P.tol))) {
+    G.converged[matrix] = 1;
+    G.active[matrix] = 0;
+  } else if (sweeps >= G.P.max_sweeps) {
+    G.active[matrix] = 0;
+  } else {
+    atomicAdd(G.active_count, 1u);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_sweep_start(GlobalState<T> G) {
+  __shared__ unsigned long long scratch[32];
+  sweep_start(G, BlockTeam{scratch}, blockIdx.x);
+}
+
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_round(GlobalState<T> G, int round) {
+  round_work(G, round, std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5),
+             std::int64_t(gridDim.x) * global_warps);
+}
+
+template <class T>
+__global__ void global_sweep_end(GlobalState<T> G) {
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix < G.P.batch) sweep_end(G, matrix);
+}
+
+// A whole sweep in one cooperative launch: the grid-wide barrier replaces the launch boundary
+// between rounds.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_sweep_cooperative(GlobalState<T> G) {
+  namespace cg = cooperative_groups;
+  __shared__ unsigned long long scratch[32];
+  const cg::grid_group grid = cg::this_grid();
+  for (std::int64_t matrix = blockIdx.x; matrix < G.P.batch; matrix += gridDim.x)
+    sweep_start(G, BlockTeam{scratch}, matrix);
+  grid.sync();
+  for (int round = 0; round < G.n_pad; ++round) {
+    round_work(G, round, std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5),
+               std::int64_t(gridDim.x) * global_warps);
+    grid.sync();
+  }
+  for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
+       matrix += std::int64_t(gridDim.x) * blockDim.x)
+    sweep_end(G, matrix);
+}
+
+// u_c = w_c / sigma_c.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T> G) {
+  const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
+  const std::int64_t total = per_matrix * G.P.batch;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
+    const std::int64_t i = at % G.M, c = at / G.M;
+    if (G.bad[matrix]) continue;
+    const T sigma = G.norms_of(matrix)[c];
+    if (sigma > 0) G.w(matrix)[i + c * G.ldw] /= sigma;
+  }
+}
+
+// A block per matrix: completes zero columns (when vectors are wanted) and orders the columns by
+// decreasing sigma.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_complete_and_order(GlobalState<T> G) {
+  __shared__ unsigned long long scratch[32];
+  const BlockTeam team{scratch};
+  const std::int64_t matrix = blockIdx.x;
+  if (G.bad[matrix]) return;
+  T* sigma = G.norms_of(matrix);
+  int* pos = G.pos_of(matrix);
+  if (G.P.uv) {
+    for (int c = team.rank(); c < G.N; c += team.size()) pos[c] = sigma[c] > 0;
+    team.sync();
+    complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
+                                 G.coefficients + matrix * G.n_pad, 32);
+  }
+  rank_sort_descending(team, sigma, G.N, pos);
+}
+
+// S, U and V, column r from working column pos[r]; NaN for matrices with NaN or Inf.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G) {
+  const Problem<T>& P = G.P;
+  const bool transposed = P.m < P.n;
+  const std::int64_t k = G.N;
+  const std::int64_t per_matrix = k + (P.uv ? (P.m + P.n) * k : 0);
+  const std::int64_t total = per_matrix * P.batch;
+  const T nan = T(NAN);
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t matrix = e / per_matrix;
+    std::int64_t at = e % per_matrix;
+    const bool bad = G.bad[matrix];
+    const int* pos = G.pos_of(matrix);
+    if (at < k) {
+      P.S[matrix * P.s_stride + at] =
+          bad ? nan : T(ldexp(G.norms_of(matrix)[pos[at]], G.exponent[matrix]));
+      continue;
+    }
+    at -= k;
+    const bool u_side = at < P.m * k;
+    if (!u_side) at -= P.m * k;
+    const std::int64_t rows = u_side ? P.m : P.n;
+    const int i = int(at % rows), r = int(at / rows);
+    if (bad) {
+      if (u_side)
+        P.U[matrix * P.u_stride + i + r * std::int64_t(P.ldu)] = nan;
+      else
+        P.V[matrix * P.v_stride + i + r * std::int64_t(P.ldv)] = nan;
+      continue;
+    }
+    write_output_element(P, matrix, transposed, G.w(matrix), G.ldw, G.v(matrix), G.ldv, i, r,
+                         pos[r], u_side);
+  }
+}
+
+template <class T>
+__global__ void global_report(GlobalState<T> G) {
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix >= G.P.batch) return;
+  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
+  report_matrix(G.report, matrix, G.P.batch,
+                G.bad[matrix] ? MatrixStatus{0, 0, 1, 0, double(NAN)}
+                              : MatrixStatus{G.sweeps[matrix], G.converged[matrix], 0, 0, off});
+}
+
+// A grid that covers `items` work items of `per_block` each, capped at a few waves (the kernels
+// stride over the rest).
+unsigned grid_for(std::int64_t items, int per_block) {
+  const std::int64_t blocks = (items + per_block - 1) / per_block;
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
+}
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+template <class T>
+void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
+                cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  if (problem.batch == 0) return;
+  GlobalState<T> G;
+  G.P = problem;
+  G.report = report;
+  G.M = std::max(problem.m, problem.n);
+  G.N = std::min(problem.m, problem.n);
+  G.n_pad = G.N + (G.N & 1);
+  G.ldw = shared_leading_dimension(G.M);
+  G.ldv = problem.uv ? shared_leading_dimension(G.N) : 0;
+  const std::int64_t batch = problem.batch;
+
+  // One allocation for all of the scratch, carved into aligned pieces.
+  const std::size_t w_bytes = aligned(sizeof(T) * G.ldw * G.N * batch);
+  const std::size_t v_bytes = aligned(sizeof(T) * G.ldv * G.N * batch);
+  const std::size_t column_bytes = aligned(sizeof(T) * G.n_pad * batch);
+  const std::size_t pos_bytes = aligned(sizeof(int) * G.n_pad * batch);
+  const std::size_t word_bytes = aligned(sizeof(unsigned long long) * batch);
+  const std::size_t int_bytes = aligned(sizeof(int) * batch);
+  StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 2 * word_bytes +
+                           5 * int_bytes,
+                       stream, op);
+  unsigned char* at = scratch.as<unsigned char>();
+  const auto take = [&at](std::size_t bytes) {
+    unsigned char* piece = at;
+    at += bytes;
+    return piece;
+  };
+  G.W = reinterpret_cast<T*>(take(w_bytes));
+  G.V = reinterpret_cast<T*>(take(v_bytes));
+  G.norms = reinterpret_cast<T*>(take(column_bytes));
+  G.coefficients = reinterpret_cast<T*>(take(column_bytes));
+  G.pos = reinterpret_cast<int*>(take(pos_bytes));
+  G.max_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
+  G.off_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
+  G.exponent = reinterpret_cast<int*>(take(int_bytes));
+  G.active = reinterpret_cast<int*>(take(int_bytes));
+  G.sweeps = reinterpret_cast<int*>(take(int_bytes));
+  G.converged = reinterpret_cast<int*>(take(int_bytes));
+  G.bad = reinterpret_cast<int*>(take(int_bytes));
+  DeviceBuffer<unsigned> active_count(1);
+  G.active_count = active_count.data();
+
+  const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
+  const std::int64_t elements = std::int64_t(problem.m) * problem.n;
+  const std::int64_t chunk = std::int64_t(global_threads) * 16;
+  const int blocks_per_matrix = int((elements + chunk - 1) / chunk);
+  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
+  ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
+  global_max_abs<T><<<unsigned(batch * blocks_per_matrix), global_threads, 0, stream>>>(
+      G, chunk, blocks_per_matrix);
+  detail::check_launch(op, "global_max_abs");
+  global_begin<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_begin");
+  global_load<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads, 0,
+                   stream>>>(G);
+  detail::check_launch(op, "global_load");
+  const unsigned column_grid = grid_for(batch * G.n_pad, global_warps);
+  global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, false);
+  detail::check_launch(op, "global_column_norms");
+
+  int cooperative_blocks = 0;
+  if (schedule == GlobalSchedule::launch_per_sweep) {
+    int per_sm = 0;
+    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, global_sweep_cooperative<T>, global_threads, 0));
+    const std::int64_t wanted = (batch * (G.n_pad / 2) + global_warps - 1) / global_warps;
+    cooperative_blocks = int(std::max<std::int64_t>(
+        1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
+  }
+  for (int sweep = 0; sweep < problem.max_sweeps; ++sweep) {
+    ROOFLAB_CUDA(op, cudaMemsetAsync(G.active_count, 0, sizeof(unsigned), stream));
+    if (schedule == GlobalSchedule::launch_per_round) {
+      global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
+      detail::check_launch(op, "global_sweep_start");
+      for (int round = 0; round < G.n_pad; ++round) {
+        const unsigned blocks = grid_for(batch * pairs_in_round(round, G.n_pad), global_warps);
+        global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
+        detail::check_launch(op, "global_round");
+      }
+      global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+      detail::check_launch(op, "global_sweep_end");
+    } else {
+      void* arguments[] = {&G};
+      ROOFLAB_CUDA(op, cudaLaunchCooperativeKernel(reinterpret_cast<void*>(global_sweep_cooperative<T>),
+                                                   dim3(cooperative_blocks), dim3(global_threads),
+                                                   arguments, 0, stream));
+    }
+    unsigned still_active = 0;
+    ROOFLAB_CUDA(op, cudaMemcpyAsync(&still_active, G.active_count, sizeof(unsigned),
+                                     cudaMemcpyDeviceToHost, stream));
+    ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+    if (still_active == 0) break;
+  }
+
+  global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, true);
+  detail::check_launch(op, "global_column_norms");
+  if (problem.uv) {
+    global_normalize<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads,
+                          0, stream>>>(G);
+    detail::check_launch(op, "global_normalize");
+  }
+  global_complete_and_order<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_complete_and_order");
+  const std::int64_t outputs = (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
+  global_write<T><<<grid_for(outputs, global_threads), global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_write");
+  global_report<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_report");
+}
+
+template void run_global<float>(const Problem<float>&, GlobalSchedule, const Report&, cudaStream_t);
+template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&, cudaStream_t);
+
+}  // namespace rooflab::jacobi
+
+namespace rooflab {
+
+template <class T>
+SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
+            const SvdOptions& opt, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const T tol = jacobi::resolve_options<T>(op, m, n, opt);
+  require(A != nullptr, op, "A", "must not be null");
+  require(lda >= m, op, "lda", "must be at least m = " + std::to_string(m));
+  require(S != nullptr, op, "S", "must not be null");
+  if (opt.compute_uv) {
+    require(U != nullptr, op, "U", "must not be null when compute_uv is set");
+    require(V != nullptr, op, "V", "must not be null when compute_uv is set");
+    require(ldu >= m, op, "ldu", "must be at least m = " + std::to_string(m));
+    require(ldv >= n, op, "ldv", "must be at least n = " + std::to_string(n));
+  }
+
+  jacobi::Problem<T> problem;
+  problem.A = A;
+  problem.lda = lda;
+  problem.m = m;
+  problem.n = n;
+  problem.batch = 1;
+  problem.S = S;
+  problem.U = U;
+  problem.V = V;
+  problem.ldu = ldu;
+  problem.ldv = ldv;
+  problem.tol = tol;
+  problem.max_sweeps = opt.max_sweeps;
+  problem.uv = opt.compute_uv;
+
+  StreamBuffer reports(sizeof(jacobi::MatrixStatus) + sizeof(jacobi::BatchSummary), stream, op);
+  auto* status = reports.as<jacobi::MatrixStatus>();
+  auto* summary = reinterpret_cast<jacobi::BatchSummary*>(status + 1);
+  ROOFLAB_CUDA(op, cudaMemsetAsync(summary, 0, sizeof(jacobi::BatchSummary), stream));
+  const jacobi::Report report{status, summary};
+  if (jacobi::fits_on_chip<T>(m, n, opt.compute_uv))
+    jacobi::run_on_chip(problem, false, report, stream);
+  else
+    jacobi::run_global(problem, jacobi::GlobalSchedule::launch_per_round, report, stream);
+
+  jacobi::MatrixStatus host_status{};
+  ROOFLAB_CUDA(op, cudaMemcpyAsync(&host_status, status, sizeof(host_status), cudaMemcpyDeviceToHost,
+                                   stream));
+  ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+  require(!host_status.bad_input, op, "A", "contains NaN or Inf");
+  return jacobi::to_info(host_status);
+}
+
+template SvdInfo svd<float>(const float*, int, int, int, float*, float*, int, float*, int,
+                            const SvdOptions&, cudaStream_t);
+template SvdInfo svd<double>(const double*, int, int, int, double*, double*, int, double*, int,
+                             const SvdOptions&, cudaStream_t);
+
+}  // namespace rooflab
