@@ -100,18 +100,20 @@ __device__ __forceinline__ void rotate_columns(T* p, T* q, const RowWalk& walk, 
   }
 }
 
-// One pair, by one group: dots, test, rotation of W (rows M) and V (rows N, when uv), tracked
-// norms, and the swap of the two positions. `active` is false for the group's idle slots; every
-// lane of the warp calls this together. Returns the scaled off-diagonal (0 when idle).
+// One pair, by one group: dots, test, rotation of W (columns `rows` long) and V (v_rows long,
+// when uv), tracked norms, and the swap of the two positions. Columns >= cols are padding.
+// `active` is false for the group's idle slots; every lane of the warp calls this together.
+// Returns the scaled off-diagonal (0 when idle).
 template <class T>
-__device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, int M, T* V, std::int64_t ldv,
-                                          int N, bool uv, T* norms, int* pos, int position,
-                                          bool active, T tol, int lanes, int h, int group_in_warp) {
+__device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, int rows, T* V, std::int64_t ldv,
+                                          int v_rows, bool uv, T* norms, int* pos, int position,
+                                          bool active, T tol, int lanes, int h, int group_in_warp,
+                                          int cols) {
   const int p = active ? pos[position] : 0;
   const int q = active ? pos[position + 1] : 0;
-  const bool real = active && p < N && q < N;  // position N_pad - 1 may hold the padding column
+  const bool real = active && p < cols && q < cols;
   T alpha = 0, beta = 0, gamma = 0;
-  const RowWalk w_walk(M, lanes, h, group_in_warp);
+  const RowWalk w_walk(rows, lanes, h, group_in_warp);
   if (real) partial_dots(W + p * ldw, W + q * ldw, w_walk, alpha, beta, gamma);
   alpha = group_sum(alpha, lanes);
   beta = group_sum(beta, lanes);
@@ -122,7 +124,7 @@ __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, int M, T* V, s
     const bool rotate = jacobi_rotation(alpha, beta, gamma, tol, r, cosine);
     if (rotate) {
       rotate_columns(W + p * ldw, W + q * ldw, w_walk, r);
-      if (uv) rotate_columns(V + p * ldv, V + q * ldv, RowWalk(N, lanes, h, group_in_warp), r);
+      if (uv) rotate_columns(V + p * ldv, V + q * ldv, RowWalk(v_rows, lanes, h, group_in_warp), r);
     }
     if (h == 0) {
       norms[p] = rotate ? alpha - r.t * gamma : alpha;
@@ -317,12 +319,71 @@ __device__ void rank_sort_descending(const Team& team, const T* key, int count, 
   }
 }
 
+template <class T>
+struct SweepOutcome {
+  int sweeps = 0;
+  bool converged = false;
+  T off = 0;        // the last sweep's largest scaled off-diagonal
+  T first_off = 0;  // the first sweep's: 0 when the columns were orthogonal on arrival
+};
+
+// Sweeps of one team over `cols` columns of W (rows long, in shared memory), accumulating the
+// rotations into the first v_rows rows of V's columns when uv: initial norms, then per sweep a
+// sort by tracked norm and n_pad rounds of the odd-even ring, until a sweep finds every pair
+// orthogonal to tol or max_sweeps have run. norms and pos hold n_pad entries. Every thread of
+// the team calls it; W, V, norms and pos must be visible to the team (a sync before).
+template <class T, class Team>
+__device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows, int cols, T* V,
+                                       int ldv, int v_rows, bool uv, T* norms, int* pos, T tol,
+                                       int max_sweeps, int lanes) {
+  const int n_pad = cols + (cols & 1);
+  const int rank = team.rank(), threads = team.size();
+  const int groups = threads / lanes;
+  const int group = rank / lanes, h = rank % lanes;
+  const int group_in_warp = (rank & 31) / lanes;
+  {  // initial norms; every lane of a warp runs the same number of slots (full-mask shuffles)
+    const int slots = (n_pad + groups - 1) / groups;
+    const RowWalk walk(rows, lanes, h, group_in_warp);
+    for (int slot = 0; slot < slots; ++slot) {
+      const int c = slot * groups + group;
+      T sum = c < cols ? partial_norm2(W + c * ldw, walk) : T(0);
+      sum = group_sum(sum, lanes);
+      if (h == 0 && c < n_pad) norms[c] = c < cols ? sum : T(-1);  // padding sorts last
+    }
+  }
+  team.sync();
+
+  SweepOutcome<T> outcome;
+  while (outcome.sweeps < max_sweeps && !outcome.converged) {
+    ++outcome.sweeps;
+    rank_sort_descending(team, norms, n_pad, pos);
+    team.sync();
+    T local_off = 0;
+    for (int round = 0; round < n_pad; ++round) {
+      const int pairs = pairs_in_round(round, n_pad);
+      const int slots = (pairs + groups - 1) / groups;
+      for (int slot = 0; slot < slots; ++slot) {
+        const int pair = slot * groups + group;
+        const T cosine = process_pair(W, ldw, rows, V, ldv, v_rows, uv, norms, pos,
+                                      first_position(round, pair), pair < pairs, tol, lanes, h,
+                                      group_in_warp, cols);
+        local_off = fmax(local_off, cosine);
+      }
+      team.sync();
+    }
+    outcome.off = team.max(local_off);
+    if (outcome.sweeps == 1) outcome.first_off = outcome.off;
+    outcome.converged = !(outcome.off > tol);
+  }
+  return outcome;
+}
+
 // The whole SVD of matrix `matrix` of P by one team, its working set in `smem` (layout L).
 template <class T, class Team>
 __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipLayout& L,
                             const Problem<T>& P, std::int64_t matrix, int lanes,
                             const Report& report) {
-  const int M = L.M, N = L.N, n_pad = L.n_pad;
+  const int M = L.M, N = L.N;
   const bool transposed = P.m < P.n;
   T* W = reinterpret_cast<T*>(smem + L.w_offset);
   T* Vw = reinterpret_cast<T*>(smem + L.v_offset);
@@ -366,41 +427,8 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
       Vw[i + j * L.ldv] = i == j ? T(1) : T(0);
     }
   team.sync();
-  {  // initial norms; every lane of a warp runs the same number of slots (full-mask shuffles)
-    const int slots = (n_pad + groups - 1) / groups;
-    const RowWalk walk(M, lanes, h, group_in_warp);
-    for (int slot = 0; slot < slots; ++slot) {
-      const int c = slot * groups + group;
-      T sum = c < N ? partial_norm2(W + c * L.ldw, walk) : T(0);
-      sum = group_sum(sum, lanes);
-      if (h == 0 && c < n_pad) norms[c] = c < N ? sum : T(-1);  // padding sorts last
-    }
-  }
-  team.sync();
-
-  int sweeps = 0;
-  bool converged = false;
-  T off = 0;
-  while (sweeps < P.max_sweeps && !converged) {
-    ++sweeps;
-    rank_sort_descending(team, norms, n_pad, pos);
-    team.sync();
-    T local_off = 0;
-    for (int round = 0; round < n_pad; ++round) {
-      const int pairs = pairs_in_round(round, n_pad);
-      const int slots = (pairs + groups - 1) / groups;
-      for (int slot = 0; slot < slots; ++slot) {
-        const int pair = slot * groups + group;
-        const T cosine = process_pair(W, L.ldw, M, Vw, L.ldv, N, P.uv, norms, pos,
-                                      first_position(round, pair), pair < pairs, P.tol, lanes, h,
-                                      group_in_warp);
-        local_off = fmax(local_off, cosine);
-      }
-      team.sync();
-    }
-    off = team.max(local_off);
-    converged = !(off > P.tol);
-  }
+  const SweepOutcome<T> outcome = team_sweeps(team, W, L.ldw, M, N, Vw, L.ldv, N, P.uv, norms, pos,
+                                              P.tol, P.max_sweeps, lanes);
 
   // sigma_c = ||w_c|| afresh; negligible columns get 0.
   {
@@ -439,7 +467,8 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
     }
   }
   if (rank == 0)
-    report_matrix(report, matrix, P.batch, MatrixStatus{sweeps, converged ? 1 : 0, 0, 0, double(off)});
+    report_matrix(report, matrix, P.batch,
+                  MatrixStatus{outcome.sweeps, outcome.converged ? 1 : 0, 0, 0, double(outcome.off)});
 }
 
 }  // namespace rooflab::jacobi

@@ -55,11 +55,16 @@ struct Report {
   BatchSummary* summary = nullptr;
 };
 
-// How the global-memory path schedules its work (the single-matrix ladder's rungs 1 and 2).
+// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2 and 4).
 enum class GlobalSchedule {
-  launch_per_round,  // one kernel per round of disjoint pairs
+  launch_per_round,  // one kernel per round of disjoint column pairs
   launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
+  blocked,           // one kernel per round of disjoint pairs of column blocks, each pair's
+                     // columns swept in one block's shared memory
 };
+
+// Where a matrix is solved; production_path picks by shape and batch.
+enum class Path { warp_per_matrix, block_per_matrix, blocked, global_rounds };
 
 // The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
 // wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being rotated.
@@ -71,21 +76,37 @@ T default_tolerance(int m, int n, bool uv);
 template <class T>
 T resolve_options(const char* op, int m, int n, const SvdOptions& options);
 
+// The current device's shared memory per block, with the opt-in beyond 48 KB (227 KB on Hopper).
+int shared_memory_optin();
+
 // Whole matrices in one block's (or one warp's) shared memory: does an m x n matrix fit?
 template <class T>
 bool fits_on_chip(int m, int n, bool uv);
 
 // Runs every matrix of `problem` with each matrix's working set in shared memory: one warp per
-// matrix (warp_per_matrix) or one block per matrix. Asynchronous on `stream`. Defined in src/svd_batched/svd_batched.cu.
+// matrix (warp_per_matrix) or one block per matrix. Asynchronous on `stream`. Defined in
+// src/svd_batched/svd_batched.cu.
 template <class T>
 void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& report,
                  cudaStream_t stream);
 
-// Runs every matrix of `problem` with its columns in global memory, any size. Synchronizes
-// `stream` once per sweep to test convergence. Defined in src/svd/svd.cu.
+// Runs every matrix of `problem` with its columns in global memory, any size (the blocked
+// schedule: while a pair of 4-column blocks fits in shared memory). Synchronizes `stream` once per
+// sweep to test convergence. Defined in src/svd/svd.cu.
 template <class T>
 void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
                 cudaStream_t stream);
+
+// Can the blocked schedule take columns of max(m, n) rows?
+template <class T>
+bool blocked_fits(int m, int n);
+
+// The fastest path for `batch` m x n matrices (estimates from the ladders' measurements), and
+// the call that runs a problem on a path.
+template <class T>
+Path production_path(int m, int n, int batch, bool uv);
+template <class T>
+void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream);
 
 SvdInfo to_info(const MatrixStatus& status);
 

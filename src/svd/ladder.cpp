@@ -55,9 +55,29 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 5 — rooflab::svd: the library's dispatch by shape (one kernel when the matrix fits in
-// shared memory, global memory beyond), with its argument checks, scratch allocation and the
-// final synchronization a caller sees.
+// Rung 4 — blocked one-sided Jacobi (svd.cu's blocked_round).
+// The odd-even ring runs over blocks of b columns; a block of threads takes each pair of blocks,
+// sweeps its 2b columns once in shared memory, and applies the accumulated 2b x 2b rotation to
+// V's columns. Column data crosses L2 once per pair of blocks instead of once per pair of
+// columns, and n / (2b) blocks of threads work at once on different SMs.
+ROOFLAB_VARIANT(Variant{
+    "svd", 4, "blocked", "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
+        return {};
+      return "columns too long for a pair of 4-column blocks in shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
+      });
+    }});
+
+// Rung 5 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: one kernel for
+// small matrices, blocked beyond), with its argument checks, scratch allocation and the final
+// synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{
     "svd", 5, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {

@@ -1,7 +1,8 @@
-// rooflab::svd: one-sided Jacobi SVD of one matrix (the method: src/svd/jacobi.cuh).
-// A matrix that fits in one block's shared memory is solved there in a single kernel (the batched
-// block-per-matrix kernel with batch 1); a larger one keeps its columns in global memory, where
-// each round of disjoint pairs is one launch and the host tests convergence once per sweep.
+// rooflab::svd: one-sided Jacobi SVD of one matrix (the method: src/svd/jacobi.cuh), and the
+// global-memory schedules shared with rooflab::svd_batched. A small matrix is solved in one
+// block's shared memory in a single kernel (the batched block-per-matrix kernel with batch 1);
+// a larger one keeps its columns in global memory and runs the blocked schedule, one launch per
+// round of pairs of column blocks, the host testing convergence once per sweep.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -57,13 +58,17 @@ namespace {
 template <class T>
 struct GlobalState {
   Problem<T> P;
-  int M = 0, N = 0, n_pad = 0;
+  int M = 0, N = 0;
+  // Positions of the ordering: N rounded up to even, or for the blocked schedule an even number
+  // of blocks of `block` columns; positions holding a column index >= N are padding.
+  int positions = 0;
+  int block = 1, block_positions = 0;
   std::int64_t ldw = 0, ldv = 0;
   T* W = nullptr;
   T* V = nullptr;
-  T* norms = nullptr;         // n_pad per matrix: tracked squared norms, then sigma
-  T* coefficients = nullptr;  // n_pad per matrix: Gram-Schmidt scratch
-  int* pos = nullptr;         // n_pad per matrix: column at each position, then output order
+  T* norms = nullptr;         // positions per matrix: tracked squared norms, then sigma
+  T* coefficients = nullptr;  // positions per matrix: Gram-Schmidt scratch
+  int* pos = nullptr;         // positions per matrix: column at each position, then output order
   unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
   unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
   int* exponent = nullptr;
@@ -76,8 +81,8 @@ struct GlobalState {
 
   __device__ T* w(std::int64_t matrix) const { return W + matrix * ldw * N; }
   __device__ T* v(std::int64_t matrix) const { return V + matrix * ldv * N; }
-  __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * n_pad; }
-  __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * n_pad; }
+  __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * positions; }
+  __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * positions; }
 };
 
 constexpr int global_threads = 256;
@@ -148,12 +153,12 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
   const int lane = threadIdx.x & 31;
-  const std::int64_t total = std::int64_t(G.P.batch) * G.n_pad;
+  const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
   const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
   for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5); item < total;
        item += warps) {
-    const std::int64_t matrix = item / G.n_pad;
-    const int c = int(item % G.n_pad);
+    const std::int64_t matrix = item / G.positions;
+    const int c = int(item % G.positions);
     if (G.bad[matrix]) continue;
     T sum = c < G.N ? partial_norm2(G.w(matrix) + c * G.ldw, RowWalk(G.M, 32, lane, 0)) : T(0);
     sum = group_sum(sum, 32);
@@ -169,7 +174,7 @@ __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalStat
 template <class T>
 __device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std::int64_t matrix) {
   if (!G.active[matrix]) return;
-  rank_sort_descending(team, G.norms_of(matrix), G.n_pad, G.pos_of(matrix));
+  rank_sort_descending(team, G.norms_of(matrix), G.positions, G.pos_of(matrix));
   if (team.rank() == 0) G.off_bits[matrix] = 0;
 }
 
@@ -178,7 +183,7 @@ template <class T>
 __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t first_warp,
                            std::int64_t warps) {
   const int lane = threadIdx.x & 31;
-  const int pairs = pairs_in_round(round, G.n_pad);
+  const int pairs = pairs_in_round(round, G.positions);
   const std::int64_t total = std::int64_t(G.P.batch) * pairs;
   for (std::int64_t item = first_warp; item < total; item += warps) {
     const std::int64_t matrix = item / pairs;
@@ -186,7 +191,7 @@ __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t firs
     const int pair = int(item % pairs);
     const T cosine = process_pair(G.w(matrix), G.ldw, G.M, G.v(matrix), G.ldv, G.N, G.P.uv,
                                   G.norms_of(matrix), G.pos_of(matrix), first_position(round, pair),
-                                  true, G.P.tol, 32, lane, 0);
+                                  true, G.P.tol, 32, lane, 0, G.N);
     if (lane == 0 && cosine > 0)
       atomicMax(&G.off_bits[matrix],
                 static_cast<unsigned long long>(__double_as_longlong(double(cosine))));
@@ -237,7 +242,7 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
   for (std::int64_t matrix = blockIdx.x; matrix < G.P.batch; matrix += gridDim.x)
     sweep_start(G, BlockTeam{scratch}, matrix);
   grid.sync();
-  for (int round = 0; round < G.n_pad; ++round) {
+  for (int round = 0; round < G.positions; ++round) {
     round_work(G, round, std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5),
                std::int64_t(gridDim.x) * global_warps);
     grid.sync();
@@ -245,6 +250,111 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
   for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
        matrix += std::int64_t(gridDim.x) * blockDim.x)
     sweep_end(G, matrix);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocked schedule (the ladder's rung 4). The sorted positions are cut into blocks of b
+// columns; the odd-even ring runs over blocks, and a block of threads takes each pair of blocks:
+// it gathers their 2b columns of W into shared memory, sweeps them once with the on-chip team
+// routine (accumulating the rotations into a 2b x 2b Q instead of V), writes them back, applies Q
+// to the 2b columns of V (V_pair <- V_pair Q, rows streamed through the same shared memory) and
+// swaps the two blocks' positions. Each column pair of the matrix meets once per outer sweep, and
+// the sweep is converged when every pair of blocks arrived orthogonal.
+
+// One pair of blocks' shared memory: W's 2b columns (ld = shared_leading_dimension(M), which also
+// holds V's 2b columns while Q is applied: N <= M), Q, tracked norms and positions of the 2b
+// columns, their global column indices and the team's reduction scratch.
+struct BlockedLayout {
+  int slots = 0, ldb = 0;
+  int w_offset = 0, q_offset = 0, norms_offset = 0, pos_offset = 0, columns_offset = 0,
+      team_offset = 0;
+  int bytes = 0;
+};
+
+__host__ __device__ inline BlockedLayout blocked_layout(int M, int block, int element_bytes) {
+  BlockedLayout L;
+  L.slots = 2 * block;
+  L.ldb = shared_leading_dimension(M);
+  long long offset = 0;
+  const auto take = [&offset](long long bytes) {
+    const long long at = offset;
+    offset += (bytes + 15) / 16 * 16;
+    return int(at < (1ll << 30) ? at : (1ll << 30));
+  };
+  L.w_offset = take((long long)L.ldb * L.slots * element_bytes);
+  L.q_offset = take((long long)L.slots * L.slots * element_bytes);
+  L.norms_offset = take((long long)L.slots * element_bytes);
+  L.pos_offset = take((long long)L.slots * 4);
+  L.columns_offset = take((long long)L.slots * 4);
+  L.team_offset = take(32 * 8);
+  L.bytes = int(offset < (1ll << 30) ? offset : (1ll << 30));
+  return L;
+}
+
+// One inner sweep per pair of blocks: more sweeps barely cut the outer sweeps (a model of the
+// method: 9 to 11 outer sweeps at n = 128 to 512 with either) and double the rotations.
+constexpr int inner_sweeps = 1;
+constexpr int blocked_max_threads = 512;
+
+template <class T>
+__global__ void __launch_bounds__(blocked_max_threads)
+    blocked_round(GlobalState<T> G, BlockedLayout L, int round, int lanes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const BlockTeam team{reinterpret_cast<unsigned long long*>(smem + L.team_offset)};
+  const int pairs = pairs_in_round(round, G.block_positions);
+  const std::int64_t matrix = blockIdx.x / pairs;
+  if (!G.active[matrix]) return;  // uniform over the block
+  const int b = G.block, slots = L.slots, N = G.N, M = G.M;
+  const int first = first_position(round, int(blockIdx.x % pairs)) * b;
+  T* Wb = reinterpret_cast<T*>(smem + L.w_offset);
+  T* Q = reinterpret_cast<T*>(smem + L.q_offset);
+  T* inner_norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  int* inner_pos = reinterpret_cast<int*>(smem + L.pos_offset);
+  int* columns = reinterpret_cast<int*>(smem + L.columns_offset);
+  int* pos = G.pos_of(matrix);
+  T* W = G.w(matrix);
+  T* V = G.v(matrix);
+  const int rank = team.rank(), threads = team.size();
+
+  for (int s = rank; s < slots; s += threads) columns[s] = pos[first + s];
+  team.sync();
+  for (int e = rank; e < M * slots; e += threads) {
+    const int i = e % M, s = e / M, c = columns[s];
+    Wb[i + s * L.ldb] = c < N ? W[i + c * G.ldw] : T(0);  // padding: a zero column, never rotated
+  }
+  if (G.P.uv)
+    for (int e = rank; e < slots * slots; e += threads) Q[e] = e % slots == e / slots ? T(1) : T(0);
+  team.sync();
+
+  const SweepOutcome<T> outcome = team_sweeps(team, Wb, L.ldb, M, slots, Q, slots, slots, G.P.uv,
+                                              inner_norms, inner_pos, G.P.tol, inner_sweeps, lanes);
+
+  for (int e = rank; e < M * slots; e += threads) {
+    const int i = e % M, s = e / M, c = columns[s];
+    if (c < N) W[i + c * G.ldw] = Wb[i + s * L.ldb];
+  }
+  T* norms = G.norms_of(matrix);
+  for (int s = rank; s < slots; s += threads)
+    if (columns[s] < N) norms[columns[s]] = inner_norms[s];
+  if (G.P.uv && outcome.first_off > G.P.tol) {  // otherwise nothing rotated: Q = I
+    team.sync();  // Wb is free: V's 2b columns (N <= M rows) go there
+    for (int e = rank; e < N * slots; e += threads) {
+      const int i = e % N, s = e / N, c = columns[s];
+      Wb[i + s * L.ldb] = c < N ? V[i + c * G.ldv] : T(0);
+    }
+    team.sync();
+    for (int e = rank; e < N * slots; e += threads) {
+      const int i = e % N, s = e / N, c = columns[s];
+      if (c >= N) continue;
+      T sum = 0;
+      for (int from = 0; from < slots; ++from) sum = fma(Wb[i + from * L.ldb], Q[from + s * slots], sum);
+      V[i + c * G.ldv] = sum;
+    }
+  }
+  for (int s = rank; s < slots; s += threads) pos[first + (s + b) % slots] = columns[s];
+  if (rank == 0 && outcome.first_off > 0)
+    atomicMax(&G.off_bits[matrix],
+              static_cast<unsigned long long>(__double_as_longlong(double(outcome.first_off))));
 }
 
 // u_c = w_c / sigma_c.
@@ -276,7 +386,7 @@ __global__ void __launch_bounds__(global_threads) global_complete_and_order(Glob
     for (int c = team.rank(); c < G.N; c += team.size()) pos[c] = sigma[c] > 0;
     team.sync();
     complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
-                                 G.coefficients + matrix * G.n_pad, 32);
+                                 G.coefficients + matrix * G.positions, 32);
   }
   rank_sort_descending(team, sigma, G.N, pos);
 }
@@ -337,7 +447,36 @@ unsigned grid_for(std::int64_t items, int per_block) {
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Blocks of b columns for the blocked schedule: the widest of 16, 8, 4 whose pair fits in shared
+// memory and still gives a quarter of the SMs a pair of blocks per round; else the narrowest that
+// fits (0: none). Wider blocks mean fewer rounds per sweep, narrower ones more blocks at once.
+template <class T>
+int blocked_width(int M, int N, int batch) {
+  const int optin = shared_memory_optin();
+  int narrowest_fitting = 0;
+  for (const int b : {16, 8, 4}) {
+    if (blocked_layout(M, b, sizeof(T)).bytes > optin) continue;
+    narrowest_fitting = b;
+    const std::int64_t pairs_per_round = std::int64_t(batch) * ((N + b - 1) / b + 1) / 2;
+    if (b > 4 && 4 * pairs_per_round < current_sm_count()) continue;
+    return b;
+  }
+  return narrowest_fitting;
+}
+
+// Threads of a blocked pair: b pairs per inner round, 32 lanes each for long columns (16 below
+// 256 rows), so that one inner round is a few loads per lane.
+int blocked_threads(int M, int block) {
+  const int lanes = M >= 256 ? 32 : 16;
+  return std::clamp(block * lanes, 32, blocked_max_threads);
+}
+
 }  // namespace
+
+template <class T>
+bool blocked_fits(int m, int n) {
+  return blocked_width<T>(std::max(m, n), std::min(m, n), 1) > 0;
+}
 
 template <class T>
 void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
@@ -349,20 +488,36 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   G.report = report;
   G.M = std::max(problem.m, problem.n);
   G.N = std::min(problem.m, problem.n);
-  G.n_pad = G.N + (G.N & 1);
   G.ldw = shared_leading_dimension(G.M);
   G.ldv = problem.uv ? shared_leading_dimension(G.N) : 0;
   const std::int64_t batch = problem.batch;
+  BlockedLayout blocked;
+  int blocked_lanes = 0, blocked_block_threads = 0;
+  if (schedule == GlobalSchedule::blocked) {
+    G.block = blocked_width<T>(G.M, G.N, problem.batch);
+    require(G.block > 0, op, "m, n", "columns too long for the blocked schedule's shared memory");
+    const int blocks = (G.N + G.block - 1) / G.block;
+    G.block_positions = blocks + (blocks & 1);
+    G.positions = G.block_positions * G.block;
+    blocked = blocked_layout(G.M, G.block, sizeof(T));
+    blocked_block_threads = blocked_threads(G.M, G.block);
+    blocked_lanes = lanes_per_pair(blocked_block_threads, blocked.slots);
+    if (blocked.bytes > 48 * 1024)
+      ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            blocked.bytes));
+  } else {
+    G.positions = G.N + (G.N & 1);
+  }
 
   // One allocation for all of the scratch, carved into aligned pieces.
   const std::size_t w_bytes = aligned(sizeof(T) * G.ldw * G.N * batch);
   const std::size_t v_bytes = aligned(sizeof(T) * G.ldv * G.N * batch);
-  const std::size_t column_bytes = aligned(sizeof(T) * G.n_pad * batch);
-  const std::size_t pos_bytes = aligned(sizeof(int) * G.n_pad * batch);
+  const std::size_t column_bytes = aligned(sizeof(T) * G.positions * batch);
+  const std::size_t pos_bytes = aligned(sizeof(int) * G.positions * batch);
   const std::size_t word_bytes = aligned(sizeof(unsigned long long) * batch);
   const std::size_t int_bytes = aligned(sizeof(int) * batch);
   StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 2 * word_bytes +
-                           5 * int_bytes,
+                           5 * int_bytes + aligned(sizeof(unsigned)),
                        stream, op);
   unsigned char* at = scratch.as<unsigned char>();
   const auto take = [&at](std::size_t bytes) {
@@ -382,24 +537,24 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   G.sweeps = reinterpret_cast<int*>(take(int_bytes));
   G.converged = reinterpret_cast<int*>(take(int_bytes));
   G.bad = reinterpret_cast<int*>(take(int_bytes));
-  DeviceBuffer<unsigned> active_count(1);
-  G.active_count = active_count.data();
+  G.active_count = reinterpret_cast<unsigned*>(take(aligned(sizeof(unsigned))));
 
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
   const std::int64_t elements = std::int64_t(problem.m) * problem.n;
   const std::int64_t chunk = std::int64_t(global_threads) * 16;
-  const int blocks_per_matrix = int((elements + chunk - 1) / chunk);
+  const std::int64_t blocks_per_matrix = (elements + chunk - 1) / chunk;
+  require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
   global_max_abs<T><<<unsigned(batch * blocks_per_matrix), global_threads, 0, stream>>>(
-      G, chunk, blocks_per_matrix);
+      G, chunk, int(blocks_per_matrix));
   detail::check_launch(op, "global_max_abs");
   global_begin<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
   detail::check_launch(op, "global_begin");
   global_load<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads, 0,
                    stream>>>(G);
   detail::check_launch(op, "global_load");
-  const unsigned column_grid = grid_for(batch * G.n_pad, global_warps);
+  const unsigned column_grid = grid_for(batch * G.positions, global_warps);
   global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, false);
   detail::check_launch(op, "global_column_norms");
 
@@ -408,27 +563,38 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     int per_sm = 0;
     ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
                          &per_sm, global_sweep_cooperative<T>, global_threads, 0));
-    const std::int64_t wanted = (batch * (G.n_pad / 2) + global_warps - 1) / global_warps;
+    const std::int64_t wanted = (batch * (G.positions / 2) + global_warps - 1) / global_warps;
     cooperative_blocks = int(std::max<std::int64_t>(
         1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
   }
   for (int sweep = 0; sweep < problem.max_sweeps; ++sweep) {
     ROOFLAB_CUDA(op, cudaMemsetAsync(G.active_count, 0, sizeof(unsigned), stream));
-    if (schedule == GlobalSchedule::launch_per_round) {
-      global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
-      detail::check_launch(op, "global_sweep_start");
-      for (int round = 0; round < G.n_pad; ++round) {
-        const unsigned blocks = grid_for(batch * pairs_in_round(round, G.n_pad), global_warps);
-        global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
-        detail::check_launch(op, "global_round");
-      }
-      global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-      detail::check_launch(op, "global_sweep_end");
-    } else {
+    if (schedule == GlobalSchedule::launch_per_sweep) {
       void* arguments[] = {&G};
       ROOFLAB_CUDA(op, cudaLaunchCooperativeKernel(reinterpret_cast<void*>(global_sweep_cooperative<T>),
                                                    dim3(cooperative_blocks), dim3(global_threads),
                                                    arguments, 0, stream));
+    } else {
+      global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
+      detail::check_launch(op, "global_sweep_start");
+      if (schedule == GlobalSchedule::blocked) {
+        for (int round = 0; round < G.block_positions; ++round) {
+          const std::int64_t blocks = batch * pairs_in_round(round, G.block_positions);
+          require(blocks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+          if (blocks == 0) continue;
+          blocked_round<T><<<unsigned(blocks), blocked_block_threads, blocked.bytes, stream>>>(
+              G, blocked, round, blocked_lanes);
+          detail::check_launch(op, "blocked_round");
+        }
+      } else {
+        for (int round = 0; round < G.positions; ++round) {
+          const unsigned blocks = grid_for(batch * pairs_in_round(round, G.positions), global_warps);
+          global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
+          detail::check_launch(op, "global_round");
+        }
+      }
+      global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+      detail::check_launch(op, "global_sweep_end");
     }
     unsigned still_active = 0;
     ROOFLAB_CUDA(op, cudaMemcpyAsync(&still_active, G.active_count, sizeof(unsigned),
@@ -453,8 +619,41 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   detail::check_launch(op, "global_report");
 }
 
+// The dispatch, from the ladders' estimates (docs/svd.md): small matrices stay in one warp's
+// shared memory (no block barriers, many per SM), larger ones in a block's while there are enough
+// of them to fill the GPU or they are small; a single larger matrix, or one beyond shared memory,
+// goes to the blocked schedule, which spreads its pairs of column blocks over the SMs.
+template <class T>
+Path production_path(int m, int n, int batch, bool uv) {
+  const int N = std::min(m, n);
+  if (fits_on_chip<T>(m, n, uv)) {
+    const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
+    if (warp_sized && (N <= 32 || std::int64_t(batch) >= 64ll * current_sm_count()))
+      return Path::warp_per_matrix;
+    if (batch >= current_sm_count() || N <= 64 || !blocked_fits<T>(m, n)) return Path::block_per_matrix;
+    return Path::blocked;
+  }
+  return blocked_fits<T>(m, n) ? Path::blocked : Path::global_rounds;
+}
+
+template <class T>
+void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream) {
+  switch (path) {
+    case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
+    case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
+    case Path::blocked: return run_global(problem, GlobalSchedule::blocked, report, stream);
+    case Path::global_rounds: return run_global(problem, GlobalSchedule::launch_per_round, report, stream);
+  }
+}
+
+template Path production_path<float>(int, int, int, bool);
+template Path production_path<double>(int, int, int, bool);
+template void run_path<float>(const Problem<float>&, Path, const Report&, cudaStream_t);
+template void run_path<double>(const Problem<double>&, Path, const Report&, cudaStream_t);
 template void run_global<float>(const Problem<float>&, GlobalSchedule, const Report&, cudaStream_t);
 template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&, cudaStream_t);
+template bool blocked_fits<float>(int, int);
+template bool blocked_fits<double>(int, int);
 
 }  // namespace rooflab::jacobi
 
@@ -495,10 +694,7 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
   auto* summary = reinterpret_cast<jacobi::BatchSummary*>(status + 1);
   ROOFLAB_CUDA(op, cudaMemsetAsync(summary, 0, sizeof(jacobi::BatchSummary), stream));
   const jacobi::Report report{status, summary};
-  if (jacobi::fits_on_chip<T>(m, n, opt.compute_uv))
-    jacobi::run_on_chip(problem, false, report, stream);
-  else
-    jacobi::run_global(problem, jacobi::GlobalSchedule::launch_per_round, report, stream);
+  jacobi::run_path(problem, jacobi::production_path<T>(m, n, 1, opt.compute_uv), report, stream);
 
   jacobi::MatrixStatus host_status{};
   ROOFLAB_CUDA(op, cudaMemcpyAsync(&host_status, status, sizeof(host_status), cudaMemcpyDeviceToHost,

@@ -87,10 +87,29 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 5 — rooflab::svd_batched: the library's dispatch (warp or block per matrix, global memory
-// beyond), with its checks and the final synchronization.
+// Rung 5 — blocked (svd.cu's blocked_round), for matrices beyond shared memory.
+// Pairs of b-column blocks of every matrix in one launch per round, each swept in a block's shared
+// memory; the rotations reach V as one 2b x 2b product. A 256 x 256 batch in double runs 8 pairs
+// of 16-column blocks per matrix at once.
 ROOFLAB_VARIANT(Variant{
-    "svd-batched", 5, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
+    "svd-batched", 5, "blocked", "pairs of column blocks swept in shared memory, every matrix at once",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
+        return {};
+      return "columns too long for a pair of 4-column blocks in shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
+      });
+    }});
+
+// Rung 6 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: warp or block
+// per matrix, blocked beyond), with its checks and the final synchronization.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 6, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
     false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         svd_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(), nullptr,

@@ -1,8 +1,8 @@
 // rooflab::svd_batched: the SVD of many matrices. Each matrix's working set (W, V, norms, order)
 // lives in shared memory, owned by one warp (small matrices: many per block, no block barriers)
 // or by one block (up to the 227 KB a Hopper block can opt into); larger matrices go to the
-// global-memory path of src/svd/svd.cu. Every matrix converges on its own: a converged matrix's
-// team stops and its SM takes the next one.
+// blocked schedule of src/svd/svd.cu (jacobi::production_path chooses). Every matrix converges on
+// its own: a converged matrix's team stops and its SM takes the next one.
 #include <algorithm>
 #include <string>
 
@@ -41,13 +41,6 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-int shared_memory_optin() {
-  int device = 0, bytes = 0;
-  ROOFLAB_CUDA("svd", cudaGetDevice(&device));
-  ROOFLAB_CUDA("svd", cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return bytes;
-}
-
 int next_power_of_two(int value) {
   int power = 1;
   while (power < value) power *= 2;
@@ -69,6 +62,13 @@ void allow_shared_memory(Kernel kernel, int bytes) {
 }
 
 }  // namespace
+
+int shared_memory_optin() {
+  int device = 0, bytes = 0;
+  ROOFLAB_CUDA("svd", cudaGetDevice(&device));
+  ROOFLAB_CUDA("svd", cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return bytes;
+}
 
 template <class T>
 bool fits_on_chip(int m, int n, bool uv) {
@@ -148,17 +148,7 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   ROOFLAB_CUDA(op, cudaMemsetAsync(summary.data(), 0, summary.bytes(), stream));
   const jacobi::Report report{statuses.as<jacobi::MatrixStatus>(),
                               summary.as<jacobi::BatchSummary>()};
-  if (jacobi::fits_on_chip<T>(m, n, opt.compute_uv)) {
-    // A warp per matrix while the columns are short enough for a warp to sweep them quickly, or
-    // when there are so many matrices that block barriers would only cost.
-    const int N = std::min(m, n);
-    const bool warp_per_matrix =
-        (N <= 32 || std::int64_t(batch) >= 64 * std::int64_t(current_sm_count())) &&
-        jacobi::on_chip_layout(m, n, sizeof(T), opt.compute_uv, false).bytes <= 48 * 1024;
-    jacobi::run_on_chip(problem, warp_per_matrix, report, stream);
-  } else {
-    jacobi::run_global(problem, jacobi::GlobalSchedule::launch_per_round, report, stream);
-  }
+  jacobi::run_path(problem, jacobi::production_path<T>(m, n, batch, opt.compute_uv), report, stream);
 
   jacobi::BatchSummary host_summary{};
   ROOFLAB_CUDA(op, cudaMemcpyAsync(&host_summary, summary.data(), sizeof(host_summary),

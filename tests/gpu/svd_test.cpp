@@ -104,8 +104,8 @@ Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 
   return f;
 }
 
-std::string name(const char* kind, int m, int n, std::uint64_t seed) {
-  return std::string(kind) + " " + std::to_string(m) + " x " + std::to_string(n) + " seed " +
+std::string name(const std::string& kind, int m, int n, std::uint64_t seed) {
+  return kind + " " + std::to_string(m) + " x " + std::to_string(n) + " seed " +
          std::to_string(seed);
 }
 
@@ -248,11 +248,12 @@ TEST_F(Svd, TooFewSweepsAreReportedAsNotConverged) {
   }
 }
 
-TEST_F(Svd, BothGlobalMemorySchedulesMatchLapack) {
-  for (const auto& [m, n] : {std::pair{45, 30}, std::pair{30, 45}, std::pair{3, 1}}) {
+TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
+  for (const auto& [m, n] : {std::pair{45, 30}, std::pair{30, 45}, std::pair{3, 1}, std::pair{70, 70}}) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 81);
     const int k = std::min(m, n);
-    for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep}) {
+    for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
+                                jacobi::GlobalSchedule::blocked}) {
       std::vector<double> host_a = a.values;
       DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
       DeviceBuffer<jacobi::MatrixStatus> status(1);
@@ -278,7 +279,7 @@ TEST_F(Svd, BothGlobalMemorySchedulesMatchLapack) {
       f.s.assign(s.begin(), s.end());
       f.u.values = U.download();
       f.v.values = V.download();
-      expect_accurate<double>(a, f, name(schedule == jacobi::GlobalSchedule::launch_per_round ? "per round" : "per sweep", m, n, 81));
+      expect_accurate<double>(a, f, name("schedule " + std::to_string(int(schedule)), m, n, 81));
       EXPECT_EQ(status.download()[0].converged, 1);
     }
   }
@@ -341,7 +342,7 @@ void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
   svd_batched<T>(A, m, n, batch, S, U, V);
 }
 
-// One internal path: 0 warp per matrix, 1 block per matrix, 2 global memory.
+// One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked.
 template <class T>
 std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path) {
   return [path](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
@@ -367,8 +368,9 @@ std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path)
     P.tol = jacobi::default_tolerance<T>(m, n, true);
     P.max_sweeps = 30;
     const jacobi::Report report{status.data(), summary.data()};
-    if (path == 2)
-      jacobi::run_global(P, jacobi::GlobalSchedule::launch_per_round, report, nullptr);
+    if (path >= 2)
+      jacobi::run_global(P, path == 2 ? jacobi::GlobalSchedule::launch_per_round : jacobi::GlobalSchedule::blocked,
+                         report, nullptr);
     else
       jacobi::run_on_chip(P, path == 0, report, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -390,11 +392,11 @@ void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}};
   for (const auto& [m, n] : small)
-    for (const int path : {-1, 0, 1, 2}) {
+    for (const int path : {-1, 0, 1, 2, 3}) {
       expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
       expect_mixed_batch_accurate<double>(m, n, 8, path, 2000 + m * 7 + n);
     }
-  for (const int path : {-1, 1, 2}) {
+  for (const int path : {-1, 1, 2, 3}) {
     expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
     expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
   }
@@ -404,6 +406,8 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<double>(130, 130, 4, -1, 4000);
   expect_mixed_batch_accurate<float>(200, 180, 4, -1, 4100);
   expect_mixed_batch_accurate<double>(150, 260, 4, -1, 4200);
+  expect_mixed_batch_accurate<double>(130, 130, 3, 2, 4300);  // global rounds
+  expect_mixed_batch_accurate<float>(300, 40, 3, 3, 4400);    // blocked, tall
 }
 
 TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
