@@ -13,6 +13,7 @@ double Environment::ceiling_value(Ceiling ceiling) const {
     case Ceiling::read_bandwidth: return ceilings.read_bandwidth;
     case Ceiling::fp32_peak: return device.fp32_peak();
     case Ceiling::fp64_peak: return device.fp64_peak();
+    case Ceiling::host_transfer_bandwidth: return ceilings.host_to_device_bandwidth;
   }
   return 0;
 }

@@ -23,6 +23,12 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
+// "FAILED", or "FAILED (by design: <why>)" for a variant that is wrong on purpose.
+std::string failed_text(const Row& row) {
+  if (row.expected_failure.empty()) return "FAILED";
+  return "FAILED (by design: " + row.expected_failure + ")";
+}
+
 std::string ceiling_short(const std::string& ceiling) {
   return ceiling.substr(0, ceiling.find(' '));  // "copy bandwidth" -> "copy"
 }
@@ -73,7 +79,9 @@ nlohmann::json to_json(const Environment& environment) {
         {"read_bandwidth_gbps", environment.ceilings.read_bandwidth * 1e-9},
         {"fp32_peak_gflops", d.fp32_peak() * 1e-9},
         {"fp64_peak_gflops", d.fp64_peak() * 1e-9},
-        {"measured_with_bytes", environment.ceilings.buffer_bytes}}},
+        {"host_to_device_gbps", environment.ceilings.host_to_device_bandwidth * 1e-9},
+        {"measured_with_bytes", environment.ceilings.buffer_bytes},
+        {"host_to_device_measured_with_bytes", environment.ceilings.host_buffer_bytes}}},
       {"commit", environment.commit},
       {"date", environment.date},
       {"rooflab", environment.version}};
@@ -89,6 +97,7 @@ nlohmann::json to_json(const Row& row) {
           {"cpu", row.cpu},
           {"status", status_name(row.status)},
           {"note", row.note},
+          {"expected_failure", row.expected_failure},
           {"error", row.error},
           {"tolerance", row.tolerance},
           {"reps", row.reps},
@@ -103,6 +112,52 @@ nlohmann::json to_json(const Row& row) {
           {"percent_of_ceiling", row.percent_of_ceiling},
           {"speedup_vs_previous", row.speedup_vs_previous},
           {"speedup_vs_cpu", row.speedup_vs_cpu}};
+}
+
+Row row_from_json(const nlohmann::json& json) {
+  Row row;
+  row.op = json.at("op");
+  row.problem = json.at("problem");
+  row.rung = json.at("rung");
+  row.name = json.at("name");
+  row.idea = json.at("idea");
+  row.vendor = json.at("vendor");
+  row.cpu = json.at("cpu");
+  const std::string status = json.at("status");
+  row.status = status == "ok" ? Status::ok : status == "skipped" ? Status::skipped : Status::failed;
+  row.note = json.at("note");
+  row.error = json.at("error");
+  row.tolerance = json.at("tolerance");
+  row.reps = json.at("reps");
+  row.median_ms = json.at("median_ms");
+  row.min_ms = json.at("min_ms");
+  row.max_ms = json.at("max_ms");
+  row.bytes = json.at("bytes");
+  row.flops = json.at("flops");
+  row.gbps = json.at("gbps");
+  row.gflops = json.at("gflops");
+  row.ceiling = json.at("ceiling");
+  row.percent_of_ceiling = json.at("percent_of_ceiling");
+  row.speedup_vs_previous = json.at("speedup_vs_previous");
+  row.speedup_vs_cpu = json.at("speedup_vs_cpu");
+  return row;
+}
+
+std::string markdown_tables(const nlohmann::json& results, const std::string& op) {
+  const auto& environment = results.at("environment");
+  const std::string provenance =
+      fmt::format("{}, commit {}, {}", environment.at("device").at("name").get<std::string>(),
+                  environment.at("commit").get<std::string>(), environment.at("date").get<std::string>());
+  std::string text;
+  for (const auto& run : results.at("runs")) {
+    if (!op.empty() && run.at("op") != op) continue;
+    text += fmt::format("#### {}: {} ({})\n\n", run.at("op").get<std::string>(),
+                        run.at("problem").get<std::string>(), provenance);
+    text += markdown_header(run.at("model").at("ceiling")) + "\n";
+    for (const auto& row : run.at("rows")) text += markdown_row(row_from_json(row)) + "\n";
+    text += "\n";
+  }
+  return text;
 }
 
 nlohmann::json to_json(const Run& run) {
@@ -138,11 +193,13 @@ std::string table_row(const Row& row) {
   if (row.status == Status::skipped)
     return fmt::format("{:>3}  {:<22} skipped: {}", row.rung, name, row.note);
   if (row.status == Status::failed)
-    return fmt::format("{:>3}  {:<22} FAILED: {} ({})", row.rung, name, row.note, check_text(row));
-  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}",
+    return fmt::format("{:>3}  {:<22} {}: {} ({})", row.rung, name, failed_text(row), row.note,
+                       check_text(row));
+  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}{}",
                      row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
                      human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
-                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu), check_text(row));
+                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu), check_text(row),
+                     row.note.empty() ? "" : "  " + row.note);
 }
 
 std::string markdown_header(const std::string& ceiling) {
@@ -153,10 +210,12 @@ std::string markdown_header(const std::string& ceiling) {
 }
 
 std::string markdown_row(const Row& row) {
-  const std::string name = row.vendor ? row.name + " (vendor)" : row.name;
+  std::string name = row.vendor ? row.name + " (vendor)" : row.name;
   if (row.status != Status::ok)
     return fmt::format("| {} | {} | {}: {} | | | | | | | | |", row.rung, name,
-                       status_name(row.status), row.note);
+                       row.status == Status::failed ? failed_text(row) : status_name(row.status),
+                       row.note);
+  if (!row.note.empty()) name += " (" + row.note + ")";
   return fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f}% | {:.1f} | {} | {} | {} |",
                      row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
                      human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
@@ -167,17 +226,18 @@ std::string markdown_row(const Row& row) {
 std::string csv_header() {
   return "op,problem,rung,name,vendor,cpu,status,note,error,tolerance,reps,median_ms,min_ms,"
          "max_ms,bytes,flops,gbps,gflops,ceiling,percent_of_ceiling,speedup_vs_previous,"
-         "speedup_vs_cpu";
+         "speedup_vs_cpu,expected_failure";
 }
 
 std::string csv_row(const Row& row) {
   return fmt::format("{},{},{},{},{},{},{},{},{:.6g},{:.3g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
-                     "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g}",
+                     "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g},{}",
                      csv_field(row.op), csv_field(row.problem), row.rung, csv_field(row.name),
                      row.vendor, row.cpu, status_name(row.status), csv_field(row.note), row.error,
                      row.tolerance, row.reps, row.median_ms, row.min_ms, row.max_ms, row.bytes,
                      row.flops, row.gbps, row.gflops, csv_field(row.ceiling),
-                     row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu);
+                     row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu,
+                     csv_field(row.expected_failure));
 }
 
 RowWriter::RowWriter(std::ostream& out, Format format, const Environment& environment,

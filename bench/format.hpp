@@ -31,6 +31,12 @@ nlohmann::json to_json(const Run& run);
 nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
                             const std::vector<Run>& runs);
 
+// The inverse of to_json(Row), for reading results files back.
+Row row_from_json(const nlohmann::json& json);
+// Markdown tables of every run in a results file (optionally one op's only), each titled with the
+// problem and the device, commit and date it was measured on: what docs pages copy.
+std::string markdown_tables(const nlohmann::json& results, const std::string& op = {});
+
 // Writes rows as they are measured. table, csv and md print each row at once; json prints the
 // whole document at finish().
 class RowWriter {

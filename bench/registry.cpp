@@ -12,6 +12,7 @@ const char* ceiling_name(Ceiling ceiling) {
     case Ceiling::read_bandwidth: return "read bandwidth";
     case Ceiling::fp32_peak: return "fp32 peak";
     case Ceiling::fp64_peak: return "fp64 peak";
+    case Ceiling::host_transfer_bandwidth: return "host-transfer bandwidth";
   }
   return "?";
 }

@@ -24,8 +24,9 @@ struct Problem {
   std::string dtype;
 };
 
-// Which measured ceiling a row is compared against.
-enum class Ceiling { copy_bandwidth, read_bandwidth, fp32_peak, fp64_peak };
+// Which measured ceiling a row is compared against. host_transfer_bandwidth is the measured
+// pinned host-to-device copy rate: what host-device transfers are bounded by (not HBM).
+enum class Ceiling { copy_bandwidth, read_bandwidth, fp32_peak, fp64_peak, host_transfer_bandwidth };
 const char* ceiling_name(Ceiling ceiling);
 
 // The least work the op must do: bytes that must cross device memory, flops that must be done.
@@ -67,6 +68,16 @@ struct Variant {
   std::function<std::string(const Problem&)> limit;
   // Computes the op once, asynchronously on `stream` (GPU) or synchronously (CPU).
   std::function<void(Workspace&, cudaStream_t)> run;
+  // Optional. Restores the state the rung must start from (say, managed pages back on the host
+  // for a first-touch rung) before every run the runner makes: validation, warm-up and each timed
+  // repetition. It is outside the timed region: work it queues on `stream` precedes the start event.
+  std::function<void(Workspace&, cudaStream_t)> prepare = {};
+  // Optional. What the rung reports about itself once timed (occupancy and registers, what its own
+  // clock read), shown in the row's note next to the time.
+  std::function<std::string(Workspace&)> note = {};
+  // Non-empty for a rung that is wrong on purpose (the race a lesson is about): why it fails. Its
+  // row reads "FAILED (by design: ...)" and does not count as a failure of the run.
+  std::string expected_failure = {};
 };
 
 struct Op {

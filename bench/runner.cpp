@@ -43,13 +43,21 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+void prepare(const Variant& variant, Workspace& workspace, cudaStream_t stream) {
+  if (variant.prepare) variant.prepare(workspace, stream);
+}
+
 Timing time_gpu(const Variant& variant, Workspace& workspace, const RunOptions& options,
                 L2Flush& flush, cudaStream_t stream) {
   EventTimer timer;
-  for (int i = 0; i < options.warmup; ++i) variant.run(workspace, stream);
+  for (int i = 0; i < options.warmup; ++i) {
+    prepare(variant, workspace, stream);
+    variant.run(workspace, stream);
+  }
   Timing timing;
   int reps = options.reps;
   for (int r = 0; r < reps; ++r) {
+    prepare(variant, workspace, stream);
     if (!options.hot) flush(stream);
     timer.start(stream);
     variant.run(workspace, stream);
@@ -65,6 +73,7 @@ Timing time_cpu(const Variant& variant, Workspace& workspace, const RunOptions& 
   Timing timing;
   int reps = options.reps;
   for (int r = 0; r < reps; ++r) {
+    prepare(variant, workspace, nullptr);
     const auto start = clock::now();
     variant.run(workspace, nullptr);
     timing.ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
@@ -82,6 +91,10 @@ const char* status_name(Status status) {
     case Status::skipped: return "skipped";
   }
   return "?";
+}
+
+bool counts_as_failure(const Row& row) {
+  return row.status == Status::failed && row.expected_failure.empty();
 }
 
 bool selected(const Variant& variant, const std::vector<std::string>& only) {
@@ -140,6 +153,7 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
     row.idea = variant->idea;
     row.vendor = variant->vendor;
     row.cpu = variant->where == Where::cpu;
+    row.expected_failure = variant->expected_failure;
     row.note = variant->limit ? variant->limit(problem) : std::string();
     if (!row.note.empty()) {
       row.status = Status::skipped;
@@ -149,6 +163,7 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
         workspace->refill(seed++);
         // Refills may queue work on any stream; the variant's stream must not overtake it.
         ROOFLAB_CUDA("bench", cudaDeviceSynchronize());
+        prepare(*variant, *workspace, stream);
         variant->run(*workspace, stream);
         ROOFLAB_CUDA("bench", cudaStreamSynchronize(stream));
         const Check check = workspace->check(variant->where);
@@ -164,6 +179,7 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
           row.median_ms = timing.median();
           row.min_ms = *std::min_element(timing.ms.begin(), timing.ms.end());
           row.max_ms = *std::max_element(timing.ms.begin(), timing.ms.end());
+          if (variant->note) row.note = variant->note(*workspace);
         }
       } catch (const std::exception& error) {
         row.status = Status::failed;

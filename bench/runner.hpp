@@ -32,7 +32,8 @@ struct Row {
   bool vendor = false;
   bool cpu = false;
   Status status = Status::ok;
-  std::string note;  // why skipped, what failed
+  std::string note;  // why skipped, what failed, or what the variant reports about itself
+  std::string expected_failure;  // the variant's reason to fail by design (Variant::expected_failure)
   double error = 0;
   double tolerance = 0;
   int reps = 0;
@@ -48,6 +49,9 @@ struct Row {
   double speedup_vs_previous = 0;  // 0: nothing earlier to compare with
   double speedup_vs_cpu = 0;
 };
+
+// A FAILED row counts against the run unless its variant fails by design.
+bool counts_as_failure(const Row& row);
 
 // True when `variant` is selected by --only (by rung number or name); empty selects all.
 bool selected(const Variant& variant, const std::vector<std::string>& only);

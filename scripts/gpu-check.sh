@@ -7,7 +7,11 @@
 #   scripts/gpu-check.sh results "add --n 2^28" "reduce --n 2^24"
 #
 # OUTDIR receives: summary.txt, build.log, test.log, sanitizer.log, bench.log, results.json
-# (every benchmark's runs in one results file) and info.json.
+# (every benchmark's runs in one results file) and info.json; with ROOFLAB_NCU set, ncu.log too.
+#
+# ROOFLAB_NCU="OP [options];OP [options]" profiles those benchmarks under Nsight Compute (one rep
+# each, clocks left as they are): DRAM throughput, global-load sectors per request, shared-memory
+# bank conflicts and local-memory traffic per kernel.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR [\"OP [options]\" ...]}
 shift
@@ -65,6 +69,20 @@ for spec in "$@"; do
   step "bench $spec" "$out/bench.log" "$build/rooflab" bench $spec --out "$build/bench-$index.json"
   [ -f "$build/bench-$index.json" ] && runs+=("$build/bench-$index.json")
 done
+if [ -n "${ROOFLAB_NCU:-}" ]; then
+  metrics=dram__throughput.avg.pct_of_peak_sustained_elapsed
+  metrics+=,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+  metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+  metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+  metrics+=,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum
+  IFS=';' read -r -a profiled <<<"$ROOFLAB_NCU"
+  for spec in "${profiled[@]}"; do
+    # shellcheck disable=SC2086
+    step "ncu $spec" "$out/ncu.log" ncu --clock-control none --csv --metrics "$metrics" \
+      "$build/rooflab" bench $spec --reps 1 --warmup 0
+  done
+fi
+
 if [ ${#runs[@]} -gt 0 ]; then
   python3 scripts/merge_results.py "$out/results.json" "${runs[@]}" >>"$out/bench.log" 2>&1 ||
     summary+=("merging results FAILED")

@@ -31,7 +31,7 @@ void run_one(bench::Runner& runner, bench::RowWriter& writer, const bench::Regis
   writer.begin_run(op, definition.describe(resolved), definition.model(resolved));
   const auto rows = runner.run(op, resolved, [&](const bench::Row& row) {
     writer.row(row);
-    if (row.status == bench::Status::failed) ++*failures;
+    if (bench::counts_as_failure(row)) ++*failures;
   });
   writer.end_run(rows);
   if (runs) runs->push_back({op, definition.describe(resolved), definition.model(resolved), rows});
@@ -82,6 +82,18 @@ void list(std::ostream& out, const bench::Registry& registry, const std::string&
   }
 }
 
+void table(std::ostream& out, const std::string& results_path, const std::string& op) {
+  std::ifstream file(results_path);
+  if (!file) throw UsageError("rooflab: cannot read results file '" + results_path + "'");
+  nlohmann::json results;
+  try {
+    results = nlohmann::json::parse(file);
+    out << bench::markdown_tables(results, op);
+  } catch (const nlohmann::json::exception& error) {
+    throw UsageError("rooflab: '" + results_path + "' is not a rooflab results file (" + error.what() + ")");
+  }
+}
+
 std::string info_text(const bench::Environment& environment) {
   const DeviceInfo& d = environment.device;
   const double sm_mhz = d.sm_clock_khz / 1e3;
@@ -108,6 +120,11 @@ std::string info_text(const bench::Environment& environment) {
       "16-byte loads\n",
       environment.ceilings.read_bandwidth * 1e-9,
       100 * environment.ceilings.read_bandwidth / d.theoretical_bandwidth());
+  text += fmt::format(
+      "host link        measured host-to-device {:.1f} GB/s: cudaMemcpy from pinned memory, {:.0f} "
+      "MB copies (what transfers are bounded by)\n",
+      environment.ceilings.host_to_device_bandwidth * 1e-9,
+      environment.ceilings.host_buffer_bytes * 1e-6);
   text += fmt::format("fp32 peak        {:.1f} TFLOP/s = {} SMs x {} cores x 2 flop x {:.0f} MHz\n",
                       d.fp32_peak() * 1e-12, d.sm_count, fp32_cores_per_sm(d.cc_major, d.cc_minor),
                       sm_mhz);
@@ -195,13 +212,15 @@ int report(std::ostream& out, const std::string& directory, bool quick,
     for (const bench::Row& row : run.rows) markdown << bench::markdown_row(row) << "\n";
     markdown << "\n![" << run.op << " ladder](ladder-" << i << ".png)\n";
   }
+  markdown << "\n## Roofline\n\n![every measured variant on the roofline](roofline.png)\n";
 
   const fs::path plot = fs::path(ROOFLAB_SOURCE_DIR) / "scripts" / "plot.py";
-  const std::string command = "python3 '" + plot.string() + "' ladder '" + results.string() +
-                              "' --out '" + directory + "'";
+  const std::string arguments = " '" + results.string() + "' --out '" + directory + "'";
+  const std::string command = "python3 '" + plot.string() + "' ladder" + arguments +
+                              " && python3 '" + plot.string() + "' roofline" + arguments;
   if (!fs::exists(plot) || std::system(command.c_str()) != 0)
     out << "rooflab: charts not drawn (needs python3 with matplotlib and " << plot.string() << ")\n";
-  out << "report written to " << directory << " (report.md, results.json, ladder-*.png)\n";
+  out << "report written to " << directory << " (report.md, results.json, ladder-*.png, roofline.png)\n";
   return failures;
 }
 

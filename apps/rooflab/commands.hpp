@@ -32,6 +32,8 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
 
 // `rooflab list [OP]`: works without a GPU.
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op);
+// `rooflab table RESULTS.json [--op OP]`: markdown tables from a results file (no GPU needed).
+void table(std::ostream& out, const std::string& results_path, const std::string& op);
 // `rooflab info`: the device, its ceilings and the lecture's peak arithmetic.
 void info(std::ostream& out, const bench::Environment& environment, bench::Format format);
 std::string info_text(const bench::Environment& environment);

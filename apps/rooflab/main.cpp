@@ -43,6 +43,12 @@ int main(int argc, char** argv) {
   auto* list_command = app.add_subcommand("list", "the ops, or one op's rungs (no GPU needed)");
   list_command->add_option("OP", list_op, "an op: its rungs, numbered, with their ideas");
 
+  std::string table_path, table_op;
+  auto* table_command =
+      app.add_subcommand("table", "markdown tables from a results file (no GPU needed)");
+  table_command->add_option("RESULTS", table_path, "a results .json written by bench or report")->required();
+  table_command->add_option("--op", table_op, "only this op's runs");
+
   app::BenchRequest request;
   std::string only, seed;
   auto* bench_command = app.add_subcommand(
@@ -106,6 +112,10 @@ int main(int argc, char** argv) {
     };
     if (*list_command) {
       usage([&] { app::list(std::cout, bench::registry(), list_op); });
+      return 0;
+    }
+    if (*table_command) {
+      app::table(std::cout, table_path, table_op);
       return 0;
     }
     if (*info_command) {

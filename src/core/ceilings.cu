@@ -5,6 +5,7 @@
 
 #include "core/device_info.hpp"
 #include "core/event_timer.hpp"
+#include "core/pinned_buffer.hpp"
 #include "rooflab/device_buffer.hpp"
 
 namespace rooflab {
@@ -74,6 +75,20 @@ MeasuredCeilings measure_ceilings(const DeviceInfo& device) {
       },
       reps);
   ceilings.read_bandwidth = bytes / (read_ms * 1e-3);
+
+  // 64 MiB per copy is far past the size where the host link's per-copy latency stops mattering
+  // (the transfer lab sweeps 1 MiB to 1 GiB) and keeps the pinning cheap.
+  const std::size_t host_bytes = std::min<std::size_t>(std::size_t(64) << 20, bytes);
+  PinnedBuffer<unsigned char> pinned(host_bytes);
+  std::fill(pinned.data(), pinned.data() + host_bytes, 0x5A);
+  const double host_ms = median_ms(
+      [&] {
+        ROOFLAB_CUDA(op, cudaMemcpyAsync(destination.data(), pinned.data(), host_bytes,
+                                         cudaMemcpyHostToDevice, nullptr));
+      },
+      reps);
+  ceilings.host_buffer_bytes = host_bytes;
+  ceilings.host_to_device_bandwidth = host_bytes / (host_ms * 1e-3);
   return ceilings;
 }
 

@@ -41,11 +41,14 @@ std::string cuda_version_string(int version);
 
 // Bandwidth ceilings measured on the device (bytes/s): a device-to-device cudaMemcpy counting the
 // bytes read plus the bytes written, and a kernel that only streams reads. Each is the median of
-// timed runs over buffers several times larger than L2.
+// timed runs over buffers several times larger than L2. Host-device transfers are bounded by the
+// host link instead: host_to_device_bandwidth is a cudaMemcpy from pinned (cudaHostAlloc) memory.
 struct MeasuredCeilings {
   double copy_bandwidth = 0;
   double read_bandwidth = 0;
   std::size_t buffer_bytes = 0;
+  double host_to_device_bandwidth = 0;
+  std::size_t host_buffer_bytes = 0;
 };
 MeasuredCeilings measure_ceilings(const DeviceInfo& device);
 

@@ -123,6 +123,31 @@ TEST(Formats, JsonResultsCarryDeviceCommitDateAndRows) {
   EXPECT_EQ(parsed["runs"][0]["rows"][0]["status"], "ok");
 }
 
+TEST(Formats, RowsReadBackFromJsonAsWritten) {
+  Row row = measured("fast", 2.5);
+  row.rung = 7;
+  row.vendor = true;
+  row.status = Status::failed;
+  row.note = "NaN at 3";
+  row.error = 0.5;
+  const Row back = row_from_json(nlohmann::json::parse(to_json(row).dump()));
+  EXPECT_EQ(to_json(back), to_json(row));
+}
+
+TEST(Formats, MarkdownTablesFromAResultsFileNameTheirProvenance) {
+  const Environment environment = fake_environment();
+  std::vector<Row> rows{measured("gpu", 2.0)};
+  derive_rates(rows, Model{6e9, 0, Ceiling::copy_bandwidth}, environment);
+  const auto results = results_json(environment, 1,
+                                    {bench::Run{"add", "n = 1", Model{6e9, 0}, rows},
+                                     bench::Run{"scan", "n = 2", Model{1, 0}, rows}});
+  const std::string all = markdown_tables(results);
+  EXPECT_NE(all.find("#### add: n = 1 (Test GPU, commit abc123, 2026-11-22T00:00:00Z)"), std::string::npos) << all;
+  EXPECT_NE(all.find("| 0 | gpu | 2 ms |"), std::string::npos) << all;
+  EXPECT_NE(all.find("#### scan"), std::string::npos);
+  EXPECT_EQ(markdown_tables(results, "add").find("#### scan"), std::string::npos);
+}
+
 TEST(Formats, WriterStreamsEachRowAtOnceAndJsonAtFinish) {
   const Environment environment = fake_environment();
   for (Format format : {Format::table, Format::csv, Format::md}) {

@@ -36,12 +36,6 @@ __global__ void add_forgetting_the_last(const float* a, const float* b, float* o
   if (i < n - 1) out[i] = a[i] + b[i];
 }
 
-Environment environment_without_ceilings() {
-  Environment environment;
-  environment.device = query_device();
-  environment.commit = "test";
-  return environment;
-}
 
 TEST_F(HarnessRunner, MarksAWrongVariantFailedAndNeverTimesIt) {
   Registry local;
@@ -52,7 +46,7 @@ TEST_F(HarnessRunner, MarksAWrongVariantFailedAndNeverTimesIt) {
                                   w.a.data(), w.b.data(), w.out.data(), w.n);
                               detail::check_launch("test", "add_forgetting_the_last");
                             })});
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   Runner runner(local, environment, options);
@@ -67,7 +61,7 @@ TEST_F(HarnessRunner, MarksAWrongVariantFailedAndNeverTimesIt) {
 }
 
 TEST_F(HarnessRunner, ValidatesAndTimesEveryAddRung) {
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.warmup = 1;
@@ -94,7 +88,7 @@ TEST_F(HarnessRunner, SkipsAVariantBeyondItsLimitSayingWhy) {
   Variant limited = *registry().variants("add").back();
   limited.limit = at_most_n(1000, "too slow for large n");
   local.add_variant(limited);
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   Runner runner(local, environment, RunOptions{});
   Problem problem;
   problem.n = 1001;
@@ -105,7 +99,7 @@ TEST_F(HarnessRunner, SkipsAVariantBeyondItsLimitSayingWhy) {
 }
 
 TEST_F(HarnessRunner, OnlyRunsTheSelectedRungs) {
-  const Environment environment = environment_without_ceilings();
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.only = {"1", "float4"};

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "bench/environment.hpp"
 #include "core/device_info.hpp"
 
 namespace rooflab::testing {
@@ -15,5 +16,14 @@ class GpuTest : public ::testing::Test {
     if (!why.empty()) GTEST_SKIP() << why;
   }
 };
+
+// The device's identity without measured ceilings: for tests that run the harness but do not
+// look at percentages of a ceiling (measuring them costs a second per test).
+inline bench::Environment environment_without_ceilings() {
+  bench::Environment environment;
+  environment.device = query_device();
+  environment.commit = "test";
+  return environment;
+}
 
 }  // namespace rooflab::testing

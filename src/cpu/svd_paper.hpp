@@ -1,0 +1,58 @@
+#pragma once
+// The system of paper 004 (Bezruchenko & Egunov 2023) on the CPU: what the paper calls a two-sided
+// Jacobi SVD is the cyclic Jacobi eigenvalue iteration for symmetric matrices. Column-major, like
+// src/cpu/svd_reference.hpp.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cpu/svd_reference.hpp"
+
+namespace rooflab::cpu {
+
+// The off-diagonal threshold of the paper's iteration for this input: a pair (j, k) is rotated
+// while |a_jk| exceeds it, and the iteration stops when no off-diagonal element does. The paper
+// uses a fixed constant; here it is 1e-13 ||A||_F, a hundred times above the rounding floor of a
+// rotation (a few ulps of the largest eigenvalue, which is at most ||A||_F), so the iteration
+// always terminates, and low enough that the values read off the diagonal are accurate to about
+// 1e-13 of the largest eigenvalue.
+double paper_threshold(const Matrix& a);
+
+// The rotation of pair (j, k), j < k, as the paper sets it up: tau = (a_jj - a_kk) / (2 a_jk),
+// t = sign(tau) / (|tau| + sqrt(1 + tau^2)) with sign(0) = 1, c = 1 / sqrt(1 + t^2), s = c t.
+// R is the identity except R_jj = R_kk = c, R_jk = s, R_kj = -s; R A R^T has a zero at (j, k).
+// Inline for the GPU rungs too (nvcc compiles it for the device), so both sides use one formula.
+struct Rotation {
+  double c = 1;
+  double s = 0;
+};
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+    inline Rotation
+    paper_rotation(double a_jj, double a_kk, double a_jk) {
+  const double tau = (a_jj - a_kk) / (2 * a_jk);
+  const double t = (tau >= 0 ? 1.0 : -1.0) / (std::abs(tau) + std::sqrt(1 + tau * tau));
+  const double c = 1 / std::sqrt(1 + t * t);
+  return Rotation{c, c * t};
+}
+
+struct PaperJacobiResult {
+  std::vector<double>
+      values;      // column sums of the final A, in diagonal order (the paper's read-out)
+  Matrix u;        // U = R_1^T R_2^T ...: its columns are the eigenvectors
+  Matrix v;        // V = ... R_2 R_1 = U^T
+  int sweeps = 0;  // sweeps run before the convergence test passed
+  std::int64_t rotations = 0;  // pairs above the threshold, rotated
+  bool converged = false;      // false: max_sweeps ran out with an element above the threshold
+};
+
+// The paper's algorithm: while some off-diagonal |a_ij| > threshold, sweep the pairs j < k in
+// row order and rotate each pair above the threshold: A = R A R^T, V = R V, U = U R^T. R touches
+// rows and columns j and k only, so the CPU applies it in O(n) per rotation (the GPU rungs form R
+// and multiply, as the paper does). `a` must be square and exactly symmetric: the iteration
+// solves the symmetric eigenvalue problem and does not converge on other matrices
+// (std::invalid_argument otherwise).
+PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps);
+
+}  // namespace rooflab::cpu

@@ -1,0 +1,86 @@
+// The timing op: problem, workspace and the CPU rung. GPU rungs are in timing.cu.
+#include "lab/timing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "cpu/add.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab::bench {
+
+TimingWorkspace::TimingWorkspace(std::int64_t n) : AddWorkspace(n) {
+  ROOFLAB_CUDA("bench timing", cudaEventCreate(&start));
+  const cudaError_t status = cudaEventCreate(&stop);
+  if (status != cudaSuccess) cudaEventDestroy(start);
+  ROOFLAB_CUDA("bench timing", status);
+}
+
+TimingWorkspace::~TimingWorkspace() {
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+void TimingWorkspace::refill(std::uint64_t seed) {
+  AddWorkspace::refill(seed);
+  self_ms.clear();
+  not_ready = 0;
+}
+
+std::string TimingWorkspace::self_report(const std::string& lesson) const {
+  if (self_ms.empty()) return lesson;
+  std::vector<double> sorted = self_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  std::string refused;
+  if (not_ready > 0)
+    refused = fmt::format(", cudaEventElapsedTime said cudaErrorNotReady {} of {} times", not_ready,
+                          self_ms.size());
+  return fmt::format("its own clock read {:.4f} ms (median of {}{}): {}", median, self_ms.size(),
+                     refused, lesson);
+}
+
+namespace {
+
+ROOFLAB_OP(Op{
+    "timing",
+    "lecture 003's timing pitfalls: one add kernel timed by events and host clocks, right and wrong",
+    [](Problem problem) {
+      if (problem.n == 0) problem.n = std::int64_t(1) << 25;
+      require(problem.n >= 1, "bench timing", "--n", "must be at least 1");
+      problem.dtype = "float";
+      return problem;
+    },
+    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", float"; },
+    [](const Problem& problem) {
+      return Model{12.0 * double(problem.n), double(problem.n), Ceiling::copy_bandwidth};
+    },
+    [](const Problem& problem) -> std::unique_ptr<Workspace> {
+      return std::make_unique<TimingWorkspace>(problem.n);
+    },
+    [](bool quick) {
+      Problem problem;
+      problem.n = std::int64_t(1) << (quick ? 22 : 25);
+      return std::vector<Problem>{problem};
+    },
+});
+
+// Rung 0 — the CPU loop, timed by a host clock around it: right, because CPU work is synchronous.
+ROOFLAB_VARIANT(Variant{
+    "timing", 0, "cpu-host-clock", "a host clock around CPU work: right, the work is synchronous",
+    Where::cpu, false, no_limit, on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t) {
+      w.prepare_host();
+      const auto begin = std::chrono::steady_clock::now();
+      cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
+      w.self_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+    }),
+    {}, [](Workspace& w) {
+      return static_cast<TimingWorkspace&>(w).self_report("CPU work is synchronous: a host clock times it");
+    }});
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -1,0 +1,112 @@
+// The timing ladder (lecture 003): the same add kernel in every rung, timed by the rung itself in
+// four ways. The harness times each run correctly (its own events, synchronized); the note says
+// what the rung's method read, so the table puts the two side by side.
+#include <chrono>
+#include <cstdint>
+
+#include "core/device_info.hpp"
+#include "lab/timing.hpp"
+#include "rooflab/cuda_check.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+using host_clock = std::chrono::steady_clock;
+
+double elapsed_ms(host_clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(host_clock::now() - begin).count();
+}
+
+// The kernel every rung times: lecture 003's grid-stride add.
+__global__ void add_timed(const float* __restrict__ a, const float* __restrict__ b,
+                          float* __restrict__ out, std::int64_t n) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i] = a[i] + b[i];
+}
+
+void launch_add(TimingWorkspace& w, cudaStream_t stream) {
+  add_timed<<<current_sm_count() * 8, 256, 0, stream>>>(w.a.data(), w.b.data(), w.out.data(), w.n);
+  detail::check_launch("bench timing", "add_timed");
+}
+
+TimingWorkspace& timing(Workspace& w) { return static_cast<TimingWorkspace&>(w); }
+
+// Rung 1 — events, synchronized: record, launch, record, cudaEventSynchronize(stop), then read.
+// The events are timestamps on the GPU's own timeline; waiting for the stop event makes the
+// interval complete before it is read. This is what the harness does for every row.
+ROOFLAB_VARIANT(Variant{
+    "timing", 1, "events-synchronized", "record, launch, record, synchronize on stop, read: right",
+    Where::gpu, false, no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
+      launch_add(w, stream);
+      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
+      ROOFLAB_CUDA("bench timing", cudaEventSynchronize(w.stop));
+      float ms = 0;
+      ROOFLAB_CUDA("bench timing", cudaEventElapsedTime(&ms, w.start, w.stop));
+      w.self_ms.push_back(ms);
+    }),
+    {}, [](Workspace& w) {
+      return timing(w).self_report("GPU timestamps, read after the stop event completed: the kernel's time");
+    }});
+
+// Rung 2 — events, read without synchronizing (the lecture's "you get 0").
+// The launch and both records return at once; the stop event has not happened yet when its time
+// is asked for, so cudaEventElapsedTime answers cudaErrorNotReady and leaves the result untouched.
+ROOFLAB_VARIANT(Variant{
+    "timing", 2, "events-unsynchronized", "record, launch, record, read at once: 0 ms (not ready)",
+    Where::gpu, false, no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
+      launch_add(w, stream);
+      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
+      float ms = 0;
+      const cudaError_t status = cudaEventElapsedTime(&ms, w.start, w.stop);
+      if (status == cudaErrorNotReady) {
+        ++w.not_ready;
+        // The refusal is this rung's lesson, not a failure: consume it if the runtime kept it as
+        // the last error, so that the next launch check does not report it.
+        if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+      } else {
+        ROOFLAB_CUDA("bench timing", status);
+      }
+      w.self_ms.push_back(ms);
+    }),
+    {}, [](Workspace& w) {
+      return timing(w).self_report("read before the stop event completed: nothing to read yet");
+    }});
+
+// Rung 3 — a host clock around the launch and cudaStreamSynchronize.
+// Right to within the launch latency and the host's wake-up after the synchronize (microseconds):
+// fine for long kernels, misleading for short ones.
+ROOFLAB_VARIANT(Variant{
+    "timing", 3, "host-clock-synchronized", "host clock around launch + cudaStreamSynchronize: right, plus overhead",
+    Where::gpu, false, no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+      const auto begin = host_clock::now();
+      launch_add(w, stream);
+      ROOFLAB_CUDA("bench timing", cudaStreamSynchronize(stream));
+      w.self_ms.push_back(elapsed_ms(begin));
+    }),
+    {}, [](Workspace& w) {
+      return timing(w).self_report("the host waited for the GPU: right, plus launch and wake-up latency");
+    }});
+
+// Rung 4 — a host clock around the launch alone.
+// A launch only queues the kernel and returns: the host clock measures the queueing, a few
+// microseconds, however long the kernel then runs.
+ROOFLAB_VARIANT(Variant{
+    "timing", 4, "host-clock-unsynchronized", "host clock around the launch alone: times only the launch",
+    Where::gpu, false, no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+      const auto begin = host_clock::now();
+      launch_add(w, stream);
+      w.self_ms.push_back(elapsed_ms(begin));
+    }),
+    {}, [](Workspace& w) {
+      return timing(w).self_report("a launch is asynchronous: without a synchronize, only the launch is timed");
+    }});
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -1,0 +1,35 @@
+#pragma once
+// Timing pitfalls (lecture 003): the add kernel timed four ways by the rung itself, each row's note
+// saying what that method read, beside the harness's own (correct) event timing of the same run.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "add/add_workspace.hpp"
+
+namespace rooflab::bench {
+
+class TimingWorkspace : public AddWorkspace {
+ public:
+  explicit TimingWorkspace(std::int64_t n);
+  ~TimingWorkspace() override;
+  TimingWorkspace(const TimingWorkspace&) = delete;
+  TimingWorkspace& operator=(const TimingWorkspace&) = delete;
+  // Fresh inputs and poisoned output (AddWorkspace), and no self-measurements yet.
+  void refill(std::uint64_t seed) override;
+
+  // What the rung's own method read on each run since the last refill (ms), and how many of
+  // those reads the runtime refused as not ready.
+  std::vector<double> self_ms;
+  int not_ready = 0;
+  // "its own clock read 0.271 ms (median of 23 runs): <lesson>"
+  std::string self_report(const std::string& lesson) const;
+
+  // The rung's own events (the harness has its own pair around the whole run).
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+};
+
+}  // namespace rooflab::bench

@@ -1,0 +1,261 @@
+// The production prefix sum: one pass over the data (read n, write n), one tile per block, and a
+// deterministic decoupled look-back between tiles.
+//
+// Decoupled look-back (Merrill & Garland 2016) lets a tile find the sum of all earlier tiles from
+// partial results that earlier tiles publish in global memory, so the data is read once and
+// written once, like a copy. The classic form adds up whatever it finds (a predecessor's
+// aggregate, or a finished inclusive prefix further back) and is therefore not reproducible for
+// floating point: where the look-back stops depends on timing. Here every partial sum has one
+// fixed definition instead: tile aggregates are the leaves of a radix-32 tree over tile indices,
+// the tile closing a group of 32 publishes the group's sum (a fixed warp tree), and tile t's
+// exclusive prefix is the sum, level by level from the top, of the complete groups before it in
+// its ancestors' groups (the base-32 digits of t). Same input, same bits, on every run and every
+// GPU. A tile waits only on entries of lower tile indices, and tile indices come from an atomic
+// counter in the order blocks start, so a tile never waits on a block that is not running.
+#include <cuda/atomic>
+
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "core/warp_scan.cuh"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "rooflab/error.hpp"
+#include "rooflab/scan.hpp"
+
+namespace rooflab {
+namespace {
+
+// 8 warps x 4 rows x one 16-byte vector per lane: 16 KB a tile (4096 floats, 2048 doubles), with
+// 64 bytes in flight per thread while the tile loads.
+constexpr int scan_warps = 8;
+constexpr int scan_rows = 4;
+template <class T>
+using Tile = detail::TileScan<T, scan_warps, scan_rows>;
+
+constexpr int radix_bits = 5;  // a warp reads a whole group of 32 entries at once
+constexpr int radix = 1 << radix_bits;
+// Fewer than 2^31 tiles need at most 7 levels (32^7 = 2^35). Warp 0 publishes; warps 1 to 7
+// each read one level, so the whole look-back costs one round trip to L2 when nobody is late.
+constexpr int max_levels = 7;
+static_assert(scan_warps >= max_levels + 1, "one warp per level plus the publishing warp");
+
+// An entry of the tree is stored as one 64-bit word per 32 bits of T: a ready tag in the high half,
+// the payload in the low half. Each word is written once, with one atomic store, so a reader that
+// sees the tag sees its payload; no fence is needed, and 8-byte types need no 128-bit atomics.
+constexpr unsigned long long ready_tag = 1ull << 32;
+
+// Level m of the tree holds floor(tiles / 32^m) entries; the levels are stored one after another.
+struct Lookback {
+  unsigned long long* words;   // zero at launch
+  unsigned int* tile_counter;  // zero at launch
+  std::int64_t tiles;
+  int levels;  // 0: a single tile, nothing to look back on
+};
+
+template <class T>
+constexpr int words_per_entry = int(sizeof(T)) / 4;
+
+template <class T>
+__device__ __forceinline__ unsigned long long* entry_words(const Lookback& lookback, int level,
+                                                           std::int64_t index) {
+  std::int64_t level_begin = 0;
+  for (std::int64_t count = lookback.tiles; level > 0; --level, count /= radix)
+    level_begin += count;
+  return lookback.words + (level_begin + index) * words_per_entry<T>;
+}
+
+// Lane c < words_per_entry stores word c of the entry; every lane holds `value`.
+template <class T>
+__device__ __forceinline__ void publish(const Lookback& lookback, int level, std::int64_t index,
+                                        T value, int lane) {
+  std::uint32_t payload[words_per_entry<T>];
+  std::memcpy(payload, &value, sizeof(T));
+  if (lane < words_per_entry<T>) {
+    const std::uint32_t mine = lane == 0 ? payload[0] : payload[words_per_entry<T> - 1];
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> word(
+        entry_words<T>(lookback, level, index)[lane]);
+    word.store(ready_tag | mine, cuda::memory_order_relaxed);
+  }
+}
+
+// Entry `index` of `level` in each lane that asks for one (index >= 0), once it is published;
+// zero in the other lanes. Warp-collective: polls, backing off, until every asking lane has its
+// entry.
+template <class T>
+__device__ __forceinline__ T read_published(const Lookback& lookback, int level,
+                                            std::int64_t index) {
+  unsigned long long word[words_per_entry<T>] = {};
+  bool ready = index < 0;
+  unsigned long long* const entry = ready ? nullptr : entry_words<T>(lookback, level, index);
+  unsigned sleep_ns = 64;
+  while (true) {
+    if (!ready) {
+      ready = true;
+#pragma unroll
+      for (int c = 0; c < words_per_entry<T>; ++c) {
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> published(entry[c]);
+        word[c] = published.load(cuda::memory_order_relaxed);
+        ready = ready && (word[c] & ready_tag) != 0;
+      }
+    }
+    if (__all_sync(detail::full_warp_mask, ready)) break;
+    // A late entry belongs to a tile still loading or summing: give L2 a rest, doubling up to
+    // half a microsecond (a few L2 round trips), instead of hammering it with polls.
+    __nanosleep(sleep_ns);
+    sleep_ns = sleep_ns < 512 ? 2 * sleep_ns : sleep_ns;
+  }
+  std::uint32_t payload[words_per_entry<T>];
+#pragma unroll
+  for (int c = 0; c < words_per_entry<T>; ++c) payload[c] = std::uint32_t(word[c]);
+  T value;
+  std::memcpy(&value, payload, sizeof(T));
+  return value;
+}
+
+// Warp 0: publishes the tile's total as level-0 entry `tile`; then, for as long as the entry just
+// published closes a group of 32, publishes the group's sum (a fixed warp tree) one level up.
+template <class T>
+__device__ void publish_and_close_groups(const Lookback& lookback, std::int64_t tile, T total,
+                                         int lane) {
+  publish(lookback, 0, tile, total, lane);
+  std::int64_t index = tile;
+  T value = total;
+  for (int level = 0; level + 1 < lookback.levels && index % radix == radix - 1; ++level) {
+    const T sibling =
+        read_published<T>(lookback, level, lane < radix - 1 ? index - (radix - 1) + lane : -1);
+    value = detail::warp_sum(lane < radix - 1 ? sibling : value);
+    index /= radix;
+    publish(lookback, level + 1, index, value, lane);
+  }
+}
+
+// Warp 1 + level: the sum of the complete groups of `level` that precede the tile inside its
+// ancestor's group (as many as the tile index's base-32 digit at that level).
+template <class T>
+__device__ T sum_of_earlier_groups(const Lookback& lookback, int level, std::int64_t tile,
+                                   int lane) {
+  const std::int64_t position = tile >> (radix_bits * level);
+  const int digit = int(position % radix);
+  if (digit == 0) return T(0);
+  return detail::warp_sum(
+      read_published<T>(lookback, level, lane < digit ? position - digit + lane : -1));
+}
+
+// One tile per block. `shift` places the tiles so that in + (tile start) is 16-byte aligned: tile t
+// covers elements [t * tile_elements - shift, (t + 1) * tile_elements - shift).
+// 5 resident blocks an SM for 4-byte types (48 registers, 80 KB of loads in flight an SM); 8-byte
+// types need a few more registers and get 4.
+template <class T, bool Inclusive>
+__global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
+    scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store,
+               Lookback lookback) {
+  __shared__ typename Tile<T>::Shared tile_shared;
+  __shared__ unsigned int tile_index_shared;
+  __shared__ T level_sums[max_levels];
+  const int warp = int(threadIdx.x) / 32;
+  const int lane = int(threadIdx.x) % 32;
+
+  // Tile indices in the order blocks start (dynamic, not blockIdx.x): every lower index belongs to
+  // a block already running, so waiting on it cannot deadlock.
+  std::int64_t tile_index = 0;
+  if (lookback.levels > 0) {
+    if (threadIdx.x == 0) tile_index_shared = atomicAdd(lookback.tile_counter, 1u);
+    __syncthreads();
+    tile_index = tile_index_shared;
+  }
+  const std::int64_t first = tile_index * Tile<T>::tile_elements - shift;
+
+  Tile<T> tile;
+  tile.load(in, first, n, warp, lane);
+  const T slice_total = tile.template scan_warp_slice<Inclusive>(lane);
+  T tile_total;
+  const T before_warp = tile.combine_warps(tile_shared, slice_total, warp, lane, tile_total);
+  if (lookback.levels > 0) {
+    if (warp == 0) {
+      publish_and_close_groups(lookback, tile_index, tile_total, lane);
+    } else if (warp <= lookback.levels) {
+      const T sum = sum_of_earlier_groups<T>(lookback, warp - 1, tile_index, lane);
+      if (lane == 0) level_sums[warp - 1] = sum;
+    }
+  }
+  if (warp > 0) tile.add(before_warp);
+  if (lookback.levels > 0) {
+    __syncthreads();
+    // From the top level down, in the same order in every thread and every run.
+    T prefix = T(0);
+    for (int level = lookback.levels - 1; level >= 0; --level)
+      prefix = detail::wrapping_add(prefix, level_sums[level]);
+    if (tile_index > 0) tile.add(prefix);
+  }
+  tile.store(out, first, n, vector_store, warp, lane);
+}
+
+template <class T, bool Inclusive>
+void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  require(n >= 0, op, "n", "must not be negative (got " + std::to_string(n) + ")");
+  if (n == 0) return;
+  require(in != nullptr, op, "in", "is null");
+  require(out != nullptr, op, "out", "is null");
+  const auto in_address = reinterpret_cast<std::uintptr_t>(in);
+  const auto out_address = reinterpret_cast<std::uintptr_t>(out);
+  require(in_address % sizeof(T) == 0, op, "in", "is not aligned to its element size");
+  require(out_address % sizeof(T) == 0, op, "out", "is not aligned to its element size");
+  // One block per tile: the grid's x dimension holds fewer than 2^31 blocks.
+  constexpr std::int64_t tile_elements = Tile<T>::tile_elements;
+  const std::int64_t max_n = std::int64_t(INT_MAX - 1) * tile_elements;
+  require(n <= max_n, op, "n", "exceeds " + std::to_string(max_n) + " elements");
+  const std::uintptr_t bytes = std::uintptr_t(n) * sizeof(T);
+  require(in == out || in_address + bytes <= out_address || out_address + bytes <= in_address, op,
+          "out", "overlaps in without being equal to it");
+
+  const int shift = int(in_address % 16 / sizeof(T));
+  const bool vector_store = out_address % 16 == in_address % 16;
+  const std::int64_t tiles = (n + shift + tile_elements - 1) / tile_elements;
+
+  Lookback lookback{};
+  lookback.tiles = tiles;
+  std::optional<StreamBuffer> scratch;
+  if (tiles > 1) {
+    std::int64_t entries = 0;
+    for (std::int64_t count = tiles; count > 0; count /= radix, ++lookback.levels) entries += count;
+    // The tile counter and every entry start at zero, in one memset on the stream (stream-ordered
+    // scratch is reused, so it holds the previous call's tags).
+    const std::size_t scratch_bytes =
+        sizeof(unsigned long long) * std::size_t(1 + entries * words_per_entry<T>);
+    scratch.emplace(scratch_bytes, stream, op);
+    ROOFLAB_CUDA(op, cudaMemsetAsync(scratch->data(), 0, scratch_bytes, stream));
+    lookback.tile_counter = scratch->as<unsigned int>();
+    lookback.words = scratch->as<unsigned long long>() + 1;
+  }
+  scan_tiles<T, Inclusive>
+      <<<unsigned(tiles), Tile<T>::threads, 0, stream>>>(in, out, n, shift, vector_store, lookback);
+  detail::check_launch(op, Inclusive ? "scan_tiles<inclusive>" : "scan_tiles<exclusive>");
+}
+
+}  // namespace
+
+template <class T>
+void inclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  scan<T, true>("inclusive_scan", in, out, n, stream);
+}
+
+template <class T>
+void exclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  scan<T, false>("exclusive_scan", in, out, n, stream);
+}
+
+#define ROOFLAB_INSTANTIATE_SCAN(T)                                          \
+  template void inclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t); \
+  template void exclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t);
+ROOFLAB_INSTANTIATE_SCAN(float)
+ROOFLAB_INSTANTIATE_SCAN(double)
+ROOFLAB_INSTANTIATE_SCAN(std::int32_t)
+ROOFLAB_INSTANTIATE_SCAN(std::int64_t)
+ROOFLAB_INSTANTIATE_SCAN(std::uint32_t)
+#undef ROOFLAB_INSTANTIATE_SCAN
+
+}  // namespace rooflab

@@ -1,0 +1,281 @@
+// The limiting-factor lab (lecture 003) on the device: every rung but the deliberate race matches
+// its reference at awkward sizes, the race is shown failing, and the harness's hooks (prepare,
+// note, failure by design) do what the lab relies on.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/runner.hpp"
+#include "gpu_test.hpp"
+#include "lab/atomics.hpp"
+#include "lab/coalescing.hpp"
+#include "lab/divergence.hpp"
+#include "lab/occupancy.hpp"
+#include "lab/timing.hpp"
+#include "lab/transfer.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+class TransferLadder : public testing::GpuTest {};
+class CoalescingLadder : public testing::GpuTest {};
+class DivergenceLadder : public testing::GpuTest {};
+class AtomicsLadder : public testing::GpuTest {};
+class AtomicsRacyByDesign : public testing::GpuTest {};
+class OccupancyLadder : public testing::GpuTest {};
+class TimingLadder : public testing::GpuTest {};
+class HarnessHooks : public testing::GpuTest {};
+class LabRunner : public testing::GpuTest {};
+
+const Variant& rung(const std::string& op, const std::string& name) {
+  for (const Variant* variant : registry().variants(op))
+    if (variant->name == name) return *variant;
+  throw std::runtime_error("no rung " + op + "/" + name);
+}
+
+// As the runner validates: fresh inputs, the variant's prepare, one run, the check. Every rung
+// that can run the problem, except one that fails by design (tested on its own).
+void expect_every_rung_validates(const std::string& op, const Problem& problem, Workspace& workspace,
+                                 std::uint64_t& seed) {
+  const std::string description = registry().op(op).describe(problem);
+  for (const Variant* variant : registry().variants(op)) {
+    if (!variant->expected_failure.empty()) continue;
+    if (variant->limit && !variant->limit(problem).empty()) continue;  // skipped, saying why, in reports
+    workspace.refill(seed);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    if (variant->prepare) variant->prepare(workspace, nullptr);
+    variant->run(workspace, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << op << " " << variant->name;
+    const Check check = workspace.check(variant->where);
+    EXPECT_TRUE(check.passed) << op << " " << variant->name << " (" << description << ") seed " << seed
+                              << ": " << check.detail;
+    ++seed;
+  }
+}
+
+Problem resolved(const std::string& op, std::int64_t n, std::int64_t m = 0) {
+  Problem problem;
+  problem.n = n;
+  problem.m = m;
+  return registry().op(op).resolve(problem);
+}
+
+
+TEST_F(TransferLadder, EveryRungCopiesEveryWordAtAwkwardSizes) {
+  std::uint64_t seed = 3000;
+  for (const std::int64_t bytes : {std::int64_t(4), std::int64_t(12), std::int64_t(4092), std::int64_t(4100),
+                                   std::int64_t(12300), (std::int64_t(1) << 20) + 12}) {
+    TransferWorkspace workspace(bytes);
+    expect_every_rung_validates("transfer", resolved("transfer", bytes), workspace, seed);
+  }
+}
+
+int last_prefetch_location(TransferWorkspace& workspace) {
+  int type = -1;
+  EXPECT_EQ(cudaMemRangeGetAttribute(&type, sizeof type, cudaMemRangeAttributeLastPrefetchLocationType,
+                                     workspace.managed.data(), workspace.managed.bytes()),
+            cudaSuccess);
+  return type;
+}
+
+TEST_F(TransferLadder, PrepareLeavesTheManagedPagesWhereEachRungStarts) {
+  if (!device_migrates_managed_memory()) GTEST_SKIP() << "the device does not migrate managed memory";
+  TransferWorkspace workspace(std::int64_t(1) << 20);
+  workspace.refill(1);
+  for (const char* name : {"managed-first-touch", "managed-prefetch"}) {
+    rung("transfer", "managed-resident").prepare(workspace, nullptr);  // pages on the device first
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(last_prefetch_location(workspace), int(cudaMemLocationTypeDevice));
+    rung("transfer", name).prepare(workspace, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const int host = last_prefetch_location(workspace);  // the host, or one of its NUMA nodes
+    EXPECT_TRUE(host == cudaMemLocationTypeHost || host == cudaMemLocationTypeHostNuma ||
+                host == cudaMemLocationTypeHostNumaCurrent)
+        << name << ": last prefetch location type " << host;
+  }
+}
+
+TEST_F(CoalescingLadder, EveryRungMatchesTheReferenceAtAwkwardSizes) {
+  std::uint64_t seed = 4000;
+  for (const std::int64_t n : {std::int64_t(1), std::int64_t(2), std::int64_t(31), std::int64_t(33),
+                               std::int64_t(1000), std::int64_t(1023), std::int64_t(1025), std::int64_t(4097),
+                               (std::int64_t(1) << 20) + 7, (std::int64_t(1) << 22) + 3}) {
+    CoalescingWorkspace workspace(n);
+    expect_every_rung_validates("coalescing", resolved("coalescing", n), workspace, seed);
+  }
+}
+
+TEST_F(DivergenceLadder, EveryRungMatchesTheReferenceForEveryHeavyCount) {
+  std::uint64_t seed = 5000;
+  for (const int heavy_per_warp : {1, 2, 4, 8, 16, 32})
+    for (const std::int64_t n : {std::int64_t(1), std::int64_t(33), std::int64_t(1000), std::int64_t(4099),
+                                 std::int64_t(40000)}) {
+      DivergenceWorkspace workspace(n, 32 / heavy_per_warp);
+      expect_every_rung_validates("divergence", resolved("divergence", n, heavy_per_warp), workspace, seed);
+    }
+}
+
+TEST_F(AtomicsLadder, EveryCorrectRungCountsExactly) {
+  std::uint64_t seed = 6000;
+  for (const std::int64_t n : {std::int64_t(1), std::int64_t(31), std::int64_t(32), std::int64_t(33),
+                               std::int64_t(255), std::int64_t(256), std::int64_t(257), std::int64_t(100003),
+                               std::int64_t(1) << 20}) {
+    AtomicsWorkspace workspace(n);
+    expect_every_rung_validates("atomics", resolved("atomics", n), workspace, seed);
+  }
+}
+
+// compute-sanitizer's racecheck reports this test's kernel by design: exclude *RacyByDesign*.
+TEST_F(AtomicsRacyByDesign, PlainAddLosesMostUpdatesAndFailsTheCheck) {
+  const std::int64_t n = std::int64_t(1) << 20;
+  AtomicsWorkspace workspace(n);
+  workspace.refill(7);
+  rung("atomics", "plain-add").run(workspace, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const Check check = workspace.check(Where::gpu);
+  EXPECT_FALSE(check.passed) << check.detail;
+  // The 32 lanes of a warp store one old value plus their own: one store survives per warp
+  // instruction, so far more than half of the total goes missing.
+  EXPECT_GT(check.error, 0.5) << check.detail;
+}
+
+TEST_F(AtomicsRacyByDesign, RunnerShowsItFailedByDesignWithoutCountingIt) {
+  const Environment environment = testing::environment_without_ceilings();
+  RunOptions options;
+  options.reps = 3;
+  options.only = {"plain-add"};
+  Runner runner(registry(), environment, options);
+  const auto rows = runner.run("atomics", resolved("atomics", 100000));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].status, Status::failed);
+  EXPECT_FALSE(rows[0].expected_failure.empty());
+  EXPECT_FALSE(counts_as_failure(rows[0]));
+  EXPECT_EQ(rows[0].reps, 0);
+}
+
+TEST_F(OccupancyLadder, EveryRungMatchesTheReferenceAtAwkwardSizes) {
+  std::uint64_t seed = 7000;
+  for (const std::int64_t n : {std::int64_t(1), std::int64_t(31), std::int64_t(1024), std::int64_t(1025),
+                               std::int64_t(3000), std::int64_t(33000), (std::int64_t(1) << 20) + 5}) {
+    OccupancyWorkspace workspace(n);
+    expect_every_rung_validates("occupancy", resolved("occupancy", n), workspace, seed);
+  }
+}
+
+TEST_F(OccupancyLadder, CappedRungsSpillToLocalMemoryAndTheOthersDoNot) {
+  for (const Variant* variant : registry().variants("occupancy")) {
+    if (variant->where != Where::gpu) continue;
+    const LaunchFacts facts = occupancy_launch_facts(variant->name);
+    EXPECT_GE(facts.blocks_per_sm, 1) << variant->name;
+    EXPECT_GT(facts.occupancy, 0) << variant->name;
+    EXPECT_LE(facts.occupancy, 1) << variant->name;
+    const bool capped = variant->name.find("-regs-") != std::string::npos;
+    EXPECT_EQ(facts.local_bytes > 0, capped) << variant->name << ": " << describe(facts);
+  }
+  EXPECT_LE(occupancy_launch_facts("block-256-regs-32").registers, 32);
+  EXPECT_LE(occupancy_launch_facts("block-256-regs-24").registers, 24);
+  EXPECT_GT(occupancy_launch_facts("block-256-regs-24").local_bytes,
+            occupancy_launch_facts("block-256-regs-32").local_bytes);
+  EXPECT_LE(occupancy_launch_facts("block-1024").registers, 64);
+  EXPECT_DOUBLE_EQ(occupancy_launch_facts("block-256-regs-32").occupancy, 1.0);
+  EXPECT_THROW(occupancy_launch_facts("block-3"), Error);
+}
+
+TEST_F(OccupancyLadder, NotesShowBlocksPerSmRegistersAndLocalBytes) {
+  OccupancyWorkspace workspace(1024);
+  for (const Variant* variant : registry().variants("occupancy")) {
+    if (!variant->note) continue;
+    const std::string note = variant->note(workspace);
+    EXPECT_NE(note.find("blocks/SM"), std::string::npos) << note;
+    EXPECT_NE(note.find("registers"), std::string::npos) << note;
+    EXPECT_NE(note.find("B local"), std::string::npos) << note;
+  }
+}
+
+TEST_F(TimingLadder, EveryRungComputesTheAddAndRecordsWhatItsClockRead) {
+  std::uint64_t seed = 8000;
+  for (const std::int64_t n : {std::int64_t(1), std::int64_t(1000), (std::int64_t(1) << 20) + 1}) {
+    TimingWorkspace workspace(n);
+    expect_every_rung_validates("timing", resolved("timing", n), workspace, seed);
+    for (const Variant* variant : registry().variants("timing")) {
+      workspace.refill(seed++);
+      variant->run(workspace, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(workspace.self_ms.size(), 1u) << variant->name;
+      EXPECT_GE(workspace.self_ms[0], 0) << variant->name;
+      EXPECT_NE(variant->note(workspace).find("its own clock read"), std::string::npos) << variant->name;
+    }
+  }
+  // A refused read is the lesson, not an error: nothing may linger for the next launch check.
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(HarnessHooks, PrepareRunsBeforeValidationEveryWarmupAndEveryRepetition) {
+  Registry local;
+  local.add_op(registry().op("add"));
+  Variant counted = *registry().variants("add").back();
+  int prepared = 0;
+  counted.prepare = [&prepared](Workspace&, cudaStream_t) { ++prepared; };
+  local.add_variant(counted);
+  const Environment environment = testing::environment_without_ceilings();
+  RunOptions options;
+  options.reps = 3;
+  options.warmup = 2;
+  Runner runner(local, environment, options);
+  const auto rows = runner.run("add", resolved("add", 4097));
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].status, Status::ok) << rows[0].note;
+  EXPECT_EQ(rows[0].reps, 3);
+  EXPECT_EQ(prepared, 1 + 2 + 3);
+}
+
+TEST_F(HarnessHooks, NoteOfATimedVariantLandsInItsRow) {
+  Registry local;
+  local.add_op(registry().op("add"));
+  Variant noted = *registry().variants("add").back();
+  noted.note = [](Workspace& workspace) {
+    return "n is " + std::to_string(static_cast<AddWorkspace&>(workspace).n);
+  };
+  local.add_variant(noted);
+  const Environment environment = testing::environment_without_ceilings();
+  RunOptions options;
+  options.reps = 3;
+  Runner runner(local, environment, options);
+  const auto rows = runner.run("add", resolved("add", 4097));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].status, Status::ok);
+  EXPECT_EQ(rows[0].note, "n is 4097");
+}
+
+// Every lab op through the runner at small sizes (the race left out): each row validated, timed,
+// with its notes; prepare hooks and limits exercised the way `rooflab bench` uses them.
+TEST_F(LabRunner, EveryLabOpValidatesAndTimesThroughTheRunner) {
+  const Environment environment = testing::environment_without_ceilings();
+  const std::vector<Problem> problems{resolved("transfer", std::int64_t(1) << 20), resolved("coalescing", 5000),
+                                      resolved("divergence", 5000, 16),           resolved("divergence", 5000, 1),
+                                      resolved("atomics", 5000),                  resolved("occupancy", 5000),
+                                      resolved("timing", 5000)};
+  const std::vector<std::string> ops{"transfer", "coalescing", "divergence", "divergence", "atomics",
+                                     "occupancy", "timing"};
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    RunOptions options;
+    options.reps = 3;
+    options.warmup = 1;
+    for (const Variant* variant : registry().variants(ops[k]))
+      if (variant->expected_failure.empty()) options.only.push_back(variant->name);
+    Runner runner(registry(), environment, options);
+    for (const Row& row : runner.run(ops[k], problems[k])) {
+      if (row.status == Status::skipped) continue;  // managed rungs on a device without migration
+      EXPECT_EQ(row.status, Status::ok) << ops[k] << " " << row.name << ": " << row.note;
+      EXPECT_GE(row.reps, 3) << ops[k] << " " << row.name;
+      EXPECT_GT(row.median_ms, 0) << ops[k] << " " << row.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rooflab::bench

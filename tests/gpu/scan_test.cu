@@ -1,0 +1,302 @@
+// The scan ladder through the registry, and the production inclusive / exclusive scan: every type,
+// awkward sizes and alignments, in place, reproducibility, wraparound, and more than 2^31 elements.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "bench/random.hpp"
+#include "bench/registry.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/scan.hpp"
+#include "gpu_test.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "rooflab/scan.hpp"
+
+namespace rooflab {
+namespace {
+
+using cpu::RoundingBound;
+using cpu::ScanKind;
+
+class ScanLadder : public testing::GpuTest {};
+class InclusiveScan : public testing::GpuTest {};
+class ExclusiveScan : public testing::GpuTest {};
+
+// Sizes around every boundary of the ladder: warps (32), blocks (1024), production tiles (2048
+// and 4096 elements) and its look-back groups (32 tiles), and the block rungs' third level.
+const std::int64_t ladder_sizes[] = {1, 31, 32, 33, 1025, 4097, 32 * 4096 + 1, (1 << 20) + 7};
+
+TEST_F(ScanLadder, EveryRungMatchesTheReferenceAtAwkwardSizesTwiceInARow) {
+  std::uint64_t seed = 6000;
+  for (const char* dtype : {"float", "int32", "double", "int64", "uint32"}) {
+    for (const std::int64_t n : ladder_sizes) {
+      bench::Problem problem;
+      problem.n = n;
+      problem.dtype = dtype;
+      const bench::Op& op = bench::registry().op("scan");
+      problem = op.resolve(problem);
+      auto workspace = op.make_workspace(problem);
+      for (const bench::Variant* variant : bench::registry().variants("scan")) {
+        if (variant->limit && !variant->limit(problem).empty()) continue;
+        workspace->refill(seed++);
+        // Twice: the harness times repeated runs on the same workspace, so a rung must reset its
+        // own state (tile counters, flags) on every call.
+        for (int run = 0; run < 2; ++run) {
+          variant->run(*workspace, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << variant->name;
+        }
+        const bench::Check check = workspace->check(variant->where);
+        EXPECT_TRUE(check.passed) << variant->name << " " << dtype << " n=" << n
+                                  << " seed=" << seed - 1 << ": " << check.detail;
+      }
+    }
+  }
+}
+
+// Random inputs on the device: floating point on the 2^-23 / 2^-52 grid in [-1, 1); integers over
+// a range whose sums wrap (int32 and uint32) so that wraparound is exercised too.
+template <class T>
+DeviceBuffer<T> random_input(std::int64_t n, std::uint64_t seed) {
+  DeviceBuffer<T> buffer(std::size_t(n + 8));  // room for the offsets of the alignment tests
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    bench::fill_random(buffer.data(), n + 8, seed, nullptr);
+  else if constexpr (std::is_signed_v<T>)
+    bench::fill_random_integers(buffer.data(), n + 8, seed, -(std::int64_t(1) << 30),
+                                std::int64_t(1) << 30, nullptr);
+  else
+    bench::fill_random_integers(buffer.data(), n + 8, seed, 0, (std::int64_t(1) << 31) - 1,
+                                nullptr);
+  return buffer;
+}
+
+// The production path's own rounding bound (derived in docs/scan.md, "Accuracy"): an element
+// passes through at most 16 roundings inside its tile, a tile total 15; each of at most 7
+// look-back levels adds 5 (a warp tree) plus 1 (combining the levels), and the tile prefix is
+// added once: 15 + 7 * 6 + 1 = 58 <= 64.
+const RoundingBound production_rounding{64, 0};
+
+template <class T>
+std::vector<T> download_range(const T* device, std::int64_t n) {
+  std::vector<T> host(n);
+  if (n > 0)
+    EXPECT_EQ(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return host;
+}
+
+template <class T>
+void expect_scan_matches(ScanKind kind, std::int64_t n, std::int64_t in_offset,
+                         std::int64_t out_offset, std::uint64_t seed) {
+  DeviceBuffer<T> in = random_input<T>(n, seed);
+  DeviceBuffer<T> out(std::size_t(n + 8));
+  out.fill_bytes(0xFF);
+  const T* in_start = in.data() + in_offset;
+  T* out_start = out.data() + out_offset;
+  if (kind == ScanKind::inclusive)
+    inclusive_scan(in_start, out_start, n);
+  else
+    exclusive_scan(in_start, out_start, n);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<T> host_in = download_range(in_start, n);
+  const std::vector<T> host_out = download_range(out_start, n);
+  const auto check = cpu::check_scan(host_in.data(), host_out.data(), n, kind, production_rounding);
+  EXPECT_TRUE(check.passed) << "n=" << n << " in+" << in_offset << " out+" << out_offset
+                            << " seed=" << seed << ": " << check.describe();
+  // Nothing written outside [out_start, out_start + n).
+  const std::vector<T> whole = out.download();
+  const T poison = [] {
+    T value;
+    std::memset(&value, 0xFF, sizeof(T));
+    return value;
+  }();
+  for (std::int64_t i = 0; i < std::int64_t(whole.size()); ++i) {
+    if (i >= out_offset && i < out_offset + n) continue;
+    EXPECT_EQ(std::memcmp(&whole[i], &poison, sizeof(T)), 0)
+        << "wrote element " << i - out_offset << " of n=" << n;
+  }
+}
+
+// Tile boundaries of 4-byte (4096) and 8-byte (2048) types, look-back groups of 32 tiles, and a
+// second look-back level (more than 1024 tiles).
+const std::int64_t production_sizes[] = {1,
+                                         2,
+                                         31,
+                                         32,
+                                         33,
+                                         1025,
+                                         2047,
+                                         2048,
+                                         2049,
+                                         4095,
+                                         4096,
+                                         4097,
+                                         3 * 2048 + 1,
+                                         32 * 4096 - 1,
+                                         32 * 4096,
+                                         32 * 4096 + 1,
+                                         (1 << 20) + 7,
+                                         (1 << 22) + 5};
+
+template <class T>
+void expect_every_size_matches(ScanKind kind, std::uint64_t seed) {
+  for (const std::int64_t n : production_sizes) expect_scan_matches<T>(kind, n, 0, 0, seed++);
+}
+
+TEST_F(InclusiveScan, MatchesTheReferenceForEveryTypeAtAwkwardSizes) {
+  expect_every_size_matches<float>(ScanKind::inclusive, 100);
+  expect_every_size_matches<double>(ScanKind::inclusive, 200);
+  expect_every_size_matches<std::int32_t>(ScanKind::inclusive, 300);
+  expect_every_size_matches<std::int64_t>(ScanKind::inclusive, 400);
+  expect_every_size_matches<std::uint32_t>(ScanKind::inclusive, 500);
+}
+
+TEST_F(ExclusiveScan, MatchesTheReferenceForEveryTypeAtAwkwardSizes) {
+  expect_every_size_matches<float>(ScanKind::exclusive, 600);
+  expect_every_size_matches<double>(ScanKind::exclusive, 700);
+  expect_every_size_matches<std::int32_t>(ScanKind::exclusive, 800);
+  expect_every_size_matches<std::int64_t>(ScanKind::exclusive, 900);
+  expect_every_size_matches<std::uint32_t>(ScanKind::exclusive, 1000);
+}
+
+TEST_F(InclusiveScan, UnalignedPointersMatchTheReference) {
+  std::uint64_t seed = 1100;
+  for (const std::int64_t n : {std::int64_t(5), std::int64_t(4099), std::int64_t(32 * 4096 + 3)}) {
+    // Same misalignment for in and out (vector stores), and different (element stores).
+    for (const auto& [in_offset, out_offset] :
+         {std::pair{1, 1}, std::pair{2, 2}, std::pair{3, 3}, std::pair{1, 0}, std::pair{0, 3},
+          std::pair{2, 1}}) {
+      expect_scan_matches<float>(ScanKind::inclusive, n, in_offset, out_offset, seed++);
+      expect_scan_matches<std::int32_t>(ScanKind::exclusive, n, in_offset, out_offset, seed++);
+    }
+    for (const auto& [in_offset, out_offset] :
+         {std::pair{1, 1}, std::pair{1, 0}, std::pair{0, 1}}) {
+      expect_scan_matches<double>(ScanKind::inclusive, n, in_offset, out_offset, seed++);
+      expect_scan_matches<std::int64_t>(ScanKind::exclusive, n, in_offset, out_offset, seed++);
+    }
+  }
+}
+
+template <class T>
+std::vector<T> scan_on_device(ScanKind kind, const DeviceBuffer<T>& in, std::int64_t n,
+                              bool in_place) {
+  DeviceBuffer<T> out{std::size_t(n)};
+  if (in_place)
+    EXPECT_EQ(cudaMemcpy(out.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+  const T* source = in_place ? out.data() : in.data();
+  if (kind == ScanKind::inclusive)
+    inclusive_scan(source, out.data(), n);
+  else
+    exclusive_scan(source, out.data(), n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return out.download();
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+TEST_F(InclusiveScan, InPlaceGivesTheSameBitsAsOutOfPlace) {
+  const std::int64_t n = (1 << 22) + 5;
+  const std::uint64_t seed = 1200;
+  const DeviceBuffer<float> in = random_input<float>(n, seed);
+  EXPECT_TRUE(same_bits(scan_on_device(ScanKind::inclusive, in, n, false),
+                        scan_on_device(ScanKind::inclusive, in, n, true)))
+      << "seed " << seed;
+}
+
+TEST_F(ExclusiveScan, InPlaceGivesTheSameBitsAsOutOfPlace) {
+  const std::int64_t n = (1 << 22) + 5;
+  const std::uint64_t seed = 1300;
+  const DeviceBuffer<double> in = random_input<double>(n, seed);
+  EXPECT_TRUE(same_bits(scan_on_device(ScanKind::exclusive, in, n, false),
+                        scan_on_device(ScanKind::exclusive, in, n, true)))
+      << "seed " << seed;
+}
+
+// Thousands of tiles racing through the look-back: the float results must not depend on which
+// tile finished first.
+TEST_F(InclusiveScan, FloatResultsAreBitwiseIdenticalOverRepeatedRuns) {
+  const std::int64_t n = (1 << 24) + 3;
+  const std::uint64_t seed = 1400;
+  const DeviceBuffer<float> in = random_input<float>(n, seed);
+  const std::vector<float> first = scan_on_device(ScanKind::inclusive, in, n, false);
+  for (int run = 1; run < 5; ++run)
+    EXPECT_TRUE(same_bits(first, scan_on_device(ScanKind::inclusive, in, n, false)))
+        << "run " << run << ", seed " << seed;
+}
+
+TEST_F(ExclusiveScan, DoubleResultsAreBitwiseIdenticalOverRepeatedRuns) {
+  const std::int64_t n = (1 << 23) + 3;
+  const std::uint64_t seed = 1500;
+  const DeviceBuffer<double> in = random_input<double>(n, seed);
+  const std::vector<double> first = scan_on_device(ScanKind::exclusive, in, n, false);
+  for (int run = 1; run < 5; ++run)
+    EXPECT_TRUE(same_bits(first, scan_on_device(ScanKind::exclusive, in, n, false)))
+        << "run " << run << ", seed " << seed;
+}
+
+TEST_F(InclusiveScan, ZeroElementsLeavesTheOutputUntouched) {
+  DeviceBuffer<float> in(std::vector<float>{1.0f, 2.0f});
+  DeviceBuffer<float> out(std::vector<float>{7.0f, 8.0f});
+  inclusive_scan(in.data(), out.data(), 0);
+  exclusive_scan(in.data(), out.data(), 0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(out.download(), (std::vector<float>{7.0f, 8.0f}));
+}
+
+TEST_F(InclusiveScan, SignedIntegerSumsWrapAroundLikeTwosComplement) {
+  const std::int32_t big = std::numeric_limits<std::int32_t>::max() / 2 + 1;  // 2^30
+  const std::vector<std::int32_t> values = {big, big, big, big, -1, 5};
+  DeviceBuffer<std::int32_t> in(values), out(values.size());
+  inclusive_scan(in.data(), out.data(), std::int64_t(values.size()));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(out.download(), (std::vector<std::int32_t>{
+                                big, std::numeric_limits<std::int32_t>::min(), -big, 0, -1, 4}));
+}
+
+TEST_F(ExclusiveScan, GivesZeroFirstAndTheSumsOfThePrecedingElements) {
+  DeviceBuffer<std::int64_t> in(std::vector<std::int64_t>{3, -1, 4, 1, -5});
+  DeviceBuffer<std::int64_t> out(5);
+  exclusive_scan(in.data(), out.data(), 5);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(out.download(), (std::vector<std::int64_t>{0, 3, 2, 6, 7}));
+}
+
+// 64-bit indexing end to end: 2^31 + 12345 uint32 elements (8.6 GB each way; about 17 GB of device
+// memory and 17 GB of host memory for the check), sums wrapping modulo 2^32. Four look-back
+// levels (524 292 tiles). Slow under compute-sanitizer: excluded there (*BeyondTwoTo31*).
+TEST_F(InclusiveScan, BeyondTwoTo31ElementsMatchesExactly) {
+  const std::int64_t n = (std::int64_t(1) << 31) + 12345;
+  const std::size_t bytes = std::size_t(n) * sizeof(std::uint32_t);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  if (free_bytes < 2 * bytes + (std::size_t(1) << 30))
+    GTEST_SKIP() << "needs " << (2 * bytes >> 30) + 1 << " GiB of free device memory, "
+                 << (free_bytes >> 30) << " GiB free";
+  const std::uint64_t seed = 1600;
+  std::vector<std::uint32_t> host_in(n);
+  {
+    DeviceBuffer<std::uint32_t> in(n);
+    bench::fill_random_integers(in.data(), n, seed, 0, 7, nullptr);
+    DeviceBuffer<std::uint32_t> out(n);
+    out.fill_bytes(0xFF);
+    inclusive_scan(in.data(), out.data(), n);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<std::uint32_t> host_out = out.download();
+    cpu::parallel_ranges(n, [&](std::int64_t begin, std::int64_t end, int) {
+      for (std::int64_t i = begin; i < end; ++i)
+        host_in[i] = std::uint32_t(bench::random_integer(seed, std::uint64_t(i), 0, 7));
+    });
+    const auto check = cpu::check_scan(host_in.data(), host_out.data(), n, ScanKind::inclusive, {});
+    EXPECT_TRUE(check.passed) << "seed " << seed << ": " << check.error << " mismatches, "
+                              << check.describe();
+  }
+}
+
+}  // namespace
+}  // namespace rooflab

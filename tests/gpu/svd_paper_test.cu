@@ -1,0 +1,157 @@
+// Paper 004's ladder: every rung converges to LAPACK's eigenvalues, the device rungs agree bit for
+// bit whatever their launch shape, loop step or carveout, a run stopped at its sweep limit fails,
+// and the harness skips the rungs of other tables.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/runner.hpp"
+#include "gpu_test.hpp"
+#include "svd_paper/svd_paper_workspace.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+class SvdPaperLadder : public testing::GpuTest {
+ protected:
+  void SetUp() override {
+    testing::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  // One validated run, on a non-blocking stream like the harness's.
+  Check run_and_check(const Variant& variant, SvdPaperWorkspace& workspace, std::uint64_t seed) {
+    workspace.refill(seed);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    variant.run(workspace, stream_);
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess) << variant.name;
+    return workspace.check(variant.where);
+  }
+
+  cudaStream_t stream_ = nullptr;
+};
+
+class SvdPaperHarness : public testing::GpuTest {};
+
+std::vector<const Variant*> device_loop_rungs() {  // P2 to P6: the rotation set up on the device
+  std::vector<const Variant*> rungs;
+  for (const Variant* variant : registry().variants("svd-paper"))
+    if (variant->where == Where::gpu && !variant->vendor && variant->rung >= 2)
+      rungs.push_back(variant);
+  return rungs;
+}
+
+TEST_F(SvdPaperLadder, EveryRungMatchesLapackAtSmallSizes) {
+  std::uint64_t seed = 4000;
+  for (const int n : {1, 2, 8, 25, 33}) {
+    SvdPaperWorkspace workspace(n);
+    for (const Variant* variant : registry().variants("svd-paper")) {
+      const Check check = run_and_check(*variant, workspace, seed);
+      EXPECT_TRUE(check.passed) << variant->name << " n=" << n << " seed=" << seed << ": "
+                                << check.detail;
+      EXPECT_LE(check.error, SvdPaperWorkspace::tolerance) << variant->name << " n=" << n;
+      ++seed;
+    }
+  }
+}
+
+TEST_F(SvdPaperLadder, DeviceRungsGiveTheSameBitsWhateverShapeStepOrCarveout) {
+  const int n = 20;
+  const std::uint64_t seed = 4100;
+  SvdPaperWorkspace workspace(n);
+  const std::vector<const Variant*> rungs = device_loop_rungs();
+  ASSERT_EQ(rungs.size(), 13u);  // P2, P3, six shapes, two steps, three carveouts
+  std::vector<double> first_values, first_vectors;
+  for (const Variant* variant : rungs) {
+    const Check check = run_and_check(*variant, workspace, seed);
+    ASSERT_TRUE(check.passed) << variant->name << " seed=" << seed << ": " << check.detail;
+    const std::vector<double> values = workspace.values.download();
+    const std::vector<double> vectors = workspace.vectors.download();
+    if (first_values.empty()) {
+      first_values = values;
+      first_vectors = vectors;
+      continue;
+    }
+    EXPECT_EQ(values, first_values) << variant->name << " differs from " << rungs.front()->name;
+    EXPECT_EQ(vectors, first_vectors) << variant->name << " differs from " << rungs.front()->name;
+  }
+}
+
+// With 256 threads a quarter has 64 lanes: only beyond n = 64 does step 1 give a thread more than
+// one output, so the loop steps are compared (and validated) there.
+TEST_F(SvdPaperLadder, LoopStepsAgreeWhenEachThreadTakesSeveralOutputs) {
+  const int n = 67;
+  const std::uint64_t seed = 4200;
+  SvdPaperWorkspace workspace(n);
+  std::vector<std::vector<double>> values;
+  for (const Variant* variant : registry().variants("svd-paper")) {
+    if (variant->name != "step-1" && variant->name != "step-threads") continue;
+    const Check check = run_and_check(*variant, workspace, seed);
+    EXPECT_TRUE(check.passed) << variant->name << " seed=" << seed << ": " << check.detail;
+    values.push_back(workspace.values.download());
+  }
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[0], values[1]);
+}
+
+TEST_F(SvdPaperLadder, EveryIterativeRungStoppedAtItsSweepLimitFailsTheCheck) {
+  const int n = 40;  // above 32, where a vendor might switch to a small-matrix path
+  SvdPaperWorkspace workspace(n);
+  std::uint64_t seed = 4300;
+  for (const Variant* variant : registry().variants("svd-paper")) {
+    if (variant->name == "lapack-dsyev") continue;  // no sweeps: LAPACK's own reference call
+    workspace.max_sweeps = 1;  // refill keeps it: a property of the problem, not of a run
+    const Check check = run_and_check(*variant, workspace, seed);
+    EXPECT_FALSE(check.passed) << variant->name << " seed=" << seed << " passed after one sweep";
+    EXPECT_NE(check.detail.find("converge"), std::string::npos)
+        << variant->name << ": " << check.detail;
+    ++seed;
+  }
+}
+
+TEST_F(SvdPaperLadder, UnrunWorkspaceFailsTheCheck) {
+  SvdPaperWorkspace workspace(9);
+  workspace.refill(4400);
+  for (const Where where : {Where::gpu, Where::cpu}) {
+    workspace.convergence = Convergence::unreported;
+    Check check = workspace.check(where);
+    EXPECT_FALSE(check.passed);
+    EXPECT_NE(check.detail.find("no convergence"), std::string::npos) << check.detail;
+    workspace.convergence = Convergence::converged;  // a rung that claims success but wrote nothing
+    check = workspace.check(where);
+    EXPECT_FALSE(check.passed);
+    EXPECT_NE(check.detail.find("NaN"), std::string::npos) << check.detail;
+  }
+}
+
+TEST_F(SvdPaperHarness, RunsTheRungsOfTheTableAndSkipsTheOthersSayingWhy) {
+  Environment environment;
+  environment.device = query_device();
+  environment.commit = "test";
+  RunOptions options;
+  options.reps = 3;
+  options.warmup = 0;
+  options.only = {"cpu", "device-malloc", "threads-4x32", "cusolver-syevj"};
+  Runner runner(registry(), environment, options);
+  Problem problem;
+  problem.n = 25;  // Tables 1 and 2
+  const auto rows = runner.run("svd-paper", problem);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const Row& row : rows) {
+    if (row.name == "threads-4x32") {
+      EXPECT_EQ(row.status, Status::skipped);
+      EXPECT_NE(row.note.find("belongs to Table 3"), std::string::npos) << row.note;
+    } else {
+      EXPECT_EQ(row.status, Status::ok) << row.name << ": " << row.note;
+      EXPECT_GT(row.median_ms, 0) << row.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rooflab::bench
