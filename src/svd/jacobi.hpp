@@ -61,6 +61,8 @@ enum class GlobalSchedule {
   launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
   blocked,           // one kernel per round of disjoint pairs of column blocks, each pair's
                      // columns swept in one block's shared memory
+  blocked_persistent,  // the same rounds in one cooperative kernel for the whole iteration
+                       // (per-round launches where the blocks cannot all be resident)
 };
 
 // Where a matrix is solved; production_path picks by shape and batch.

@@ -75,11 +75,32 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 5 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: one kernel for
+// Rung 5 — blocked, persistent (svd.cu's blocked_persistent).
+// The same pairs of blocks in one cooperative kernel for the whole iteration: a grid-wide barrier
+// (about a microsecond) instead of a launch per round, and the convergence test on the device
+// instead of a host round trip per sweep. For one matrix the rounds are short, so what they
+// cost between them is most of the time.
+ROOFLAB_VARIANT(Variant{
+    "svd", 5, "blocked-persistent", "the blocked rounds in one cooperative launch, grid barriers between",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
+        return {};
+      return "columns too long for a pair of 4-column blocks in shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
+                           stream);
+      });
+    }});
+
+// Rung 6 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: one kernel for
 // small matrices, blocked beyond), with its argument checks, scratch allocation and the final
 // synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{
-    "svd", 5, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
+    "svd", 6, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         SvdOptions options;

@@ -200,7 +200,7 @@ __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t firs
 
 // End of a sweep, a thread per matrix: converged when no pair needed a rotation.
 template <class T>
-__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix) {
+__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count) {
   if (!G.active[matrix]) return;
   const int sweeps = ++G.sweeps[matrix];
   const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
@@ -210,7 +210,7 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix) {
   } else if (sweeps >= G.P.max_sweeps) {
     G.active[matrix] = 0;
   } else {
-    atomicAdd(G.active_count, 1u);
+    atomicAdd(active_count, 1u);
   }
 }
 
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(global_threads) global_round(GlobalState<T> G,
 template <class T>
 __global__ void global_sweep_end(GlobalState<T> G) {
   const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (matrix < G.P.batch) sweep_end(G, matrix);
+  if (matrix < G.P.batch) sweep_end(G, matrix, G.active_count);
 }
 
 // A whole sweep in one cooperative launch: the grid-wide barrier replaces the launch boundary
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
   }
   for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
        matrix += std::int64_t(gridDim.x) * blockDim.x)
-    sweep_end(G, matrix);
+    sweep_end(G, matrix, G.active_count);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,16 +296,16 @@ __host__ __device__ inline BlockedLayout blocked_layout(int M, int block, int el
 constexpr int inner_sweeps = 1;
 constexpr int blocked_max_threads = 512;
 
+// One pair of blocks: `item` counts the pairs of round `round` over the batch (matrix-major).
 template <class T>
-__global__ void __launch_bounds__(blocked_max_threads)
-    blocked_round(GlobalState<T> G, BlockedLayout L, int round, int lanes) {
-  extern __shared__ __align__(16) unsigned char smem[];
+__device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, int round,
+                             std::int64_t item, int lanes, unsigned char* smem) {
   const BlockTeam team{reinterpret_cast<unsigned long long*>(smem + L.team_offset)};
   const int pairs = pairs_in_round(round, G.block_positions);
-  const std::int64_t matrix = blockIdx.x / pairs;
+  const std::int64_t matrix = item / pairs;
   if (!G.active[matrix]) return;  // uniform over the block
   const int b = G.block, slots = L.slots, N = G.N, M = G.M;
-  const int first = first_position(round, int(blockIdx.x % pairs)) * b;
+  const int first = first_position(round, int(item % pairs)) * b;
   T* Wb = reinterpret_cast<T*>(smem + L.w_offset);
   T* Q = reinterpret_cast<T*>(smem + L.q_offset);
   T* inner_norms = reinterpret_cast<T*>(smem + L.norms_offset);
@@ -355,6 +355,43 @@ __global__ void __launch_bounds__(blocked_max_threads)
   if (rank == 0 && outcome.first_off > 0)
     atomicMax(&G.off_bits[matrix],
               static_cast<unsigned long long>(__double_as_longlong(double(outcome.first_off))));
+}
+
+template <class T>
+__global__ void __launch_bounds__(blocked_max_threads)
+    blocked_round(GlobalState<T> G, BlockedLayout L, int round, int lanes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  blocked_step(G, L, round, blockIdx.x, lanes, smem);
+}
+
+// The whole blocked iteration in one cooperative launch: grid-wide barriers replace the launches
+// between rounds and the host's convergence test between sweeps (each sweep counts its active
+// matrices in its own counter, read by every block after the barrier, so all leave together).
+template <class T>
+__global__ void __launch_bounds__(blocked_max_threads)
+    blocked_persistent(GlobalState<T> G, BlockedLayout L, int lanes, unsigned* active_counts) {
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const cg::grid_group grid = cg::this_grid();
+  const BlockTeam team{reinterpret_cast<unsigned long long*>(smem + L.team_offset)};
+  for (int sweep = 0; sweep < G.P.max_sweeps; ++sweep) {
+    for (std::int64_t matrix = blockIdx.x; matrix < G.P.batch; matrix += gridDim.x)
+      sweep_start(G, team, matrix);
+    grid.sync();
+    for (int round = 0; round < G.block_positions; ++round) {
+      const std::int64_t items = std::int64_t(G.P.batch) * pairs_in_round(round, G.block_positions);
+      for (std::int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        blocked_step(G, L, round, item, lanes, smem);
+        __syncthreads();  // the next pair reuses the shared memory
+      }
+      grid.sync();
+    }
+    for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
+         matrix += std::int64_t(gridDim.x) * blockDim.x)
+      sweep_end(G, matrix, &active_counts[sweep]);
+    grid.sync();
+    if (*static_cast<volatile unsigned*>(&active_counts[sweep]) == 0) break;
+  }
 }
 
 // u_c = w_c / sigma_c.
@@ -493,7 +530,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::int64_t batch = problem.batch;
   BlockedLayout blocked;
   int blocked_lanes = 0, blocked_block_threads = 0;
-  if (schedule == GlobalSchedule::blocked) {
+  const bool blocked_schedule =
+      schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
+  if (blocked_schedule) {
     G.block = blocked_width<T>(G.M, G.N, problem.batch);
     require(G.block > 0, op, "m, n", "columns too long for the blocked schedule's shared memory");
     const int blocks = (G.N + G.block - 1) / G.block;
@@ -502,9 +541,12 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     blocked = blocked_layout(G.M, G.block, sizeof(T));
     blocked_block_threads = blocked_threads(G.M, G.block);
     blocked_lanes = lanes_per_pair(blocked_block_threads, blocked.slots);
-    if (blocked.bytes > 48 * 1024)
+    if (blocked.bytes > 48 * 1024) {
       ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             blocked.bytes));
+      ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_persistent<T>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, blocked.bytes));
+    }
   } else {
     G.positions = G.N + (G.N & 1);
   }
@@ -516,8 +558,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::size_t pos_bytes = aligned(sizeof(int) * G.positions * batch);
   const std::size_t word_bytes = aligned(sizeof(unsigned long long) * batch);
   const std::size_t int_bytes = aligned(sizeof(int) * batch);
+  const std::size_t count_bytes = aligned(sizeof(unsigned) * (problem.max_sweeps + 1));
   StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 2 * word_bytes +
-                           5 * int_bytes + aligned(sizeof(unsigned)),
+                           5 * int_bytes + count_bytes,
                        stream, op);
   unsigned char* at = scratch.as<unsigned char>();
   const auto take = [&at](std::size_t bytes) {
@@ -537,7 +580,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   G.sweeps = reinterpret_cast<int*>(take(int_bytes));
   G.converged = reinterpret_cast<int*>(take(int_bytes));
   G.bad = reinterpret_cast<int*>(take(int_bytes));
-  G.active_count = reinterpret_cast<unsigned*>(take(aligned(sizeof(unsigned))));
+  // active_counts[0] serves the host-driven schedules; [1 + sweep] the persistent kernel's sweeps.
+  unsigned* active_counts = reinterpret_cast<unsigned*>(take(count_bytes));
+  G.active_count = active_counts;
 
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
   const std::int64_t elements = std::int64_t(problem.m) * problem.n;
@@ -558,6 +603,25 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, false);
   detail::check_launch(op, "global_column_norms");
 
+  // The persistent blocked kernel: as many blocks as can be resident, up to one per pair of a round.
+  int persistent_blocks = 0;
+  if (schedule == GlobalSchedule::blocked_persistent) {
+    int per_sm = 0;
+    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, blocked_persistent<T>, blocked_block_threads, blocked.bytes));
+    const std::int64_t pairs = batch * (G.block_positions / 2);
+    persistent_blocks =
+        int(std::min<std::int64_t>(pairs, std::int64_t(per_sm) * current_sm_count()));
+  }
+  if (persistent_blocks > 0) {
+    ROOFLAB_CUDA(op, cudaMemsetAsync(active_counts, 0, count_bytes, stream));
+    unsigned* sweep_counts = active_counts + 1;
+    void* arguments[] = {&G, &blocked, &blocked_lanes, &sweep_counts};
+    ROOFLAB_CUDA(op, cudaLaunchCooperativeKernel(reinterpret_cast<void*>(blocked_persistent<T>),
+                                                 dim3(persistent_blocks), dim3(blocked_block_threads),
+                                                 arguments, blocked.bytes, stream));
+  }
+
   int cooperative_blocks = 0;
   if (schedule == GlobalSchedule::launch_per_sweep) {
     int per_sm = 0;
@@ -567,7 +631,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     cooperative_blocks = int(std::max<std::int64_t>(
         1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
   }
-  for (int sweep = 0; sweep < problem.max_sweeps; ++sweep) {
+  for (int sweep = 0; persistent_blocks == 0 && sweep < problem.max_sweeps; ++sweep) {
     ROOFLAB_CUDA(op, cudaMemsetAsync(G.active_count, 0, sizeof(unsigned), stream));
     if (schedule == GlobalSchedule::launch_per_sweep) {
       void* arguments[] = {&G};
@@ -577,7 +641,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     } else {
       global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
       detail::check_launch(op, "global_sweep_start");
-      if (schedule == GlobalSchedule::blocked) {
+      if (blocked_schedule) {
         for (int round = 0; round < G.block_positions; ++round) {
           const std::int64_t blocks = batch * pairs_in_round(round, G.block_positions);
           require(blocks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
@@ -641,7 +705,7 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
   switch (path) {
     case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
-    case Path::blocked: return run_global(problem, GlobalSchedule::blocked, report, stream);
+    case Path::blocked: return run_global(problem, GlobalSchedule::blocked_persistent, report, stream);
     case Path::global_rounds: return run_global(problem, GlobalSchedule::launch_per_round, report, stream);
   }
 }

@@ -87,10 +87,10 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 5 — blocked (svd.cu's blocked_round), for matrices beyond shared memory.
-// Pairs of b-column blocks of every matrix in one launch per round, each swept in a block's shared
-// memory; the rotations reach V as one 2b x 2b product. A 256 x 256 batch in double runs 8 pairs
-// of 16-column blocks per matrix at once.
+// Rung 5 — blocked (svd.cu's blocked_step in the persistent kernel), beyond shared memory.
+// Pairs of b-column blocks of every matrix in each round, each swept in a block's shared memory,
+// the rotations reaching V as one 2b x 2b product; one cooperative launch for the whole iteration.
+// A 256 x 256 batch in double runs 8 pairs of 16-column blocks per matrix at once.
 ROOFLAB_VARIANT(Variant{
     "svd-batched", 5, "blocked", "pairs of column blocks swept in shared memory, every matrix at once",
     Where::gpu, false,
@@ -102,7 +102,8 @@ ROOFLAB_VARIANT(Variant{
     },
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
+                           stream);
       });
     }});
 

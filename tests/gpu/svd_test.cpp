@@ -253,7 +253,7 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 81);
     const int k = std::min(m, n);
     for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
-                                jacobi::GlobalSchedule::blocked}) {
+                                jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent}) {
       std::vector<double> host_a = a.values;
       DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
       DeviceBuffer<jacobi::MatrixStatus> status(1);
@@ -342,7 +342,8 @@ void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
   svd_batched<T>(A, m, n, batch, S, U, V);
 }
 
-// One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked.
+// One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked,
+// 4 blocked persistent.
 template <class T>
 std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path) {
   return [path](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
@@ -368,9 +369,11 @@ std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path)
     P.tol = jacobi::default_tolerance<T>(m, n, true);
     P.max_sweeps = 30;
     const jacobi::Report report{status.data(), summary.data()};
+    const jacobi::GlobalSchedule schedules[] = {jacobi::GlobalSchedule::launch_per_round,
+                                                jacobi::GlobalSchedule::blocked,
+                                                jacobi::GlobalSchedule::blocked_persistent};
     if (path >= 2)
-      jacobi::run_global(P, path == 2 ? jacobi::GlobalSchedule::launch_per_round : jacobi::GlobalSchedule::blocked,
-                         report, nullptr);
+      jacobi::run_global(P, schedules[path - 2], report, nullptr);
     else
       jacobi::run_on_chip(P, path == 0, report, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -392,11 +395,11 @@ void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}};
   for (const auto& [m, n] : small)
-    for (const int path : {-1, 0, 1, 2, 3}) {
+    for (const int path : {-1, 0, 1, 2, 3, 4}) {
       expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
       expect_mixed_batch_accurate<double>(m, n, 8, path, 2000 + m * 7 + n);
     }
-  for (const int path : {-1, 1, 2, 3}) {
+  for (const int path : {-1, 1, 2, 3, 4}) {
     expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
     expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
   }
@@ -408,6 +411,7 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<double>(150, 260, 4, -1, 4200);
   expect_mixed_batch_accurate<double>(130, 130, 3, 2, 4300);  // global rounds
   expect_mixed_batch_accurate<float>(300, 40, 3, 3, 4400);    // blocked, tall
+  expect_mixed_batch_accurate<double>(40, 300, 3, 4, 4500);   // blocked persistent, wide
 }
 
 TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
