@@ -74,8 +74,8 @@ ROOFLAB_OP(Op{
 });
 
 std::string cpu_limit(const Problem& problem) {
-  if (std::max(problem.m, problem.n) <= 2048) return {};
-  return "LAPACK on the host takes minutes beyond 2048 (limit max(m, n) <= 2048)";
+  if (std::max(problem.m, problem.n) <= 1024) return {};
+  return "LAPACK on the host takes tens of seconds a run beyond 1024 (limit max(m, n) <= 1024)";
 }
 
 std::string gesvd_shape_limit(const Problem& problem) {
