@@ -100,20 +100,20 @@ __device__ __forceinline__ void rotate_columns(T* p, T* q, const RowWalk& walk, 
   }
 }
 
-// One pair, by one group: dots, test, rotation of W (columns `rows` long) and V (v_rows long,
-// when uv), tracked norms, and the swap of the two positions. Columns >= cols are padding.
-// `active` is false for the group's idle slots; every lane of the warp calls this together.
-// Returns the scaled off-diagonal (0 when idle).
+// One pair, by one group of `lanes` lanes: dots, test, rotation of W's columns (w_walk: this
+// lane's rows of them) and V's (v_walk, when uv), tracked norms, and the swap of the two
+// positions. Columns >= cols are padding. `active` is false for the group's idle slots; every
+// lane of the warp calls this together. Returns the scaled off-diagonal (0 when idle).
 template <class T>
-__device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, int rows, T* V, std::int64_t ldv,
-                                          int v_rows, bool uv, T* norms, int* pos, int position,
-                                          bool active, T tol, int lanes, int h, int group_in_warp,
-                                          int cols) {
+__device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk& w_walk, T* V,
+                                          std::int64_t ldv, const RowWalk& v_walk, bool uv,
+                                          T* norms, int* pos, int position, bool active, T tol,
+                                          int lanes, int cols) {
+  const int h = w_walk.first;
   const int p = active ? pos[position] : 0;
   const int q = active ? pos[position + 1] : 0;
   const bool real = active && p < cols && q < cols;
   T alpha = 0, beta = 0, gamma = 0;
-  const RowWalk w_walk(rows, lanes, h, group_in_warp);
   if (real) partial_dots(W + p * ldw, W + q * ldw, w_walk, alpha, beta, gamma);
   alpha = group_sum(alpha, lanes);
   beta = group_sum(beta, lanes);
@@ -124,7 +124,7 @@ __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, int rows, T* V
     const bool rotate = jacobi_rotation(alpha, beta, gamma, tol, r, cosine);
     if (rotate) {
       rotate_columns(W + p * ldw, W + q * ldw, w_walk, r);
-      if (uv) rotate_columns(V + p * ldv, V + q * ldv, RowWalk(v_rows, lanes, h, group_in_warp), r);
+      if (uv) rotate_columns(V + p * ldv, V + q * ldv, v_walk, r);
     }
     if (h == 0) {
       norms[p] = rotate ? alpha - r.t * gamma : alpha;
@@ -341,12 +341,13 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
   const int groups = threads / lanes;
   const int group = rank / lanes, h = rank % lanes;
   const int group_in_warp = (rank & 31) / lanes;
+  // This lane's rows of W's and V's columns: the same for every pair (divisions done once).
+  const RowWalk w_walk(rows, lanes, h, group_in_warp), v_walk(v_rows, lanes, h, group_in_warp);
   {  // initial norms; every lane of a warp runs the same number of slots (full-mask shuffles)
     const int slots = (n_pad + groups - 1) / groups;
-    const RowWalk walk(rows, lanes, h, group_in_warp);
     for (int slot = 0; slot < slots; ++slot) {
       const int c = slot * groups + group;
-      T sum = c < cols ? partial_norm2(W + c * ldw, walk) : T(0);
+      T sum = c < cols ? partial_norm2(W + c * ldw, w_walk) : T(0);
       sum = group_sum(sum, lanes);
       if (h == 0 && c < n_pad) norms[c] = c < cols ? sum : T(-1);  // padding sorts last
     }
@@ -364,9 +365,8 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
       const int slots = (pairs + groups - 1) / groups;
       for (int slot = 0; slot < slots; ++slot) {
         const int pair = slot * groups + group;
-        const T cosine = process_pair(W, ldw, rows, V, ldv, v_rows, uv, norms, pos,
-                                      first_position(round, pair), pair < pairs, tol, lanes, h,
-                                      group_in_warp, cols);
+        const T cosine = process_pair(W, ldw, w_walk, V, ldv, v_walk, uv, norms, pos,
+                                      first_position(round, pair), pair < pairs, tol, lanes, cols);
         local_off = fmax(local_off, cosine);
       }
       team.sync();

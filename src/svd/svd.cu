@@ -189,9 +189,10 @@ __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t firs
     const std::int64_t matrix = item / pairs;
     if (!G.active[matrix]) continue;  // uniform over the warp
     const int pair = int(item % pairs);
-    const T cosine = process_pair(G.w(matrix), G.ldw, G.M, G.v(matrix), G.ldv, G.N, G.P.uv,
-                                  G.norms_of(matrix), G.pos_of(matrix), first_position(round, pair),
-                                  true, G.P.tol, 32, lane, 0, G.N);
+    const T cosine = process_pair(G.w(matrix), G.ldw, RowWalk(G.M, 32, lane, 0), G.v(matrix), G.ldv,
+                                  RowWalk(G.N, 32, lane, 0), G.P.uv, G.norms_of(matrix),
+                                  G.pos_of(matrix), first_position(round, pair), true, G.P.tol, 32,
+                                  G.N);
     if (lane == 0 && cosine > 0)
       atomicMax(&G.off_bits[matrix],
                 static_cast<unsigned long long>(__double_as_longlong(double(cosine))));
