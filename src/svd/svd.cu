@@ -684,18 +684,19 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   detail::check_launch(op, "global_report");
 }
 
-// The dispatch, from the ladders' estimates (docs/svd.md): small matrices stay in one warp's
-// shared memory (no block barriers, many per SM), larger ones in a block's while there are enough
-// of them to fill the GPU or they are small; a single larger matrix, or one beyond shared memory,
-// goes to the blocked schedule, which spreads its pairs of column blocks over the SMs.
+// The dispatch, from the ladders' estimates (docs/svd.md): when the batch fills the GPU, small
+// matrices stay in one warp's shared memory (no block barriers, many per SM) and larger ones in a
+// block's; fewer matrices than SMs want short rounds instead, so a block per matrix while it is
+// small; a larger matrix, or one beyond shared memory, goes to the blocked schedule, which spreads
+// its pairs of column blocks over the SMs.
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
+  const std::int64_t sms = current_sm_count();
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
-    if (warp_sized && (N <= 32 || std::int64_t(batch) >= 64ll * current_sm_count()))
-      return Path::warp_per_matrix;
-    if (batch >= current_sm_count() || N <= 64 || !blocked_fits<T>(m, n)) return Path::block_per_matrix;
+    if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
+    if (batch >= sms || N <= 64 || !blocked_fits<T>(m, n)) return Path::block_per_matrix;
     return Path::blocked;
   }
   return blocked_fits<T>(m, n) ? Path::blocked : Path::global_rounds;
