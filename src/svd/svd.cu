@@ -1,8 +1,9 @@
 // rooflab::svd: one-sided Jacobi SVD of one matrix (the method: src/svd/jacobi.cuh), and the
 // global-memory schedules shared with rooflab::svd_batched. A small matrix is solved in one
 // block's shared memory in a single kernel (the batched block-per-matrix kernel with batch 1);
-// a larger one keeps its columns in global memory and runs the blocked schedule, one launch per
-// round of pairs of column blocks, the host testing convergence once per sweep.
+// a larger one keeps its columns in global memory and runs the blocked schedule: pairs of column
+// blocks swept in shared memory, the whole iteration in one cooperative launch
+// (jacobi::production_path decides).
 #include <cooperative_groups.h>
 
 #include <algorithm>
