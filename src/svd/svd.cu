@@ -486,6 +486,21 @@ unsigned grid_for(std::int64_t items, int per_block) {
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Launches a cooperative kernel; false (and no error left behind) when the device cannot hold the
+// grid at once after all, as under a tool that takes resources, so the caller can fall back to
+// ordinary launches. Other errors throw.
+bool launched_cooperatively(void* kernel, int blocks, int threads, void** arguments,
+                            std::size_t shared_bytes, cudaStream_t stream) {
+  const cudaError_t status = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(threads), arguments,
+                                                         shared_bytes, stream);
+  if (status == cudaErrorCooperativeLaunchTooLarge) {
+    cudaGetLastError();  // not sticky: clear it
+    return false;
+  }
+  detail::check_cuda(status, "svd", "cudaLaunchCooperativeKernel");
+  return true;
+}
+
 // Blocks of b columns for the blocked schedule: the widest of 16, 8, 4 whose pair fits in shared
 // memory and still gives a quarter of the SMs a pair of blocks per round; else the narrowest that
 // fits (0: none). Wider blocks mean fewer rounds per sweep, narrower ones more blocks at once.
@@ -619,9 +634,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     ROOFLAB_CUDA(op, cudaMemsetAsync(active_counts, 0, count_bytes, stream));
     unsigned* sweep_counts = active_counts + 1;
     void* arguments[] = {&G, &blocked, &blocked_lanes, &sweep_counts};
-    ROOFLAB_CUDA(op, cudaLaunchCooperativeKernel(reinterpret_cast<void*>(blocked_persistent<T>),
-                                                 dim3(persistent_blocks), dim3(blocked_block_threads),
-                                                 arguments, blocked.bytes, stream));
+    if (!launched_cooperatively(reinterpret_cast<void*>(blocked_persistent<T>), persistent_blocks,
+                                blocked_block_threads, arguments, blocked.bytes, stream))
+      persistent_blocks = 0;  // per-round launches below
   }
 
   int cooperative_blocks = 0;
@@ -635,12 +650,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   }
   for (int sweep = 0; persistent_blocks == 0 && sweep < problem.max_sweeps; ++sweep) {
     ROOFLAB_CUDA(op, cudaMemsetAsync(G.active_count, 0, sizeof(unsigned), stream));
-    if (schedule == GlobalSchedule::launch_per_sweep) {
-      void* arguments[] = {&G};
-      ROOFLAB_CUDA(op, cudaLaunchCooperativeKernel(reinterpret_cast<void*>(global_sweep_cooperative<T>),
-                                                   dim3(cooperative_blocks), dim3(global_threads),
-                                                   arguments, 0, stream));
-    } else {
+    void* arguments[] = {&G};
+    if (schedule != GlobalSchedule::launch_per_sweep ||
+        !launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), cooperative_blocks,
+                                global_threads, arguments, 0, stream)) {
       global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
       detail::check_launch(op, "global_sweep_start");
       if (blocked_schedule) {
