@@ -22,6 +22,10 @@ struct Problem {
   std::int64_t m = 0;
   std::int64_t batch = 0;
   std::string dtype;
+  // Histogram only: the number of bins (--bins) and how the input is drawn (--dist: "uniform"
+  // or "equal", every value the same, the worst case for atomics).
+  std::int64_t bins = 0;
+  std::string dist;
 };
 
 // Which measured ceiling a row is compared against. host_transfer_bandwidth is the measured

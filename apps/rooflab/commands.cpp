@@ -47,7 +47,7 @@ void require_gpu() {
 std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry) {
   const bench::Op& op = registry.op(request.op);
   const bool sizes_given = !(request.n.empty() && request.rows.empty() && request.cols.empty() &&
-                             request.m.empty() && request.batch.empty());
+                             request.m.empty() && request.batch.empty() && request.bins.empty());
   std::vector<bench::Problem> problems;
   if (sizes_given) {
     bench::Problem problem;
@@ -56,13 +56,16 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
     problem.cols = size_or_zero(request.cols, "--cols");
     problem.m = size_or_zero(request.m, "--m");
     problem.batch = size_or_zero(request.batch, "--batch");
+    problem.bins = size_or_zero(request.bins, "--bins");
     require(request.n.empty() || problem.n > 0, "bench", "--n", "must be at least 1");
+    require(request.bins.empty() || problem.bins > 0, "bench", "--bins", "must be at least 1");
     problems.push_back(problem);
   } else {
     problems = op.report_problems(false);
   }
   for (bench::Problem& problem : problems) {
     if (!request.dtype.empty()) problem.dtype = request.dtype;
+    if (!request.dist.empty()) problem.dist = request.dist;
     problem = op.resolve(problem);
   }
   return problems;

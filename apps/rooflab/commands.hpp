@@ -19,8 +19,9 @@ struct UsageError : std::runtime_error {
 
 struct BenchRequest {
   std::string op;
-  std::string n, rows, cols, m, batch;  // as typed; parsed by to_problem
+  std::string n, rows, cols, m, batch, bins;  // as typed; parsed by to_problems
   std::string dtype;
+  std::string dist;
   std::string format = "table";
   std::string out;
   bench::RunOptions options;

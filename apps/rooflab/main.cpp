@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   bench_command->add_option("--m", request.m, "rows of an svd matrix");
   bench_command->add_option("--batch", request.batch, "matrices in a batch");
   bench_command->add_option("--dtype", request.dtype, "element type (op-specific)");
+  bench_command->add_option("--bins", request.bins, "histogram: number of bins");
+  bench_command->add_option("--dist", request.dist, "histogram: input values, uniform or equal");
   bench_command->add_option("--only", only, "rungs to run, by number or name, comma-separated");
   bench_command->add_option("--format", request.format, "table, csv, json or md");
   bench_command->add_option("--out", request.out,

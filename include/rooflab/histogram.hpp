@@ -10,7 +10,10 @@ namespace rooflab {
 // counts[b], b in [0, bins), is overwritten. A value v with lo <= v < hi falls into bin
 // min(bins - 1, floor((double(v) - lo) * bins / (hi - lo))), evaluated in double precision;
 // values outside [lo, hi) and NaN are not counted. lo and hi are doubles so that every value of
-// T can be bounded (uint8 data: lo = 0, hi = 256). 1 <= bins <= 2^24.
+// T can be bounded (uint8 data: lo = 0, hi = 256). 1 <= bins <= 2^24; lo < hi, both finite, and
+// (hi - lo) * bins and bins / (hi - lo) finite, so that the rule never overflows. n >= 0 (64-bit;
+// n = 0 gives all counts zero); in may start at any address aligned to T.
+// Throws rooflab::Error naming the argument on bad input.
 template <class T>
 void histogram_even(const T* in, std::int64_t n, int bins, double lo, double hi,
                     std::uint64_t* counts, cudaStream_t stream = nullptr);

@@ -2,7 +2,17 @@
 // Reductions. Device pointers; asynchronous on `stream`. Instantiated in the library for T in
 // {float, double, int32_t, int64_t, uint32_t} and Op in {Sum, Min, Max}; custom operators and
 // types through rooflab.cuh. Results are bitwise reproducible: the same input on the same GPU
-// gives the same bits on every run (no floating-point atomics on the result path).
+// gives the same bits on every run (no floating-point atomics on the result path; the summation
+// tree depends only on the sizes, the alignment and the device).
+//  - Integer sums wrap modulo 2^bits (rooflab::Sum).
+//  - Floating-point sums are tree sums: an element passes through at most n / (elements the
+//    whole grid loads per step) + 32 additions (about 280 for 2^28 floats on an H100), so the
+//    error is at most that many unit roundoffs times sum|x| (docs/reduce.md derives the bound).
+//  - `in` may start anywhere its element type may (16-byte vectors are used on the aligned part,
+//    scalars on the head and tail); `out` must not overlap `in`.
+//  - The first call on a stream allocates a little scratch for that stream (kept for later calls,
+//    which then need no allocation, memset or second launch): make one call before capturing the
+//    stream into a CUDA graph.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -11,12 +21,13 @@
 
 namespace rooflab {
 
-// *out = op over in[0, n). n >= 1; in may be unaligned. Throws rooflab::Error on n < 1 or null
-// pointers.
+// *out = op over in[0, n), n >= 1 (beyond 2^31 too). Throws rooflab::Error on n < 1, null or
+// misaligned pointers.
 template <class T, class Op = Sum>
 void reduce(const T* in, std::int64_t n, T* out, Op op = {}, cudaStream_t stream = nullptr);
 
-// in: rows x cols, row-major; out[r] = op over row r. Any rows >= 1, cols >= 1.
+// in: rows x cols, row-major; out[r] = op over row r. Any rows >= 1, cols >= 1 (rows * cols may
+// exceed 2^31). Throws rooflab::Error on rows or cols < 1, null or misaligned pointers.
 template <class T, class Op = Sum>
 void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op = {},
                  cudaStream_t stream = nullptr);

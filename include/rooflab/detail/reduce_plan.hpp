@@ -1,0 +1,95 @@
+#pragma once
+// How rooflab::reduce and rooflab::reduce_rows cut their work: plain host arithmetic, separate from
+// the kernels so that it can be read, and tested, without a GPU. Every choice depends only on the
+// sizes, the alignment and the device, which is what makes the results reproducible: the same call
+// on the same GPU always builds the same summation tree.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace rooflab::detail {
+
+// Threads of every block the reductions launch: 8 warps, so that 8 blocks fill a 2048-thread SM.
+constexpr int reduce_block_threads = 256;
+// 16-byte loads each thread of the one-dimensional reduce issues before it adds any of them:
+// 4 x 16 B x 2048 threads = 128 KiB in flight per SM, several times the ~25 KiB that hide HBM's
+// latency at full bandwidth on an H100 or H200.
+constexpr int reduce_loads_in_flight = 4;
+// Rows of the small-rows path that each warp loads before it combines any of them.
+constexpr int small_rows_in_flight = 8;
+// 16-byte loads each lane of a warp-per-row issues before it adds any: 8 x 16 B per lane.
+constexpr int warp_row_loads_in_flight = 8;
+// Rows of at most this many 16-byte vectors go to one warp each (when there are enough of them):
+// 4096 vectors = 64 KiB, 128 loads per lane; beyond, a block per row (or part of a row) keeps
+// more loads in flight for each row.
+constexpr std::int64_t warp_row_max_vectors = 4096;
+// A part of a split row gives each thread at least this many 16-byte vectors to load, so that
+// the ticket and the partial it costs stay small next to the reading.
+constexpr std::int64_t split_min_vectors_per_thread = 8;
+
+// Elements of T in one 16-byte load; 1 where T does not tile 16 bytes.
+template <class T>
+constexpr int vector_width() {
+  return sizeof(T) <= 8 && 16 % sizeof(T) == 0 ? int(16 / sizeof(T)) : 1;
+}
+
+// Blocks of the one-pass reduce over n elements of `width` per vector: enough for each thread to
+// have `reduce_loads_in_flight` vectors, at most one wave of resident blocks (the grid-stride loop
+// covers the rest), at least one.
+inline int reduce_blocks(std::int64_t n, int width, int resident_blocks) {
+  const std::int64_t per_block =
+      std::int64_t(width) * reduce_block_threads * reduce_loads_in_flight;
+  const std::int64_t wanted = n / per_block + (n % per_block != 0);
+  return int(std::clamp<std::int64_t>(wanted, 1, std::max(1, resident_blocks)));
+}
+
+enum class RowsPath {
+  lanes_per_row,   // small rows: a group of lanes of a warp per row, several rows per warp
+  warp_per_row,    // medium rows, many of them
+  blocks_per_row,  // long rows, or few rows: a block per row, or per part of a row
+};
+
+struct RowsPlan {
+  RowsPath path = RowsPath::blocks_per_row;
+  int lanes_per_row = 0;  // lanes_per_row: a power of two, at most 32
+  bool vector_units =
+      false;                // lanes_per_row: each lane loads one 16-byte vector (else one element)
+  std::int64_t splits = 1;  // blocks_per_row: parts per row; above 1, the last part to finish
+                            // a row combines the parts' partials (one ticket per row)
+};
+
+inline int next_power_of_two(std::int64_t value) {
+  int power = 1;
+  while (power < value) power *= 2;
+  return power;
+}
+
+// rows_vector_aligned: every row starts on a 16-byte boundary (the matrix does, and a row is a
+// whole number of 16-byte vectors).
+inline RowsPlan plan_reduce_rows(std::int64_t rows, std::int64_t cols, int width,
+                                 bool rows_vector_aligned, int sm_count, int resident_blocks) {
+  RowsPlan plan;
+  const bool vector_units = width > 1 && rows_vector_aligned;
+  const std::int64_t units = vector_units ? cols / width : cols;
+  if (units <= 32) {
+    plan.path = RowsPath::lanes_per_row;
+    plan.vector_units = vector_units;
+    plan.lanes_per_row = next_power_of_two(units);
+    return plan;
+  }
+  const std::int64_t vectors = cols / width + (cols % width != 0);
+  if (vectors <= warp_row_max_vectors && rows >= 16 * std::int64_t(sm_count)) {
+    plan.path = RowsPath::warp_per_row;
+    return plan;
+  }
+  plan.path = RowsPath::blocks_per_row;
+  // Few rows: split each so that the grid holds about 8 waves of blocks (a short last wave then
+  // idles the GPU for an eighth of the time at most), but never into parts too small to stream.
+  const std::int64_t wanted = (8 * std::int64_t(std::max(1, resident_blocks)) + rows - 1) / rows;
+  const std::int64_t most =
+      std::max<std::int64_t>(1, vectors / (reduce_block_threads * split_min_vectors_per_thread));
+  plan.splits = std::clamp<std::int64_t>(wanted, 1, most);
+  return plan;
+}
+
+}  // namespace rooflab::detail

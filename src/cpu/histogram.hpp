@@ -1,0 +1,65 @@
+#pragma once
+// CPU side of histogram_even: the bin rule written out as the API states it (independently of the
+// device's), seed 000's CPU loop, and the parallel reference the checks use.
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/parallel.hpp"
+
+namespace rooflab::cpu {
+
+// The bin of v: min(bins - 1, floor((v - lo) * bins / (hi - lo))) in double, or -1 when v is
+// outside [lo, hi) or NaN.
+int even_bin(double v, double lo, double hi, int bins);
+
+// The CPU baseline (seed 000's CPU loop): one core, one pass; counts[0, bins) overwritten.
+template <class T>
+void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi, std::uint64_t* counts);
+
+// The reference: counts of the n values value(0), ..., value(n - 1) (of type T), on every core.
+// Bytes are counted by value and folded into bins at the end (the rule applied to all 256
+// values), everything else binned one by one.
+template <class T, class Value>
+std::vector<std::uint64_t> histogram_reference(std::int64_t n, int bins, double lo, double hi, Value value) {
+  constexpr bool bytes = std::is_same_v<T, std::uint8_t>;
+  const std::size_t slots = bytes ? 256 : std::size_t(bins);
+  // One partial histogram per thread, as many threads as 256 MB of partials allow.
+  const std::int64_t most_parts = std::max<std::int64_t>(1, (std::int64_t(1) << 25) / std::int64_t(slots));
+  const int parts = int(std::max<std::int64_t>(
+      1, std::min<std::int64_t>({std::int64_t(cpu_threads()), most_parts, n / (1 << 16)})));
+  std::vector<std::vector<std::uint64_t>> partial(parts, std::vector<std::uint64_t>(slots, 0));
+  std::vector<std::thread> threads;
+  const std::int64_t per_part = (n + parts - 1) / parts;
+  for (int part = 0; part < parts; ++part) {
+    threads.emplace_back([&, part] {
+      std::vector<std::uint64_t>& mine = partial[part];
+      const std::int64_t end = std::min(n, (part + 1) * per_part);
+      for (std::int64_t i = part * per_part; i < end; ++i) {
+        const T v = value(i);
+        if constexpr (bytes) {
+          ++mine[v];
+        } else {
+          const int bin = even_bin(double(v), lo, hi, bins);
+          if (bin >= 0) ++mine[bin];
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<std::uint64_t> counts(bins, 0);
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    std::uint64_t total = 0;
+    for (const auto& part : partial) total += part[slot];
+    if (!bytes) {
+      counts[slot] = total;
+    } else if (const int bin = even_bin(double(slot), lo, hi, bins); bin >= 0) {
+      counts[bin] += total;
+    }
+  }
+  return counts;
+}
+
+}  // namespace rooflab::cpu

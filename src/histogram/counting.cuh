@@ -1,0 +1,285 @@
+#pragma once
+// The value-counting kernels of rooflab::histogram_even and their launch helpers, shared by
+// histogram.cu (which adds the uint8 kernel and dispatches) and the ladder's many-bins rung.
+//
+//   count_values_shared  int32, float, double: block counters in shared memory, 32-bit (one copy
+//                        per warp where they fit) or 16-bit packed two to a word for many bins.
+//   count_values_global  bins beyond shared memory: atomics on the output, aggregated per warp.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "histogram/even_bins.cuh"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Host side: how the input splits into 16-byte vectors, and how many blocks fit.
+
+// n elements at `in` as an unaligned head, whole 16-byte vectors, and a tail.
+struct VectorSplit {
+  std::int64_t head = 0;        // elements before the first 16-byte boundary
+  std::int64_t vectors = 0;     // whole 16-byte vectors after them
+  std::int64_t tail_start = 0;  // the first element after the vectors
+  std::int64_t tail = 0;        // elements from there to the end
+};
+
+template <class T>
+VectorSplit split_into_vectors(const T* in, std::int64_t n) {
+  constexpr std::int64_t per_vector = 16 / sizeof(T);
+  const auto misalignment = std::int64_t(reinterpret_cast<std::uintptr_t>(in) % 16);
+  VectorSplit split;
+  split.head = std::min(n, misalignment == 0 ? 0 : (16 - misalignment) / std::int64_t(sizeof(T)));
+  split.vectors = (n - split.head) / per_vector;
+  split.tail_start = split.head + split.vectors * per_vector;
+  split.tail = n - split.tail_start;
+  return split;
+}
+
+struct DeviceLimits {
+  int sm_count = 0;
+  int shared_per_sm = 0;     // bytes of shared memory per multiprocessor
+  int shared_per_block = 0;  // the most one block may opt in to
+};
+
+// The current device's limits, queried once per device.
+inline const DeviceLimits& device_limits(const char* op) {
+  static std::mutex mutex;
+  static std::map<int, DeviceLimits> known;
+  int device = 0;
+  ROOFLAB_CUDA(op, cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(device);
+  if (found != known.end()) return found->second;
+  DeviceLimits limits;
+  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&limits.sm_count, cudaDevAttrMultiProcessorCount, device));
+  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&limits.shared_per_sm,
+                                          cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&limits.shared_per_block,
+                                          cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return known.emplace(device, limits).first->second;
+}
+
+// Blocks of `kernel` resident per SM with `threads` threads and `dynamic_shared` bytes, after
+// opting the kernel in to more than the default 48 KB. Cached: every call of the op asks, and
+// the answer never changes for a device.
+inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared, const char* op) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int, std::size_t>, int> known;
+  static std::map<std::pair<int, const void*>, std::size_t> opted_in;  // the largest size so far
+  int device = 0;
+  ROOFLAB_CUDA(op, cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(device, kernel, threads, dynamic_shared);
+  auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  // The attribute only ever grows: a later, smaller request must not take back what an earlier
+  // (cached, so never re-set) launch configuration relies on.
+  std::size_t& allowed = opted_in[{device, kernel}];
+  if (dynamic_shared > allowed) {
+    ROOFLAB_CUDA(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(dynamic_shared)));
+    allowed = dynamic_shared;
+  }
+  int blocks = 0;
+  ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
+  if (blocks < 1) throw Error(op, "", "a counting kernel does not fit on this GPU");
+  return known.emplace(key, blocks).first->second;
+}
+
+// A persistent grid: every block resident at once, but no more blocks than rounds of work.
+inline unsigned persistent_grid(const void* kernel, int threads, std::size_t dynamic_shared,
+                                std::int64_t vectors, std::int64_t vectors_per_round, const char* op) {
+  const std::int64_t resident =
+      std::int64_t(device_limits(op).sm_count) * resident_blocks(kernel, threads, dynamic_shared, op);
+  const std::int64_t rounds = (vectors + vectors_per_round - 1) / vectors_per_round;
+  return unsigned(std::max<std::int64_t>(1, std::min(resident, rounds)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device side.
+
+template <class T>
+struct alignas(16) Vector16 {
+  T lane[16 / sizeof(T)];
+};
+
+inline __device__ void add_count(unsigned long long* counts, int bin, std::uint64_t count) {
+  atomicAdd(counts + bin, static_cast<unsigned long long>(count));
+}
+
+// --- int32, float, double ---------------------------------------------------------------------
+constexpr int value_loads = 4;  // 16-byte loads per thread per round: 64 bytes in flight
+
+// Rung 6 — many bins: 16-bit counters, two to a 32-bit word, flushed before they can wrap.
+// 65536 bins of 32-bit counters (256 KB) exceed the 227 KB a Hopper block may have; packed two
+// to a word they take 128 KB. No counter can exceed the number of elements its block counted
+// since it was last cleared, so the block carries that bound and, before a round could push it
+// past 65535, stops to flush every counter above half-way into the output and to learn the true
+// largest remainder. With uniform data over many bins the counters stay small and the bound
+// resets to a handful; with one hot bin that bin is flushed every few rounds: a global atomic
+// per 16384 elements or more. The same bound (2^32 - 1) guards the 32-bit counters.
+template <bool Packed>
+constexpr int shared_value_threads() {
+  return Packed ? 1024 : 512;  // packed: one block per SM, so give it all the threads
+}
+
+template <bool Packed>
+__device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int words, int bins,
+                                              std::uint32_t keep_at_most, unsigned long long* counts) {
+  __shared__ std::uint32_t warp_largest[32];
+  __syncthreads();
+  std::uint32_t largest = 0;
+  for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) {
+    std::uint32_t word = block_counts[w];
+    if constexpr (Packed) {
+      for (int half = 0; half < 2; ++half) {
+        const std::uint32_t value = (word >> (16 * half)) & 0xFFFF;
+        if (value > keep_at_most) {
+          add_count(counts, 2 * w + half, value);
+          word &= ~(0xFFFFu << (16 * half));
+        } else {
+          largest = max(largest, value);
+        }
+      }
+    } else if (word > keep_at_most) {
+      add_count(counts, w % bins, word);
+      word = 0;
+    } else {
+      largest = max(largest, word);
+    }
+    block_counts[w] = word;
+  }
+  largest = __reduce_max_sync(0xFFFFFFFF, largest);
+  if (threadIdx.x % 32 == 0) warp_largest[threadIdx.x / 32] = largest;
+  __syncthreads();
+  largest = 0;
+  for (int w = 0; w < int(blockDim.x) / 32; ++w) largest = max(largest, warp_largest[w]);
+  __syncthreads();  // warp_largest is reused by the next flush
+  return largest;
+}
+
+// A thread's values of one round, with runs of equal neighbours merged into one add of the
+// run's length: when all values are equal, one atomic per thread and round instead of sixteen.
+// Invalid vectors (past the end) are a suffix of the thread's list.
+template <class T, class Add>
+__device__ __forceinline__ void count_runs(const Vector16<T> (&data)[value_loads],
+                                           const bool (&valid)[value_loads], Add add) {
+  constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
+  std::uint32_t run = 0;
+#pragma unroll
+  for (int s = 0; s < slots; ++s) {
+    if (!valid[s / per_vector]) continue;
+    const T value = data[s / per_vector].lane[s % per_vector];
+    ++run;
+    const bool run_ends = s + 1 == slots || !valid[(s + 1) / per_vector] ||
+                          !(data[(s + 1) / per_vector].lane[(s + 1) % per_vector] == value);
+    if (run_ends) {
+      add(value, run);
+      run = 0;
+    }
+  }
+}
+
+// Block counters in shared memory: `copies` copies of 32-bit counters, warp w counting into
+// copy w % copies (one per warp where they fit: warps then never contend for an address), or
+// one copy of 16-bit counters packed two to a word.
+template <class T, bool Packed>
+__global__ void __launch_bounds__(shared_value_threads<Packed>())
+    count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
+                        unsigned long long* __restrict__ counts) {
+  constexpr int per_vector = 16 / sizeof(T);
+  extern __shared__ std::uint32_t block_counts[];
+  const int words = Packed ? (rule.bins + 1) / 2 : copies * rule.bins;
+  for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) block_counts[w] = 0;
+  __syncthreads();
+  std::uint32_t* my_counts = block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * rule.bins);
+  const auto add = [&](T value, std::uint32_t count) {
+    const int bin = bin_of(value, rule);
+    if (bin < 0) return;
+    if constexpr (Packed) atomicAdd(my_counts + bin / 2, count << (bin % 2 * 16));
+    else atomicAdd(my_counts + bin, count);
+  };
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (thread < split.head) add(in[thread], 1);
+  if (thread < split.tail) add(in[split.tail_start + thread], 1);
+
+  constexpr std::uint32_t counter_max = Packed ? 0xFFFF : 0xFFFFFFFF;
+  const std::uint32_t round_elements = blockDim.x * value_loads * per_vector;
+  std::uint32_t bound = 2 * per_vector;  // the head and tail above: fewer than 2 vectors' worth
+  const auto* vectors = reinterpret_cast<const Vector16<T>*>(in + split.head);
+  const std::int64_t round = std::int64_t(blockDim.x) * value_loads;
+  for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
+    if (bound > counter_max - round_elements)
+      bound = flush_large_counters<Packed>(block_counts, words, rule.bins,
+                                           counter_max - 2 * round_elements, counts);
+    Vector16<T> data[value_loads];
+    bool valid[value_loads];
+#pragma unroll
+    for (int k = 0; k < value_loads; ++k) {
+      const std::int64_t v = first + k * std::int64_t(blockDim.x) + threadIdx.x;
+      valid[k] = v < split.vectors;
+      if (valid[k]) data[k] = vectors[v];
+    }
+    count_runs<T>(data, valid, add);
+    bound += round_elements;
+  }
+  __syncthreads();
+  for (int bin = int(threadIdx.x); bin < rule.bins; bin += int(blockDim.x)) {
+    std::uint64_t total = 0;
+    if constexpr (Packed) {
+      total = (block_counts[bin / 2] >> (bin % 2 * 16)) & 0xFFFF;
+    } else {
+      for (int c = 0; c < copies; ++c) total += block_counts[c * rule.bins + bin];
+    }
+    if (total != 0) add_count(counts, bin, total);
+  }
+}
+
+// Bins beyond shared memory (up to 2^24): atomics straight on the output. Lanes of a warp that
+// hit the same bin are found with __match_any_sync and added by one atomic, so a hot bin costs
+// one atomic per warp and element slot, not 32.
+constexpr int global_value_threads = 512;
+
+template <class T>
+__global__ void __launch_bounds__(global_value_threads)
+    count_values_global(const T* __restrict__ in, VectorSplit split, EvenBins rule,
+                        unsigned long long* __restrict__ counts) {
+  constexpr int per_vector = 16 / sizeof(T);
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (thread < split.head) {
+    const int bin = bin_of(in[thread], rule);
+    if (bin >= 0) add_count(counts, bin, 1);
+  }
+  if (thread < split.tail) {
+    const int bin = bin_of(in[split.tail_start + thread], rule);
+    if (bin >= 0) add_count(counts, bin, 1);
+  }
+  const int lane = int(threadIdx.x) % 32;
+  const auto* vectors = reinterpret_cast<const Vector16<T>*>(in + split.head);
+  const std::int64_t round = std::int64_t(blockDim.x) * value_loads;
+  for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
+    Vector16<T> data[value_loads];
+    bool valid[value_loads];
+#pragma unroll
+    for (int k = 0; k < value_loads; ++k) {
+      const std::int64_t v = first + k * std::int64_t(blockDim.x) + threadIdx.x;
+      valid[k] = v < split.vectors;
+      if (valid[k]) data[k] = vectors[v];
+    }
+#pragma unroll
+    for (int s = 0; s < value_loads * per_vector; ++s) {
+      const int bin = valid[s / per_vector] ? bin_of(data[s / per_vector].lane[s % per_vector], rule) : -1;
+      const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
+      if (bin >= 0 && lane == __ffs(same) - 1) add_count(counts, bin, __popc(same));
+    }
+  }
+}
+
+}  // namespace rooflab::detail

@@ -1,0 +1,523 @@
+// The reduce ladder: one sum over n floats, from one atomic per element to the production path.
+// Rungs 3-10 are seed 001's V0-V6 (Harris's "Optimizing Parallel Reduction in CUDA"), rungs 11-15
+// seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads, one pass).
+// The seeds' kernels leave one partial per block; their run() finishes on the device by running
+// the same kernel again over the partials (reduce_in_passes), so every rung's time includes it.
+#include <cub/device/device_reduce.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+
+#include "core/device_info.hpp"
+#include "reduce/block_trees.cuh"
+#include "reduce/reduce_workspace.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/detail/reduce.cuh"
+#include "rooflab/error.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+using FloatWorkspace = TypedReduceWorkspace<float>;
+constexpr const char* op_name = "bench reduce";
+constexpr unsigned harris_threads = 256;   // seed 001's (and Harris's) block
+constexpr unsigned unroll_threads = 1024;  // seed 002's block (grid 16384 x 1024 for 2^24)
+
+std::string float_only(const Problem& problem) {
+  return problem.dtype == "float"
+             ? std::string()
+             : "the seeds' kernels sum floats (production and CUB take every type)";
+}
+
+// Finishes on the device what a per-block kernel starts. pass(in, partial, count, blocks) turns
+// count values into one partial per block of per_block values; it runs again over its own
+// partials until one value is left, the last pass writing *out. (The seeds added the partials on
+// the CPU; this is the least that keeps the result on the device: log_per_block(n) launches, the
+// partials in stream-ordered scratch.)
+template <class Pass>
+void reduce_in_passes(const float* in, std::int64_t n, float* out, std::int64_t per_block,
+                      cudaStream_t stream, Pass pass) {
+  const auto blocks_for = [per_block](std::int64_t count) {
+    return (count + per_block - 1) / per_block;
+  };
+  const std::int64_t first_level = blocks_for(n);
+  StreamBuffer scratch(sizeof(float) * std::size_t(first_level + blocks_for(first_level)), stream,
+                       op_name);
+  float* const levels[2] = {scratch.as<float>(), scratch.as<float>() + first_level};
+  const float* source = in;
+  std::int64_t count = n;
+  for (int level = 0;; ++level) {
+    const std::int64_t blocks = blocks_for(count);
+    float* target = blocks == 1 ? out : levels[level % 2];
+    pass(source, target, count, unsigned(blocks));
+    if (blocks == 1) return;
+    source = target;
+    count = blocks;
+  }
+}
+
+// Runs a per-block kernel and finishes its partials with reduce_in_passes.
+template <class Kernel>
+void run_in_passes(Kernel kernel, unsigned threads, std::int64_t per_block, const char* name,
+                   FloatWorkspace& w, cudaStream_t stream) {
+  reduce_in_passes(w.in.data(), w.cols, w.out.data(), per_block, stream,
+                   [&](const float* in, float* partial, std::int64_t count, unsigned blocks) {
+                     kernel<<<blocks, threads, 0, stream>>>(in, partial, count);
+                     detail::check_launch(op_name, name);
+                   });
+}
+
+template <class Kernel>
+std::function<void(Workspace&, cudaStream_t)> in_passes(Kernel kernel, unsigned threads,
+                                                        std::int64_t per_block, const char* name) {
+  return on<FloatWorkspace>([=](FloatWorkspace& w, cudaStream_t stream) {
+    run_in_passes(kernel, threads, per_block, name, w, stream);
+  });
+}
+
+// Turns a run-time block size into a template argument (seed 001's switch): fn receives it as a
+// std::integral_constant.
+template <class Fn>
+void with_block_size(unsigned threads, Fn fn) {
+  switch (threads) {
+    case 128: return fn(std::integral_constant<unsigned, 128>{});
+    case 256: return fn(std::integral_constant<unsigned, 256>{});
+    case 512: return fn(std::integral_constant<unsigned, 512>{});
+    case 1024: return fn(std::integral_constant<unsigned, 1024>{});
+  }
+  throw Error(op_name, "threads", std::to_string(threads) + " is not 128, 256, 512 or 1024");
+}
+
+// Sum of in[first + k * stride] for k < Loads (0 past n): every load is issued before any add
+// (seed 002's a1 ... a8), so Loads of them are in flight at once.
+template <int Loads>
+__device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t first,
+                                              std::int64_t stride, std::int64_t n) {
+  float loaded[Loads];
+#pragma unroll
+  for (int k = 0; k < Loads; ++k) {
+    const std::int64_t i = first + std::int64_t(k) * stride;
+    loaded[k] = i < n ? in[i] : 0.0f;
+  }
+  float sum = loaded[0];  // not 0.0f + loaded[0]: that add would wait for the first load
+#pragma unroll
+  for (int k = 1; k < Loads; ++k) sum += loaded[k];
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rung 2 — one global atomicAdd per element (the naive reduction).
+// Every thread adds its element straight into *out: correct, but all n atomics hit one address,
+// and the L2 slice that owns it serializes them. (Floating-point atomics also make the order, and
+// so the rounding, differ from run to run; the lab's inputs keep every order exact.)
+__global__ void reduce_atomic_global(const float* in, float* out, std::int64_t n) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(out, in[i]);
+}
+
+// Rung 3 — interleaved addressing, divergent branching (seed 001 V0).
+// A block copies its 256 values to shared memory and halves them log2(256) times; at stride s,
+// threads with t % 2s == 0 add. Active threads are scattered over every warp, so each step keeps
+// all 8 warps busy for a shrinking handful of adds, and % is slow.
+__global__ void reduce_interleaved_divergent(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[harris_threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t i = std::int64_t(blockIdx.x) * harris_threads + t;
+  s[t] = i < n ? in[i] : 0.0f;  // out-of-range threads add nothing: any n works
+  __syncthreads();
+  for (unsigned stride = 1; stride < harris_threads; stride *= 2) {
+    if (t % (2 * stride) == 0) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// Rung 4 — interleaved addressing, strided index (seed 001 V1).
+// Thread t works on element 2st: the active threads are now the first ones, so whole warps
+// retire and the branch no longer diverges inside a warp; but the index 2st makes the threads of
+// a warp hit the same shared-memory banks (2-, 4-, ... 16-way conflicts), and each conflict
+// replays the access.
+__global__ void reduce_interleaved_strided(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[harris_threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t i = std::int64_t(blockIdx.x) * harris_threads + t;
+  s[t] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  for (unsigned stride = 1; stride < harris_threads; stride *= 2) {
+    const unsigned index = 2 * stride * t;
+    if (index < harris_threads) s[index] += s[index + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// Rung 5 — sequential addressing (seed 001 V2).
+// Thread t adds element t + s with s halving from 128: a warp touches 32 consecutive words, so
+// no bank conflicts, and the active threads stay contiguous. Half the threads idle from the
+// first step on, though: each loads one element and then mostly waits.
+__global__ void reduce_sequential(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[harris_threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t i = std::int64_t(blockIdx.x) * harris_threads + t;
+  s[t] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  for (unsigned stride = harris_threads / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// Rung 6 — first add during load (seed 001 V3).
+// Each thread loads two elements a block apart and adds them before the tree: half the blocks
+// for the same n, so the idle half of V2's first step is gone and each thread has two loads in
+// flight.
+__global__ void reduce_first_add(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[harris_threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
+  s[t] = sum_of_loads<2>(in, i, harris_threads, n);
+  __syncthreads();
+  for (unsigned stride = harris_threads / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// Rung 7 — unroll the last warp with `volatile` (seed 001 V4, seed 002's last-warp unroll).
+// Below 64 live values only one warp works, so the seeds drop the loop and the __syncthreads and
+// write the six steps out, trusting the warp to run in lockstep and `volatile` to keep every value
+// in shared memory. Since Volta the lanes of a warp are scheduled independently: nothing orders
+// lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it; see
+// the RaceByDesign tests, left out of the sanitizer run); rung 8 fixes it.
+__device__ void last_warp_volatile(volatile float* s, unsigned t) {
+  s[t] += s[t + 32];
+  s[t] += s[t + 16];
+  s[t] += s[t + 8];
+  s[t] += s[t + 4];
+  s[t] += s[t + 2];
+  s[t] += s[t + 1];
+}
+
+__global__ void reduce_last_warp_volatile(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[harris_threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
+  s[t] = sum_of_loads<2>(in, i, harris_threads, n);
+  __syncthreads();
+  for (unsigned stride = harris_threads / 2; stride > 32; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t < 32) last_warp_volatile(s, t);
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// Rung 8 — the last warp made correct: __syncwarp between its steps (CUDA 9's answer to rung 7).
+// Each step reads into a register, meets the warp at __syncwarp, writes, and meets it again: the
+// same six steps without the loop or a block barrier, and no race. __syncwarp costs next to
+// nothing when the warp is converged, which it is here.
+__global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[harris_threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
+  s[t] = sum_of_loads<2>(in, i, harris_threads, n);
+  __syncthreads();
+  for (unsigned stride = harris_threads / 2; stride > 32; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t < 32) {
+    const float sum = last_warp_syncwarp(s, t);
+    if (t == 0) partial[blockIdx.x] = sum;
+  }
+}
+
+// Rung 9 — complete unroll, the block size a template argument (seed 001 V5).
+// With Threads known at compile time every step of the tree is written out and the dead ones are
+// dropped: no loop counter, no comparisons. A switch turns the run-time block size into the
+// template argument (with_block_size). Also seed 002's last rung, with 8 loads per thread
+// (rung 15).
+template <unsigned Threads, int Loads>
+__global__ void reduce_complete_unroll(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[Threads];
+  const unsigned t = threadIdx.x;
+  s[t] = sum_of_loads<Loads>(in, std::int64_t(blockIdx.x) * (Loads * Threads) + t, Threads, n);
+  __syncthreads();
+  const float sum = complete_tree<Threads>(s, t);
+  if (t == 0) partial[blockIdx.x] = sum;
+}
+
+// Rung 10 — multiple adds per thread, algorithm cascading (seed 001 V6).
+// A fixed grid (one wave of resident blocks) strides over the input, each thread adding many
+// elements, two per step, before the tree: the tree's cost is paid once per thread instead of
+// once per two elements, and many independent loads per thread hide memory latency. Then one
+// block folds the grid's partials (a second launch of the same kernel).
+template <unsigned Threads>
+__global__ void reduce_multiple_adds(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[Threads];
+  const unsigned t = threadIdx.x;
+  const std::int64_t stride = std::int64_t(gridDim.x) * (2 * Threads);
+  float sum = 0.0f;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * (2 * Threads) + t; i < n; i += stride)
+    sum += sum_of_loads<2>(in, i, Threads, n);
+  s[t] = sum;
+  __syncthreads();
+  sum = complete_tree<Threads>(s, t);
+  if (t == 0) partial[blockIdx.x] = sum;
+}
+
+// Rungs 11-13 — unroll2, unroll4, unroll8 (seed 002).
+// A block of 1024 threads sums Loads consecutive block-sized tiles: each thread issues Loads
+// independent loads before one shared-memory tree (seed 002's sequential-addressing loop), and
+// the grid shrinks Loads-fold. More loads in flight per thread is what raised seed 002's DRAM
+// throughput from 23 to 49 GB/s. (Seed 002 reduced in place in global memory, destroying its
+// input; here the tree runs in shared memory so that run() can be repeated.)
+template <int Loads>
+__global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[unroll_threads];
+  const unsigned t = threadIdx.x;
+  s[t] = sum_of_loads<Loads>(in, std::int64_t(blockIdx.x) * (Loads * unroll_threads) + t,
+                             unroll_threads, n);
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// Rung 14 — unroll8 with the tree written out (seed 002's complete unroll + last warp).
+// The steps above 32 are written out but still test blockDim.x at run time; the last warp is
+// rung 8's (seed 002 used the volatile unroll of rung 7). Seed 002 found no gain over unroll8
+// plus a last-warp unroll: the compiler had already unrolled the loop.
+__global__ void reduce_unrolled_complete(const float* in, float* partial, std::int64_t n) {
+  __shared__ float s[unroll_threads];
+  constexpr int loads = 8;
+  const unsigned t = threadIdx.x;
+  s[t] = sum_of_loads<loads>(in, std::int64_t(blockIdx.x) * (loads * unroll_threads) + t,
+                             unroll_threads, n);
+  __syncthreads();
+  if (blockDim.x >= 1024 && t < 512) s[t] += s[t + 512];
+  __syncthreads();
+  if (blockDim.x >= 512 && t < 256) s[t] += s[t + 256];
+  __syncthreads();
+  if (blockDim.x >= 256 && t < 128) s[t] += s[t + 128];
+  __syncthreads();
+  if (blockDim.x >= 128 && t < 64) s[t] += s[t + 64];
+  __syncthreads();
+  if (t < 32) {
+    const float sum = last_warp_syncwarp(s, t);
+    if (t == 0) partial[blockIdx.x] = sum;
+  }
+}
+
+// Rung 16 — warp shuffles, 16-byte loads, grid-stride, one pass.
+// What the seeds did in shared memory now happens in registers: a thread folds float4s (4 in
+// flight) over a grid-stride loop, a warp combines with __shfl_down_sync, a block through 8
+// shared values; the last block to take the ticket (after __threadfence) folds the per-block
+// partials, so there is no second launch. This rung allocates its partials and zeroes the ticket
+// on every call; production keeps both per stream instead (the last block resets the ticket).
+__global__ void __launch_bounds__(harris_threads)
+    reduce_shuffle_one_pass(const float* in, std::int64_t n, float* out, float* partials,
+                            unsigned* ticket) {
+  __shared__ detail::BlockReduceStorage<float, harris_threads> storage;
+  __shared__ bool last_block;
+  const auto* in4 =
+      reinterpret_cast<const float4*>(in);  // the workspace's buffer is 256-byte aligned
+  const std::int64_t vectors = n / 4;
+  const std::int64_t stride = std::int64_t(gridDim.x) * harris_threads;
+  std::int64_t v = std::int64_t(blockIdx.x) * harris_threads + threadIdx.x;
+  float sum = 0.0f;
+  for (; v + 3 * stride < vectors; v += 4 * stride) {
+    const float4 a = in4[v], b = in4[v + stride], c = in4[v + 2 * stride], d = in4[v + 3 * stride];
+    sum += ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w)) + ((c.x + c.y) + (c.z + c.w)) +
+           ((d.x + d.y) + (d.z + d.w));
+  }
+  for (; v < vectors; v += stride) {
+    const float4 a = in4[v];
+    sum += (a.x + a.y) + (a.z + a.w);
+  }
+  for (std::int64_t i = vectors * 4 + std::int64_t(blockIdx.x) * harris_threads + threadIdx.x;
+       i < n; i += stride)
+    sum += in[i];
+  sum = detail::block_reduce<harris_threads>(sum, Sum{}, storage);
+  if (threadIdx.x == 0)
+    last_block = detail::publish_and_take_ticket(partials + blockIdx.x, sum, ticket, gridDim.x);
+  __syncthreads();
+  if (!last_block) return;
+  float total = 0.0f;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += harris_threads)
+    total += detail::load_from_l2(partials + b);
+  total = detail::block_reduce<harris_threads>(total, Sum{}, storage);
+  if (threadIdx.x == 0) *out = total;
+}
+
+// One wave of blocks of 256: 8 per SM fill a 2048-thread SM.
+unsigned resident_wave() { return unsigned(current_sm_count()) * 8; }
+
+// ---------------------------------------------------------------------------------------------
+// The registry entries, in story order.
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 2, "atomic-global", "one atomicAdd per element into one address: serialized in L2",
+    Where::gpu, false,
+    [](const Problem& problem) {
+      const std::string why = float_only(problem);
+      return why.empty()
+                 ? at_most_n(std::int64_t(1) << 28, "one address takes every atomic")(problem)
+                 : why;
+    },
+    on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+      ROOFLAB_CUDA(op_name, cudaMemsetAsync(w.out.data(), 0, sizeof(float), stream));
+      const std::int64_t blocks = (w.cols + harris_threads - 1) / harris_threads;
+      reduce_atomic_global<<<unsigned(blocks), harris_threads, 0, stream>>>(w.in.data(),
+                                                                            w.out.data(), w.cols);
+      detail::check_launch(op_name, "reduce_atomic_global");
+    })});
+
+ROOFLAB_VARIANT(Variant{"reduce", 3, "interleaved-divergent",
+                        "V0: tid % 2s == 0 adds: divergent warps, slow modulo (001)", Where::gpu,
+                        false, float_only,
+                        in_passes(reduce_interleaved_divergent, harris_threads, harris_threads,
+                                  "reduce_interleaved_divergent")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 4, "interleaved-strided",
+                        "V1: index 2st: no divergence, but shared-memory bank conflicts (001)",
+                        Where::gpu, false, float_only,
+                        in_passes(reduce_interleaved_strided, harris_threads, harris_threads,
+                                  "reduce_interleaved_strided")});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 5, "sequential",
+    "V2: sequential addressing: conflict-free, half the threads idle (001)", Where::gpu, false,
+    float_only, in_passes(reduce_sequential, harris_threads, harris_threads, "reduce_sequential")});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 6, "first-add", "V3: two loads and an add per thread before the tree (001)",
+    Where::gpu, false, float_only,
+    in_passes(reduce_first_add, harris_threads, 2 * harris_threads, "reduce_first_add")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 7, "last-warp-volatile",
+                        "V4: last warp unrolled with volatile: a race since Volta (001, 002)",
+                        Where::gpu, false, float_only,
+                        in_passes(reduce_last_warp_volatile, harris_threads, 2 * harris_threads,
+                                  "reduce_last_warp_volatile")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 8, "last-warp-syncwarp",
+                        "V4 made correct: __syncwarp between the last warp's steps", Where::gpu,
+                        false, float_only,
+                        in_passes(reduce_last_warp_syncwarp, harris_threads, 2 * harris_threads,
+                                  "reduce_last_warp_syncwarp")});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 9, "complete-unroll", "V5: whole tree unrolled, block size a template argument (001)",
+    Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+      with_block_size(harris_threads, [&](auto threads) {
+        constexpr unsigned block = decltype(threads)::value;
+        run_in_passes(reduce_complete_unroll<block, 2>, block, 2 * block, "reduce_complete_unroll",
+                      w, stream);
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 10, "multiple-adds",
+    "V6: one wave of blocks, many adds per thread before the tree (001)", Where::gpu, false,
+    float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+      with_block_size(harris_threads, [&](auto threads) {
+        constexpr unsigned block = decltype(threads)::value;
+        const std::int64_t wanted = (w.cols + 2 * block - 1) / (2 * block);
+        const auto blocks = unsigned(std::min<std::int64_t>(wanted, resident_wave()));
+        if (blocks == 1) {
+          reduce_multiple_adds<block><<<1, block, 0, stream>>>(w.in.data(), w.out.data(), w.cols);
+          detail::check_launch(op_name, "reduce_multiple_adds");
+          return;
+        }
+        StreamBuffer partials(sizeof(float) * blocks, stream, op_name);
+        reduce_multiple_adds<block>
+            <<<blocks, block, 0, stream>>>(w.in.data(), partials.as<float>(), w.cols);
+        detail::check_launch(op_name, "reduce_multiple_adds");
+        reduce_multiple_adds<block>
+            <<<1, block, 0, stream>>>(partials.as<float>(), w.out.data(), blocks);
+        detail::check_launch(op_name, "reduce_multiple_adds (partials)");
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 11, "unroll2", "2 tiles per block of 1024: two loads in flight per thread (002)",
+    Where::gpu, false, float_only,
+    in_passes(reduce_unrolled<2>, unroll_threads, 2 * unroll_threads, "reduce_unrolled<2>")});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 12, "unroll4", "4 tiles per block: four loads in flight (002)", Where::gpu, false,
+    float_only,
+    in_passes(reduce_unrolled<4>, unroll_threads, 4 * unroll_threads, "reduce_unrolled<4>")});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 13, "unroll8", "8 tiles per block: eight loads in flight (002)", Where::gpu, false,
+    float_only,
+    in_passes(reduce_unrolled<8>, unroll_threads, 8 * unroll_threads, "reduce_unrolled<8>")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 14, "unroll8-complete",
+                        "unroll8 + tree written out, blockDim tested at run time (002)", Where::gpu,
+                        false, float_only,
+                        in_passes(reduce_unrolled_complete, unroll_threads, 8 * unroll_threads,
+                                  "reduce_unrolled_complete")});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 15, "unroll8-template", "unroll8 + tree unrolled for a template block size (002)",
+    Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+      with_block_size(unroll_threads, [&](auto threads) {
+        constexpr unsigned block = decltype(threads)::value;
+        run_in_passes(reduce_complete_unroll<block, 8>, block, 8 * block, "reduce_complete_unroll",
+                      w, stream);
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 16, "shuffle-one-pass",
+    "float4 loads, warp shuffles, last block finishes via ticket: one launch", Where::gpu, false,
+    float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+      const std::int64_t per_block = std::int64_t(harris_threads) * 16;  // 4 float4 per thread
+      const auto blocks = unsigned(
+          std::clamp<std::int64_t>((w.cols + per_block - 1) / per_block, 1, resident_wave()));
+      StreamBuffer scratch(sizeof(float) * blocks + sizeof(unsigned), stream, op_name);
+      auto* ticket = reinterpret_cast<unsigned*>(scratch.as<float>() + blocks);
+      ROOFLAB_CUDA(op_name, cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
+      reduce_shuffle_one_pass<<<blocks, harris_threads, 0, stream>>>(
+          w.in.data(), w.cols, w.out.data(), scratch.as<float>(), ticket);
+      detail::check_launch(op_name, "reduce_shuffle_one_pass");
+    })});
+
+// Rung 17 — rooflab::reduce: rung 16 generalized (every type and operator, any alignment and n,
+// reproducible) and without per-call set-up: the grid is one wave from the occupancy API, the
+// partials and the ticket stay in per-stream scratch that the last block leaves zeroed.
+ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
+                        "rooflab::reduce: rung 16, any type/alignment, no per-call setup",
+                        Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+                          with_element_type(workspace, [&](auto& w) {
+                            rooflab::reduce(w.in.data(), w.cols, w.out.data(), Sum{}, stream);
+                          });
+                        }});
+
+// Rung 18 — CUB's DeviceReduce::Sum, as a user calls it: the temp-storage query, a stream-ordered
+// allocation, the reduction (two kernels), the release.
+ROOFLAB_VARIANT(Variant{
+    "reduce", 18, "cub", "cub::DeviceReduce::Sum with its temp storage", Where::gpu, true, no_limit,
+    [](Workspace& workspace, cudaStream_t stream) {
+      with_element_type(workspace, [&](auto& w) {
+        std::size_t bytes = 0;
+        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
+                                                     w.cols, stream));
+        StreamBuffer temp(bytes, stream, op_name);
+        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
+                                                     w.cols, stream));
+      });
+    }});
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -1,0 +1,249 @@
+// The transpose ladder (seed 000): the same bytes moved five ways. First with strided reads, then
+// through a shared-memory tile, without and with bank conflicts, then with more work and wider
+// accesses per thread; the production path, and cuBLAS geam for comparison.
+#include <cublas_v2.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "core/vendor.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/transpose.hpp"
+#include "transpose/transpose_workspace.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+// The rungs' tiles are 32 x 32 elements (seed 000's blocks), numbered row-major over the input.
+constexpr int tile = 32;
+
+struct TileGrid {
+  std::int64_t tiles_across = 0;
+  std::int64_t tiles = 0;
+  // One block per tile; a block loops only past 2^31 - 1 tiles.
+  unsigned blocks() const { return unsigned(tiles < INT_MAX ? tiles : INT_MAX); }
+};
+
+TileGrid tile_grid(const TransposeWorkspace& w, int side) {
+  const std::int64_t across = (w.cols + side - 1) / side;
+  return TileGrid{across, (w.rows + side - 1) / side * across};
+}
+
+// Rung 1 — naive (seed 000's naiveTranspose).
+// Thread x of a warp takes input row r0 + x: its writes along the output row are consecutive
+// (coalesced), but its reads are `cols` elements apart, one 32-byte sector fetched for every
+// 4 or 8 useful bytes.
+template <class T>
+__global__ void transpose_naive(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
+                                std::int64_t cols, TileGrid grid) {
+  for (std::int64_t t = blockIdx.x; t < grid.tiles; t += gridDim.x) {
+    const std::int64_t i = t / grid.tiles_across * tile + threadIdx.x;
+    const std::int64_t j = t % grid.tiles_across * tile + threadIdx.y;
+    if (i < rows && j < cols) out[j * rows + i] = in[i * cols + j];
+  }
+}
+
+// Rungs 2 and 3 — a shared-memory tile (seed 000's transpose), unpadded and padded.
+// The block reads a 32 x 32 tile along input rows and writes it along output rows, both
+// coalesced; the exchange happens in shared memory. Unpadded, the write phase reads a tile
+// column: 32 words 32 words apart, all in one bank, served one at a time (a 32-way conflict).
+// One padding word per row ([32][33]) shifts each row by one bank: the column is conflict-free.
+template <class T, int Padding>
+__global__ void transpose_shared(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
+                                 std::int64_t cols, TileGrid grid) {
+  __shared__ T block_tile[tile][tile + Padding];
+  for (std::int64_t t = blockIdx.x; t < grid.tiles; t += gridDim.x) {
+    const std::int64_t row0 = t / grid.tiles_across * tile, col0 = t % grid.tiles_across * tile;
+    if (row0 + threadIdx.y < rows && col0 + threadIdx.x < cols)
+      block_tile[threadIdx.y][threadIdx.x] = in[(row0 + threadIdx.y) * cols + col0 + threadIdx.x];
+    __syncthreads();
+    if (col0 + threadIdx.y < cols && row0 + threadIdx.x < rows)
+      out[(col0 + threadIdx.y) * rows + row0 + threadIdx.x] = block_tile[threadIdx.x][threadIdx.y];
+    __syncthreads();
+  }
+}
+
+// Rung 4 — several rows per thread (tile 32, 8 block rows).
+// A 32 x 8 block moves the 32 x 32 tile in 4 passes: four loads in flight per thread instead
+// of one, a quarter of the threads paying the index arithmetic and the barrier.
+constexpr int block_rows = 8;
+template <class T>
+__global__ void transpose_block_rows(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
+                                     std::int64_t cols, TileGrid grid) {
+  __shared__ T block_tile[tile][tile + 1];
+  for (std::int64_t t = blockIdx.x; t < grid.tiles; t += gridDim.x) {
+    const std::int64_t row0 = t / grid.tiles_across * tile, col0 = t % grid.tiles_across * tile;
+#pragma unroll
+    for (int k = 0; k < tile; k += block_rows)
+      if (row0 + threadIdx.y + k < rows && col0 + threadIdx.x < cols)
+        block_tile[threadIdx.y + k][threadIdx.x] = in[(row0 + threadIdx.y + k) * cols + col0 + threadIdx.x];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < tile; k += block_rows)
+      if (col0 + threadIdx.y + k < cols && row0 + threadIdx.x < rows)
+        out[(col0 + threadIdx.y + k) * rows + row0 + threadIdx.x] = block_tile[threadIdx.x][threadIdx.y + k];
+    __syncthreads();
+  }
+}
+
+// Rung 5 — 16-byte accesses (a 64 x 64 tile, 256 threads).
+// A thread reads a float4 (double2) along an input row and writes one gathered down a tile
+// column: a quarter (half) of the memory instructions, 64 bytes in flight per thread, and
+// 256-byte row segments per warp instead of 128. Needs rows and cols in multiples of 64.
+constexpr int wide_side = 64, wide_threads = 256;
+template <class T>
+__global__ void __launch_bounds__(wide_threads)
+    transpose_wide(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows, std::int64_t cols,
+                   TileGrid grid) {
+  constexpr int width = 16 / sizeof(T), per_row = wide_side / width, rows_per_pass = wide_threads / per_row;
+  struct alignas(16) Wide {
+    T lane[width];
+  };
+  __shared__ T block_tile[wide_side][wide_side + 1];
+  const int first = int(threadIdx.x) % per_row * width, first_row = int(threadIdx.x) / per_row;
+  for (std::int64_t t = blockIdx.x; t < grid.tiles; t += gridDim.x) {
+    const std::int64_t row0 = t / grid.tiles_across * wide_side, col0 = t % grid.tiles_across * wide_side;
+#pragma unroll
+    for (int r = first_row; r < wide_side; r += rows_per_pass) {
+      const Wide values = *reinterpret_cast<const Wide*>(in + (row0 + r) * cols + col0 + first);
+#pragma unroll
+      for (int e = 0; e < width; ++e) block_tile[r][first + e] = values.lane[e];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int c = first_row; c < wide_side; c += rows_per_pass) {
+      Wide values;
+#pragma unroll
+      for (int e = 0; e < width; ++e) values.lane[e] = block_tile[first + e][c];
+      *reinterpret_cast<Wide*>(out + (col0 + c) * rows + row0 + first) = values;
+    }
+    __syncthreads();
+  }
+}
+
+std::string float_or_double(const Problem& problem) {
+  if (problem.dtype == "float" || problem.dtype == "double") return {};
+  return "the ladder's rungs are built for float and double; the production rung takes every "
+         "element size";
+}
+
+// fn(T{}) with T float or double, the workspace's element.
+template <class Fn>
+void on_float_or_double(const TransposeWorkspace& w, Fn fn) {
+  if (w.element.bytes == 4) fn(float{});
+  else fn(double{});
+}
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 1, "naive", "one element per thread: coalesced writes, reads cols apart (seed 000)",
+    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, tile);
+        transpose_naive<T><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(w.input<T>(), w.output<T>(),
+                                                                          w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_naive");
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 2, "shared-tile", "32 x 32 shared-memory tile: both sides coalesced, 32-way bank conflicts",
+    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, tile);
+        transpose_shared<T, 0><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_shared<0>");
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 3, "padded-tile", "tile[32][33]: one padding word per row, no bank conflicts (seed 000)",
+    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, tile);
+        transpose_shared<T, 1><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_shared<1>");
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 4, "block-rows", "32 x 8 threads move a 32 x 32 tile: 4 elements in flight per thread",
+    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, tile);
+        transpose_block_rows<T><<<grid.blocks(), dim3(tile, block_rows), 0, stream>>>(
+            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_block_rows");
+      });
+    })});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 5, "wide-access", "64 x 64 tile, 16-byte loads and stores: 64 bytes in flight per thread",
+    Where::gpu, false,
+    [](const Problem& problem) {
+      std::string why = float_or_double(problem);
+      if (why.empty() && (problem.rows % wide_side != 0 || problem.cols % wide_side != 0))
+        why = "needs rows and cols in multiples of 64 (the production rung takes any shape)";
+      return why;
+    },
+    on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, wide_side);
+        transpose_wide<T><<<grid.blocks(), wide_threads, 0, stream>>>(w.input<T>(), w.output<T>(),
+                                                                      w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_wide");
+      });
+    })});
+
+// Rung 6 — production: rooflab::transpose, the wide rung generalized (every element size, edge
+// tiles, unaligned rows, 1 x N as a copy).
+ROOFLAB_VARIANT(Variant{
+    "transpose", 6, "production", "rooflab::transpose: any shape and element size, 64-bit sizes",
+    Where::gpu, false, no_limit, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      const auto run = [&](auto zero) {
+        using T = decltype(zero);
+        transpose(w.input<T>(), w.rows, w.cols, w.output<T>(), stream);
+      };
+      switch (w.element.bytes) {
+        case 1: return run(std::uint8_t{});
+        case 2: return run(std::uint16_t{});
+        case 4: return run(float{});
+        case 8: return run(double{});
+        default: return run(float4{});
+      }
+    })});
+
+// cuBLAS geam, C = alpha op(A) + beta op(B), with op(A) = A^T, beta = 0 and B = C (cuBLAS's
+// documented in-place form): the vendor's transpose. A row-major rows x cols matrix is a
+// column-major cols x rows one, so the output is column-major rows x cols with ldc = rows.
+ROOFLAB_VARIANT(Variant{
+    "transpose", 20, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu, true,
+    [](const Problem& problem) -> std::string {
+      if (problem.dtype != "float" && problem.dtype != "double") return "cuBLAS geam has float and double only";
+      if (problem.rows > INT_MAX || problem.cols > INT_MAX) return "cuBLAS takes 32-bit sizes";
+      return {};
+    },
+    on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      const cublasHandle_t handle = cublas_handle(stream);
+      const int m = int(w.rows), n = int(w.cols);
+      if (w.element.bytes == 4) {
+        const float one = 1, zero = 0;
+        ROOFLAB_CUBLAS("bench transpose", cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, w.input<float>(),
+                                                      n, &zero, w.output<float>(), m, w.output<float>(), m));
+      } else {
+        const double one = 1, zero = 0;
+        ROOFLAB_CUBLAS("bench transpose", cublasDgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one,
+                                                      w.input<double>(), n, &zero, w.output<double>(), m,
+                                                      w.output<double>(), m));
+      }
+    })});
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -1,0 +1,238 @@
+// The reductions' CPU side: references and baselines, the production path's launch plan, the lab's
+// inputs and the two ops' definitions. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/registry.hpp"
+#include "cpu/reduce.hpp"
+#include "reduce/reduce_workspace.hpp"
+#include "rooflab/detail/reduce_plan.hpp"
+#include "rooflab/error.hpp"
+
+namespace rooflab {
+namespace {
+
+TEST(CpuSums, Int32SumWrapsLikeTheGpu) {
+  const std::vector<std::int32_t> values{std::numeric_limits<std::int32_t>::max(), 1, 5};
+  const std::int32_t expected = std::numeric_limits<std::int32_t>::min() + 5;
+  EXPECT_EQ(cpu::sum_serial(values.data(), 3), expected);
+  EXPECT_EQ(cpu::sum_parallel(values.data(), 3), expected);
+}
+
+TEST(CpuSums, Int64AndUint32SumsWrapModulo2ToTheBits) {
+  const std::vector<std::int64_t> big{std::numeric_limits<std::int64_t>::max(), 2};
+  EXPECT_EQ(cpu::sum_serial(big.data(), 2), std::numeric_limits<std::int64_t>::min() + 1);
+  const std::vector<std::uint32_t> unsigned_values{std::numeric_limits<std::uint32_t>::max(), 3};
+  EXPECT_EQ(cpu::sum_parallel(unsigned_values.data(), 2), 2u);
+}
+
+TEST(CpuSums, FloatSumIsAccumulatedInDouble) {
+  // A float accumulator would round 2^24 + 1 back to 2^24 twice; double keeps both ones.
+  const std::vector<float> values{16777216.0f, 1.0f, 1.0f};
+  EXPECT_EQ(cpu::sum_serial(values.data(), 3), 16777218.0f);
+  EXPECT_EQ(cpu::sum_parallel(values.data(), 3), 16777218.0f);
+}
+
+TEST(CpuSums, ParallelSumEqualsSerialSumForWrappingIntegers) {
+  const std::uint64_t seed = 7;
+  std::mt19937_64 random(seed);
+  std::vector<std::int32_t> values((1 << 20) + 7);
+  for (auto& value : values) value = std::int32_t(std::uint32_t(random()));
+  EXPECT_EQ(cpu::sum_parallel(values.data(), std::int64_t(values.size())),
+            cpu::sum_serial(values.data(), std::int64_t(values.size())))
+      << "seed " << seed;
+}
+
+TEST(CpuSums, RowSumsMatchAPlainLoopForEveryShape) {
+  const std::uint64_t seed = 11;
+  std::mt19937_64 random(seed);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{
+      {1, 1}, {1, 300007}, {100003, 1}, {7, 13}, {1000, 3}, {3, 100003}, {257, 4099}};
+  for (const auto& [rows, cols] : shapes) {
+    std::vector<std::int64_t> values(std::size_t(rows * cols));
+    for (auto& value : values) value = std::int64_t(random());
+    std::vector<std::int64_t> sums(std::size_t(rows), -1);
+    cpu::row_sums_parallel(values.data(), rows, cols, sums.data());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::uint64_t expected = 0;
+      for (std::int64_t c = 0; c < cols; ++c)
+        expected += std::uint64_t(values[std::size_t(r * cols + c)]);
+      ASSERT_EQ(sums[std::size_t(r)], std::int64_t(expected))
+          << rows << " x " << cols << ", row " << r << ", seed " << seed;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The production path's plan.
+
+struct Twelve {
+  int a, b, c;
+};
+
+TEST(ReducePlan, VectorWidthIsSixteenBytesOfElements) {
+  EXPECT_EQ(detail::vector_width<float>(), 4);
+  EXPECT_EQ(detail::vector_width<double>(), 2);
+  EXPECT_EQ(detail::vector_width<std::int64_t>(), 2);
+  EXPECT_EQ(detail::vector_width<std::uint8_t>(), 16);
+  EXPECT_EQ(detail::vector_width<Twelve>(), 1);
+}
+
+TEST(ReducePlan, ReduceGridGrowsWithNUpToOneWave) {
+  const int wave = 132 * 8;
+  EXPECT_EQ(detail::reduce_blocks(1, 4, wave), 1);
+  EXPECT_EQ(detail::reduce_blocks(4096, 4, wave), 1);  // 4 float4 for each of 256 threads
+  EXPECT_EQ(detail::reduce_blocks(4097, 4, wave), 2);
+  EXPECT_EQ(detail::reduce_blocks(std::int64_t(1) << 24, 4, wave), wave);
+  EXPECT_EQ(detail::reduce_blocks(std::int64_t(1) << 40, 2, wave), wave);
+}
+
+// An H100 SXM: 132 SMs, 8 resident blocks of 256 each.
+constexpr int h100_sms = 132;
+constexpr int h100_resident = 132 * 8;
+
+detail::RowsPlan plan_floats(std::int64_t rows, std::int64_t cols, bool aligned_base = true) {
+  return detail::plan_reduce_rows(rows, cols, 4, aligned_base && cols % 4 == 0, h100_sms,
+                                  h100_resident);
+}
+
+TEST(ReducePlan, TinyRowsShareAWarp) {
+  const detail::RowsPlan plan = plan_floats(1 << 20, 32);
+  EXPECT_EQ(plan.path, detail::RowsPath::lanes_per_row);
+  EXPECT_TRUE(plan.vector_units);
+  EXPECT_EQ(plan.lanes_per_row, 8);  // 8 float4 per row
+}
+
+TEST(ReducePlan, TinyUnalignedRowsFallBackToOneElementPerLane) {
+  const detail::RowsPlan plan = plan_floats(1 << 20, 32, false);
+  EXPECT_EQ(plan.path, detail::RowsPath::lanes_per_row);
+  EXPECT_FALSE(plan.vector_units);
+  EXPECT_EQ(plan.lanes_per_row, 32);
+  EXPECT_EQ(plan_floats(100003, 1).lanes_per_row, 1);
+  EXPECT_EQ(plan_floats(7919, 13).lanes_per_row, 16);
+}
+
+TEST(ReducePlan, ManyMediumRowsGetAWarpEach) {
+  EXPECT_EQ(plan_floats(256 << 10, 1024).path, detail::RowsPath::warp_per_row);
+  EXPECT_EQ(plan_floats(64 << 10, 4096).path, detail::RowsPath::warp_per_row);
+  EXPECT_EQ(plan_floats(4099, 1001).path, detail::RowsPath::warp_per_row);
+}
+
+TEST(ReducePlan, FewMediumRowsGetABlockEachUnsplit) {
+  const detail::RowsPlan plan = plan_floats(100, 5003);
+  EXPECT_EQ(plan.path, detail::RowsPath::blocks_per_row);
+  EXPECT_EQ(plan.splits, 1);  // 1251 vectors: too few to split
+}
+
+TEST(ReducePlan, LongRowsAreSplitIntoAboutEightWaves) {
+  const detail::RowsPlan thousand = plan_floats(1024, 256 << 10);
+  EXPECT_EQ(thousand.path, detail::RowsPath::blocks_per_row);
+  EXPECT_EQ(thousand.splits, 9);  // ceil(8 x 1056 / 1024)
+  const detail::RowsPlan eight = plan_floats(8, 32 << 20);
+  EXPECT_EQ(eight.splits, 1056);
+  EXPECT_EQ(eight.splits * 8, 8 * h100_resident);
+}
+
+TEST(ReducePlan, SplitPartsKeepEightVectorsPerThread) {
+  const detail::RowsPlan plan = plan_floats(3, 300007);
+  EXPECT_EQ(plan.path, detail::RowsPath::blocks_per_row);
+  EXPECT_EQ(plan.splits, 36);  // 75002 vectors / (256 threads x 8)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lab's inputs and ops.
+
+TEST(ReduceInputs, FloatsAreEighthsInMinusOneToOneAndNotAllZero) {
+  std::set<float> seen;
+  for (std::int64_t i = 0; i < 4096; ++i) {
+    const float value = bench::reduce_input<float>(3, i);
+    ASSERT_GE(value, -1.0f);
+    ASSERT_LE(value, 1.0f);
+    ASSERT_EQ(value * 8, float(int(value * 8))) << "index " << i;
+    seen.insert(value);
+  }
+  EXPECT_EQ(seen.size(), 17u);  // every eighth from -1 to 1
+}
+
+TEST(ReduceInputs, Int32InputsCoverBothSignsAndWrapWhenSummed) {
+  bool negative = false, positive = false;
+  std::uint64_t magnitude = 0;
+  for (std::int64_t i = 0; i < 1024; ++i) {
+    const std::int32_t value = bench::reduce_input<std::int32_t>(5, i);
+    negative |= value < 0;
+    positive |= value > 0;
+    magnitude += std::uint64_t(value < 0 ? -std::int64_t(value) : value);
+  }
+  EXPECT_TRUE(negative && positive);
+  EXPECT_GT(magnitude, std::uint64_t(std::numeric_limits<std::int32_t>::max()));
+}
+
+TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
+  std::vector<std::string> names;
+  for (const bench::Variant* variant : bench::registry().variants("reduce"))
+    names.push_back(variant->name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "cpu-serial", "cpu-parallel", "atomic-global", "interleaved-divergent",
+                       "interleaved-strided", "sequential", "first-add", "last-warp-volatile",
+                       "last-warp-syncwarp", "complete-unroll", "multiple-adds", "unroll2",
+                       "unroll4", "unroll8", "unroll8-complete", "unroll8-template",
+                       "shuffle-one-pass", "production", "cub"}));
+}
+
+TEST(ReduceOps, RowsLadderEndsWithProductionAndCub) {
+  std::vector<std::string> names;
+  for (const bench::Variant* variant : bench::registry().variants("reduce-rows"))
+    names.push_back(variant->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu-parallel", "thread-per-row", "block-per-row",
+                                             "production", "cub-segmented"}));
+}
+
+TEST(ReduceOps, SeedRungsSkipOtherTypesSayingWhy) {
+  bench::Problem problem;
+  problem.n = 1000;
+  problem.dtype = "double";
+  for (const bench::Variant* variant : bench::registry().variants("reduce")) {
+    const std::string note = variant->limit ? variant->limit(problem) : "";
+    const bool every_type = variant->where == bench::Where::cpu || variant->name == "production" ||
+                            variant->name == "cub";
+    EXPECT_EQ(note.empty(), every_type) << variant->name << ": " << note;
+  }
+}
+
+TEST(ReduceOps, ModelCountsTheBytesReadOfTheElementType) {
+  const bench::Op& reduce = bench::registry().op("reduce");
+  bench::Problem problem;
+  problem.n = 1000;
+  problem.dtype = "int64";
+  const bench::Model model = reduce.model(reduce.resolve(problem));
+  EXPECT_EQ(model.bytes, 8000);
+  EXPECT_EQ(model.ceiling, bench::Ceiling::read_bandwidth);
+  const bench::Op& rows = bench::registry().op("reduce-rows");
+  const bench::Problem defaults = rows.resolve(bench::Problem{});
+  EXPECT_EQ(rows.describe(defaults), "rows = 65536, cols = 4096, float");
+  EXPECT_EQ(rows.model(defaults).bytes, 4.0 * 65536 * 4096);
+}
+
+TEST(ReduceOps, UnknownTypeAndOverflowingShapeAreRejected) {
+  bench::Problem problem;
+  problem.dtype = "uint8";
+  EXPECT_THROW(bench::registry().op("reduce").resolve(problem), Error);
+  bench::Problem huge;
+  huge.rows = std::int64_t(1) << 40;
+  huge.cols = std::int64_t(1) << 30;
+  try {
+    bench::registry().op("reduce-rows").resolve(huge);
+    FAIL() << "a shape of 2^70 elements was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), "--rows");
+  }
+}
+
+}  // namespace
+}  // namespace rooflab
