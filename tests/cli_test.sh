@@ -31,5 +31,28 @@ expect_one_line_error "'--bins': must be at least 1" bench histogram --bins 0
 expect_one_line_error "'--bins': must be in \[1, 2^24\]" bench histogram --bins 2^25
 expect_one_line_error "'int8' is not a type of this op" bench transpose --dtype int8
 
+# .npy inputs of the svd command, written byte by byte: magic, version 1.0, header length, dict.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+write_npy() {  # path descr shape data_bytes
+  local header="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+  local length=$(( (10 + ${#header} + 1 + 63) / 64 * 64 - 10 ))
+  {
+    printf '\x93NUMPY\x01\x00'
+    printf "\\x$(printf %02x $((length & 255)))\\x$(printf %02x $((length >> 8)))"
+    printf '%s' "$header"
+    printf '%*s\n' $((length - ${#header} - 1)) ''
+    head -c "$4" /dev/zero
+  } >"$1"
+}
+write_npy "$scratch/int.npy" '<i4' '(2, 2)' 16
+write_npy "$scratch/vector.npy" '<f8' '(4,)' 32
+write_npy "$scratch/rank4.npy" '<f4' '(1, 2, 2, 2)' 32
+expect_one_line_error "float32 or float64" svd --in "$scratch/int.npy"
+expect_one_line_error "has rank 1" svd --in "$scratch/vector.npy"
+expect_one_line_error "has rank 4" svd --in "$scratch/rank4.npy" --out "$scratch/out"
+expect_one_line_error "cannot open" svd --in "$scratch/missing.npy"
+expect_one_line_error "--in" svd
+
 "$rooflab" list add >/dev/null || { echo "FAIL: rooflab list add"; failures=$((failures + 1)); }
 exit $((failures > 0))

@@ -6,10 +6,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "bench/sizes.hpp"
 #include "core/device_info.hpp"
+#include "cpu/npy.hpp"
+#include "cpu/svd_reference.hpp"
+#include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
+#include "rooflab/svd.hpp"
 
 namespace rooflab::app {
 namespace {
@@ -220,6 +225,120 @@ int report(std::ostream& out, const std::string& directory, bool quick,
     out << "rooflab: charts not drawn (needs python3 with matplotlib and " << plot.string() << ")\n";
   out << "report written to " << directory << " (report.md, results.json, ladder-*.png, roofline.png)\n";
   return failures;
+}
+
+namespace {
+
+// One matrix (or stack) of the svd command, column-major and packed like svd_batched's.
+struct SvdInput {
+  int batch = 1, m = 0, n = 0;
+  bool stack = false;
+  std::vector<double> packed;  // matrix b's (i, j) at b*m*n + i + j*m
+};
+
+SvdInput svd_input(const cpu::NpyArray& array, const std::string& path) {
+  const std::size_t rank = array.shape.size();
+  if (rank != 2 && rank != 3)
+    throw UsageError("rooflab svd: " + path + " has rank " + std::to_string(rank) +
+                     "; give a matrix (m, n) or a stack of matrices (b, m, n)");
+  for (const std::int64_t extent : array.shape)
+    if (extent < 1 || extent > std::numeric_limits<int>::max())
+      throw UsageError("rooflab svd: " + path + " has an extent of " + std::to_string(extent) +
+                       "; every extent must be in [1, 2^31)");
+  SvdInput input;
+  input.stack = rank == 3;
+  input.batch = input.stack ? int(array.shape[0]) : 1;
+  input.m = int(array.shape[rank - 2]);
+  input.n = int(array.shape[rank - 1]);
+  const std::int64_t B = input.batch, m = input.m, n = input.n;
+  input.packed.resize(std::size_t(B * m * n));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < m; ++i)
+        input.packed[std::size_t(b * m * n + i + j * m)] =
+            array.at(array.fortran_order ? b + B * (i + m * j) : (b * m + i) * n + j);
+  return input;
+}
+
+// rows x k column-major blocks of a packed batch, in C order of (batch, rows, k) or (rows, k).
+std::vector<double> c_order(const std::vector<double>& packed, std::int64_t batch, std::int64_t rows,
+                            std::int64_t k) {
+  std::vector<double> out(packed.size());
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t l = 0; l < k; ++l)
+        out[std::size_t((b * rows + i) * k + l)] = packed[std::size_t(b * rows * k + i + l * rows)];
+  return out;
+}
+
+template <class T>
+int run_svd_command(std::ostream& out, const SvdInput& input, cpu::NpyType type,
+                    const std::string& prefix) {
+  const int B = input.batch, m = input.m, n = input.n, k = std::min(m, n);
+  std::vector<T> host_a(input.packed.begin(), input.packed.end());
+  DeviceBuffer<T> A(host_a), S(std::size_t(k) * B), U(std::size_t(m) * k * B), V(std::size_t(n) * k * B);
+  std::vector<SvdInfo> info(B);
+  if (input.stack)
+    svd_batched<T>(A.data(), m, n, B, S.data(), U.data(), V.data(), info.data());
+  else
+    info[0] = svd<T>(A.data(), m, n, m, S.data(), U.data(), m, V.data(), n);
+  const std::vector<T> s = S.download(), u = U.download(), v = V.download();
+
+  int most_sweeps = 0, unconverged = 0;
+  double worst_residual = 0;
+  for (int b = 0; b < B; ++b) {
+    most_sweeps = std::max(most_sweeps, info[b].sweeps);
+    unconverged += !info[b].converged;
+    cpu::Matrix a = cpu::zeros(m, n), left = cpu::zeros(m, k), right = cpu::zeros(n, k);
+    for (std::size_t e = 0; e < a.values.size(); ++e) a.values[e] = double(host_a[b * a.values.size() + e]);
+    for (std::size_t e = 0; e < left.values.size(); ++e) left.values[e] = u[b * left.values.size() + e];
+    for (std::size_t e = 0; e < right.values.size(); ++e) right.values[e] = v[b * right.values.size() + e];
+    const std::vector<double> values(s.begin() + std::ptrdiff_t(b) * k, s.begin() + std::ptrdiff_t(b + 1) * k);
+    const double ulp = std::numeric_limits<T>::epsilon();
+    // svd_accuracy's residual is ||A - U S V^T||_1 / (||A||_1 max(m, n) ulp).
+    worst_residual = std::max(worst_residual,
+                              cpu::svd_accuracy(a, values, left, right, ulp).residual * std::max(m, n) * ulp);
+  }
+  const char* type_name = type == cpu::NpyType::float32 ? "float32" : "float64";
+  if (input.stack)
+    out << fmt::format("svd of {} matrices of {} x {} {}: at most {} sweeps, {}; largest residual "
+                       "||A - U S V^T||_1 / ||A||_1 = {:.3g}\n",
+                       B, m, n, type_name, most_sweeps,
+                       unconverged ? fmt::format("{} not converged", unconverged) : "all converged",
+                       worst_residual);
+  else
+    out << fmt::format("svd of {} x {} {}: {} sweeps, {}; residual ||A - U S V^T||_1 / ||A||_1 = {:.3g}\n",
+                       m, n, type_name, most_sweeps, unconverged ? "NOT converged" : "converged",
+                       worst_residual);
+  if (prefix.empty()) return unconverged ? 3 : 0;
+
+  using Shape = std::vector<std::int64_t>;
+  const auto shaped = [&](Shape matrix_shape) {
+    if (input.stack) matrix_shape.insert(matrix_shape.begin(), B);
+    return matrix_shape;
+  };
+  cpu::write_npy(prefix + "_S.npy", shaped({k}), type, std::vector<double>(s.begin(), s.end()));
+  cpu::write_npy(prefix + "_U.npy", shaped({m, k}), type,
+                 c_order(std::vector<double>(u.begin(), u.end()), B, m, k));
+  cpu::write_npy(prefix + "_V.npy", shaped({n, k}), type,
+                 c_order(std::vector<double>(v.begin(), v.end()), B, n, k));
+  out << "wrote " << prefix << "_S.npy, " << prefix << "_U.npy, " << prefix << "_V.npy (A = U diag(S) V^T)\n";
+  return unconverged ? 3 : 0;
+}
+
+}  // namespace
+
+int svd_command(std::ostream& out, const std::string& in, const std::string& prefix) {
+  cpu::NpyArray array;
+  try {
+    array = cpu::read_npy(in);
+  } catch (const std::runtime_error& error) {
+    throw UsageError(std::string("rooflab svd: ") + error.what());
+  }
+  const SvdInput input = svd_input(array, in);
+  require_gpu();
+  if (array.type == cpu::NpyType::float32) return run_svd_command<float>(out, input, array.type, prefix);
+  return run_svd_command<double>(out, input, array.type, prefix);
 }
 
 }  // namespace rooflab::app

@@ -43,6 +43,12 @@ int bench(std::ostream& out, const BenchRequest& request);
 // `rooflab report`: every op at its report sizes into DIR/report.md, results.json and charts.
 int report(std::ostream& out, const std::string& directory, bool quick, const bench::RunOptions& options);
 
+// `rooflab svd --in A.npy [--out PREFIX]`: the SVD of a float32 or float64 matrix (rank 2, m x n)
+// or stack (rank 3, b x m x n) read from .npy, in C or Fortran order; writes PREFIX_S.npy,
+// PREFIX_U.npy and PREFIX_V.npy (C order, the input's type) when a prefix is given, and prints
+// the sweeps and the residual. Bad files, types and ranks are usage errors.
+int svd_command(std::ostream& out, const std::string& in, const std::string& prefix);
+
 // Raised when a GPU command finds no usable device: printed as one line, exit status 1.
 struct NoDevice : std::runtime_error {
   using std::runtime_error::runtime_error;

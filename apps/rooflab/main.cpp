@@ -78,6 +78,12 @@ int main(int argc, char** argv) {
   report_command->add_flag("--quick", quick, "smaller sizes, for a fast look");
   add_run_options(report_command, report_options, report_seed);
 
+  std::string svd_in, svd_out;
+  auto* svd_command = app.add_subcommand(
+      "svd", "SVD of a float32/float64 .npy matrix (m, n) or stack (b, m, n): PREFIX_S, _U, _V.npy");
+  svd_command->add_option("--in", svd_in, "the .npy file (C or Fortran order)")->required();
+  svd_command->add_option("--out", svd_out, "write PREFIX_S.npy, PREFIX_U.npy, PREFIX_V.npy");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
       app::info(std::cout, bench::make_environment(), format);
       return 0;
     }
+    if (*svd_command) return app::svd_command(std::cout, svd_in, svd_out);
     if (*bench_command) {
       request.options.only = split_commas(only);
       request.options.seed = seed_of(seed);

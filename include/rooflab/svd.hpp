@@ -18,13 +18,20 @@ struct SvdInfo {
 };
 
 // A = U diag(S) V^T, k = min(m, n); S descending, U m x k, V n x k; A is not modified.
-// Returns when done (synchronizes the stream). NaN or Inf in A -> rooflab::Error.
+// Returns when done (synchronizes the stream). NaN or Inf in A -> rooflab::Error (argument "A");
+// not converged within opt.max_sweeps -> SvdInfo.converged = false. U and V may be null when
+// opt.compute_uv is false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) * epsilon with
+// vectors, max(m, n) * epsilon without. A sweep is n(n-1)/2 column-pair tests; the count includes
+// the last sweep, which finds every pair orthogonal.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
 
 // batch matrices of m x n, packed column-major: A + b*m*n, S + b*k, U + b*m*k, V + b*n*k.
-// info (host array of batch entries) may be null.
+// info (host array of batch entries) may be null. Returns when done (synchronizes the stream).
+// Matrices holding NaN or Inf get NaN outputs and, once every other matrix is done, a
+// rooflab::Error naming the first of them; without info, a matrix that did not converge within
+// opt.max_sweeps is an error too (with info, its entry says so).
 template <class T>
 void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo* info = nullptr,
                  const SvdOptions& opt = {}, cudaStream_t stream = nullptr);

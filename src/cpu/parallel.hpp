@@ -10,10 +10,12 @@ namespace rooflab::cpu {
 
 inline int cpu_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// body(begin, end, part) for each part; parts = cpu_threads() unless n is small.
+// body(begin, end, part) for each part; parts = cpu_threads() unless n is small. Below
+// min_per_part items a part, threads cost more than they save (2^16 for elementwise work; pass
+// fewer when each item is heavy, like a matrix column).
 template <class Body>
-void parallel_ranges(std::int64_t n, Body body) {
-  const std::int64_t min_per_part = 1 << 16;  // below this, threads cost more than they save
+void parallel_ranges(std::int64_t n, Body body, std::int64_t min_per_part = 1 << 16) {
+  min_per_part = std::max<std::int64_t>(1, min_per_part);
   const int parts = int(std::max<std::int64_t>(1, std::min<std::int64_t>(cpu_threads(), n / min_per_part)));
   if (parts == 1) {
     body(std::int64_t(0), n, 0);

@@ -28,18 +28,27 @@ double one_norm(const Matrix& a) {
   return norm;
 }
 
+// Columns per thread so that each thread gets about 2^16 multiply-adds: a column of these checks
+// costs `work_per_column` of them.
+std::int64_t columns_per_part(std::int64_t work_per_column) {
+  return std::max<std::int64_t>(1, (std::int64_t(1) << 16) / std::max<std::int64_t>(1, work_per_column));
+}
+
 // ||I - Q^T Q||_1 for Q with k columns.
 double orthogonality_defect(const Matrix& q) {
   const int k = q.n;
   std::vector<double> column_sums(k, 0);
-  parallel_ranges(k, [&](std::int64_t begin, std::int64_t end, int) {
-    for (std::int64_t j = begin; j < end; ++j)
-      for (int i = 0; i < k; ++i) {
-        double dot = 0;
-        for (int r = 0; r < q.m; ++r) dot += q(r, i) * q(r, int(j));
-        column_sums[j] += std::abs((i == j ? 1.0 : 0.0) - dot);
-      }
-  });
+  parallel_ranges(
+      k,
+      [&](std::int64_t begin, std::int64_t end, int) {
+        for (std::int64_t j = begin; j < end; ++j)
+          for (int i = 0; i < k; ++i) {
+            double dot = 0;
+            for (int r = 0; r < q.m; ++r) dot += q(r, i) * q(r, int(j));
+            column_sums[j] += std::abs((i == j ? 1.0 : 0.0) - dot);
+          }
+      },
+      columns_per_part(std::int64_t(k) * q.m));
   return k > 0 ? *std::max_element(column_sums.begin(), column_sums.end()) : 0;
 }
 
@@ -108,6 +117,17 @@ std::vector<double> lapack_singular_values(const Matrix& a) {
   return descending(sva);
 }
 
+std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a) {
+  const int k = std::min(a.m, a.n);
+  Matrix work = a;
+  std::vector<double> s(k), superb(std::max(1, k - 1));
+  double unused = 0;
+  require_lapack(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', a.m, a.n, work.values.data(), a.m,
+                                s.data(), &unused, 1, &unused, 1, superb.data()),
+                 "LAPACKE_dgesvd");
+  return s;
+}
+
 std::vector<double> lapack_symmetric_eigenvalues(const Matrix& a) {
   Matrix work = a;
   std::vector<double> w(a.n);
@@ -142,15 +162,22 @@ SvdAccuracy svd_accuracy(const Matrix& a, const std::vector<double>& s, const Ma
   for (int l = 0; l < k; ++l)
     if (!(s[l] >= 0) || (l > 0 && s[l] > s[l - 1])) accuracy.s_descending_nonnegative = false;
 
+  // Column j of A - U diag(S) V^T is a(:, j) - sum_l (s_l v(j, l)) u(:, l): contiguous columns.
   std::vector<double> column_sums(a.n, 0);
-  parallel_ranges(a.n, [&](std::int64_t begin, std::int64_t end, int) {
-    for (std::int64_t j = begin; j < end; ++j)
-      for (int i = 0; i < a.m; ++i) {
-        double usv = 0;
-        for (int l = 0; l < k; ++l) usv += u(i, l) * s[l] * v(int(j), l);
-        column_sums[j] += std::abs(a(i, int(j)) - usv);
-      }
-  });
+  parallel_ranges(
+      a.n,
+      [&](std::int64_t begin, std::int64_t end, int) {
+        std::vector<double> residual(a.m);
+        for (std::int64_t j = begin; j < end; ++j) {
+          for (int i = 0; i < a.m; ++i) residual[i] = a(i, int(j));
+          for (int l = 0; l < k; ++l) {
+            const double coefficient = s[l] * v(int(j), l);
+            for (int i = 0; i < a.m; ++i) residual[i] -= u(i, l) * coefficient;
+          }
+          for (int i = 0; i < a.m; ++i) column_sums[j] += std::abs(residual[i]);
+        }
+      },
+      columns_per_part(std::int64_t(a.m) * k));
   const double residual_norm = a.n > 0 ? *std::max_element(column_sums.begin(), column_sums.end()) : 0;
   const double a_norm = one_norm(a);
   const double size = std::max(a.m, a.n);

@@ -30,6 +30,9 @@ Matrix transposed(const Matrix& a);
 // Singular values, descending, by LAPACK dgesvj (one-sided Jacobi: high relative accuracy),
 // through the transpose when m < n. k = min(m, n) values.
 std::vector<double> lapack_singular_values(const Matrix& a);
+// Singular values, descending, by LAPACK dgesvd without vectors (bidiagonalization: much faster
+// than dgesvj on large matrices, accurate to eps * ||A|| rather than relatively).
+std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a);
 // Eigenvalues of a symmetric matrix, descending, by LAPACK dsyev.
 std::vector<double> lapack_symmetric_eigenvalues(const Matrix& a);
 // A full SVD by LAPACK dgesvd: S descending, U m x k, V n x k (k = min(m, n)).

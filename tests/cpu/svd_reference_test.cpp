@@ -49,6 +49,15 @@ TEST(SvdReference, JacobiAndBidiagonalLapackAgreeOnAWellConditionedMatrix) {
   EXPECT_EQ(lapack_singular_values(transposed(a)).size(), 30u);
 }
 
+TEST(SvdReference, BidiagonalValuesAgreeWithJacobiOnTallAndWideMatrices) {
+  for (const auto& [m, n] : {std::pair{50, 30}, std::pair{30, 50}}) {
+    const Matrix a = random_matrix(m, n, 10);
+    EXPECT_LT(max_relative_singular_value_error(lapack_bidiagonal_singular_values(a),
+                                                lapack_singular_values(a), 0),
+              1e-12);
+  }
+}
+
 TEST(SvdReference, GradedMatrixSpansTheRequestedDecades) {
   const auto s = lapack_singular_values(graded_matrix(60, 20, 7, 10));
   EXPECT_GT(s.front() / s.back(), 1e8);

@@ -1,0 +1,474 @@
+#pragma once
+// One-sided Jacobi (Hestenes) SVD: the device code shared by rooflab::svd, rooflab::svd_batched
+// and their ladders (no copies: every kernel is built from these pieces).
+//
+// The method. W = A, or A^T when m < n, so that W is M x N with M >= N, is scaled by a power of
+// two (exact) so that its largest entry lies in [1/2, 1): no squared norm can overflow and only
+// columns that are negligible next to ||A|| can underflow. Pairs of columns (p, q) are rotated,
+// W <- W J and V <- V J, until every pair is orthogonal to tol:
+//     |w_p . w_q| <= tol ||w_p|| ||w_q||          (LAPACK dgesvj's test)
+// Then sigma_c = ||w_c||, u_c = w_c / sigma_c, and A = U diag(sigma) V^T.
+//
+// The ordering. A sweep sorts the columns by decreasing norm (de Rijk) and then runs an odd-even
+// transposition ring over the sorted positions: round r pairs positions (i, i + 1) for i of the
+// parity of r, rotates each pair and swaps the two positions. After N_pad rounds every pair has
+// met exactly once (the ring reverses), n/2 rotations run at once, and sorting first cuts the
+// sweeps (random square matrices in double, counting the final check: 10, 12, 12 sweeps at
+// n = 128, 256, 512, against 12, 13, 14 for the classic round-robin without sorting; the CPU test
+// JacobiModel checks the bound). Positions map to columns through pos[], so no column moves in
+// memory.
+//
+// Column norms. Each pair's dot products compute ||w_p||^2, ||w_q||^2 and w_p . w_q afresh (the
+// convergence test never relies on an updated norm); the sort uses the norms tracked through the
+// rotations (alpha - t gamma, beta + t gamma), refreshed at every pair.
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "svd/jacobi.hpp"
+#include "svd/jacobi_math.hpp"
+
+namespace rooflab::jacobi {
+
+// ---------------------------------------------------------------------------------------------
+// Groups of lanes. A group of `lanes` lanes (a power of two, aligned within its warp) works on
+// one column pair; every lane of a warp must call group_sum together (full-mask shuffles).
+
+template <class T>
+__device__ __forceinline__ T group_sum(T x, int lanes) {
+  for (int offset = lanes >> 1; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+template <class T>
+__device__ __forceinline__ T warp_max(T x) {
+  for (int offset = 16; offset > 0; offset >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+
+// Which rows a lane visits, and in which order. Lane h of a group takes rows h, h + lanes, ...;
+// the groups of a warp start at different rows of that sequence (`start`), so that with leading
+// dimensions that are multiples of 32 the lanes of a warp hit 32 different shared-memory banks
+// although their columns are arbitrary.
+struct RowWalk {
+  int first;  // h
+  int step;   // lanes
+  int count;  // rows of this lane
+  int start;  // index in 0..count-1 where the walk begins
+  __device__ RowWalk(int rows, int lanes, int h, int group_in_warp)
+      : first(h), step(lanes), count(h < rows ? (rows - h + lanes - 1) / lanes : 0),
+        start(count > 0 ? group_in_warp % count : 0) {}
+  __device__ int row(int j) const {
+    int k = start + j;
+    if (k >= count) k -= count;
+    return first + k * step;
+  }
+};
+
+// Partial sums of ||p||^2, ||q||^2 and p . q over this lane's rows.
+template <class T>
+__device__ __forceinline__ void partial_dots(const T* p, const T* q, const RowWalk& walk, T& alpha,
+                                             T& beta, T& gamma) {
+  for (int j = 0; j < walk.count; ++j) {
+    const int i = walk.row(j);
+    const T x = p[i], y = q[i];
+    alpha = fma(x, x, alpha);
+    beta = fma(y, y, beta);
+    gamma = fma(x, y, gamma);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ T partial_norm2(const T* p, const RowWalk& walk) {
+  T sum = 0;
+  for (int j = 0; j < walk.count; ++j) {
+    const T x = p[walk.row(j)];
+    sum = fma(x, x, sum);
+  }
+  return sum;
+}
+
+// p <- c p - s q, q <- s p + c q over this lane's rows.
+template <class T>
+__device__ __forceinline__ void rotate_columns(T* p, T* q, const RowWalk& walk, const Rotation<T>& r) {
+  for (int j = 0; j < walk.count; ++j) {
+    const int i = walk.row(j);
+    const T x = p[i], y = q[i];
+    p[i] = fma(r.c, x, -r.s * y);
+    q[i] = fma(r.s, x, r.c * y);
+  }
+}
+
+// One pair, by one group of `lanes` lanes: dots, test, rotation of W's columns (w_walk: this
+// lane's rows of them) and V's (v_walk, when uv), tracked norms, and the swap of the two
+// positions. Columns >= cols are padding. `active` is false for the group's idle slots; every
+// lane of the warp calls this together. Returns the scaled off-diagonal (0 when idle).
+template <class T>
+__device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk& w_walk, T* V,
+                                          std::int64_t ldv, const RowWalk& v_walk, bool uv,
+                                          T* norms, int* pos, int position, bool active, T tol,
+                                          int lanes, int cols) {
+  const int h = w_walk.first;
+  const int p = active ? pos[position] : 0;
+  const int q = active ? pos[position + 1] : 0;
+  const bool real = active && p < cols && q < cols;
+  T alpha = 0, beta = 0, gamma = 0;
+  if (real) partial_dots(W + p * ldw, W + q * ldw, w_walk, alpha, beta, gamma);
+  alpha = group_sum(alpha, lanes);
+  beta = group_sum(beta, lanes);
+  gamma = group_sum(gamma, lanes);
+  T cosine = 0;
+  if (real) {
+    Rotation<T> r;
+    const bool rotate = jacobi_rotation(alpha, beta, gamma, tol, r, cosine);
+    if (rotate) {
+      rotate_columns(W + p * ldw, W + q * ldw, w_walk, r);
+      if (uv) rotate_columns(V + p * ldv, V + q * ldv, v_walk, r);
+    }
+    if (h == 0) {
+      norms[p] = rotate ? alpha - r.t * gamma : alpha;
+      norms[q] = rotate ? beta + r.t * gamma : beta;
+    }
+  }
+  __syncwarp();  // every lane of the group has read pos before it changes
+  if (active && h == 0) {
+    pos[position] = q;
+    pos[position + 1] = p;
+  }
+  return cosine;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Teams: the threads that own one matrix. A warp (many matrices per block) or a whole block.
+
+struct WarpTeam {
+  __device__ int rank() const { return threadIdx.x & 31; }
+  __device__ int size() const { return 32; }
+  __device__ void sync() const { __syncwarp(); }
+  template <class T>
+  __device__ T max(T x) const { return warp_max(x); }
+  template <class T>
+  __device__ T sum(T x) const { return group_sum(x, 32); }
+  __device__ unsigned long long min(unsigned long long x) const {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, x, offset);
+      x = other < x ? other : x;
+    }
+    return x;
+  }
+};
+
+struct BlockTeam {
+  unsigned long long* scratch;  // 32 words of shared memory
+  __device__ int rank() const { return threadIdx.x; }
+  __device__ int size() const { return blockDim.x; }
+  __device__ void sync() const { __syncthreads(); }
+  template <class Word, class Combine>
+  __device__ Word combine_warps(Word x, Combine combine) const {
+    Word* words = reinterpret_cast<Word*>(scratch);
+    __syncthreads();  // the previous reduction's readers are done with the scratch
+    if ((threadIdx.x & 31) == 0) words[threadIdx.x >> 5] = x;
+    __syncthreads();
+    Word result = words[0];
+    for (int w = 1; w < int(blockDim.x >> 5); ++w) result = combine(result, words[w]);
+    return result;
+  }
+  template <class T>
+  __device__ T max(T x) const {
+    return combine_warps(warp_max(x), [](T a, T b) { return fmax(a, b); });
+  }
+  template <class T>
+  __device__ T sum(T x) const {
+    return combine_warps(group_sum(x, 32), [](T a, T b) { return a + b; });
+  }
+  __device__ unsigned long long min(unsigned long long x) const {
+    return combine_warps(WarpTeam{}.min(x),
+                         [](unsigned long long a, unsigned long long b) { return a < b ? a : b; });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Scaling, outputs and reports.
+
+// Records one matrix's outcome: its status (when statuses are wanted) and the batch summary.
+__device__ inline void report_matrix(const Report& report, std::int64_t matrix, int batch,
+                                     const MatrixStatus& outcome) {
+  if (report.status != nullptr) report.status[matrix] = outcome;
+  const unsigned key = unsigned(batch - matrix);
+  if (outcome.bad_input) {
+    atomicAdd(&report.summary->bad_count, 1u);
+    atomicMax(&report.summary->first_bad_key, key);
+  } else if (!outcome.converged) {
+    atomicAdd(&report.summary->unconverged_count, 1u);
+    atomicMax(&report.summary->first_unconverged_key, key);
+  }
+}
+
+// Every output of a matrix with NaN or Inf becomes NaN: a caller who ignores the error cannot
+// mistake them for results.
+template <class T, class Team>
+__device__ void write_nan_outputs(const Team& team, const Problem<T>& P, std::int64_t matrix) {
+  const T nan = T(NAN);
+  const std::int64_t k = P.m < P.n ? P.m : P.n;
+  for (std::int64_t r = team.rank(); r < k; r += team.size()) P.S[matrix * P.s_stride + r] = nan;
+  if (!P.uv) return;
+  for (std::int64_t e = team.rank(); e < P.m * k; e += team.size())
+    P.U[matrix * P.u_stride + e % P.m + e / P.m * P.ldu] = nan;
+  for (std::int64_t e = team.rank(); e < P.n * k; e += team.size())
+    P.V[matrix * P.v_stride + e % P.n + e / P.n * P.ldv] = nan;
+}
+
+// The power of two that brings max |a| into [1/2, 1): W = ldexp(A, -exponent).
+template <class T>
+__device__ __forceinline__ int scaling_exponent(T max_abs) {
+  int exponent = 0;
+  frexp(max_abs, &exponent);
+  return exponent;
+}
+
+// Output column r takes working column c. Without transposition U's columns are W's (normalized)
+// and V's are the accumulated rotations; with it (m < n, W = A^T) the roles swap.
+template <class T>
+__device__ __forceinline__ void write_output_element(const Problem<T>& P, std::int64_t matrix,
+                                                     bool transposed, const T* W, std::int64_t ldw,
+                                                     const T* Vw, std::int64_t ldvw, int i, int r,
+                                                     int c, bool u_side) {
+  T* U = P.U + matrix * P.u_stride;
+  T* V = P.V + matrix * P.v_stride;
+  const T* from_w = W + c * ldw;
+  const T* from_v = Vw + c * ldvw;
+  if (u_side)
+    U[i + std::int64_t(r) * P.ldu] = transposed ? from_v[i] : from_w[i];
+  else
+    V[i + std::int64_t(r) * P.ldv] = transposed ? from_w[i] : from_v[i];
+}
+
+// ---------------------------------------------------------------------------------------------
+// A whole matrix in shared memory: the layout and the team routine.
+
+// Completes the columns of W whose sigma is 0 to an orthonormal set: each becomes the standard
+// basis vector least represented in the columns done so far (the row of least squared weight),
+// orthogonalized against them by classical Gram-Schmidt run twice, and normalized. `done` marks
+// orthonormal columns; `coefficients` is scratch.
+template <class T, class Team>
+__device__ void complete_orthonormal_columns(const Team& team, T* W, std::int64_t ldw, int M, int N,
+                                             const T* sigma, int* done, T* coefficients,
+                                             int lanes) {
+  const int groups = team.size() / lanes;
+  const int group = team.rank() / lanes, h = team.rank() % lanes;
+  const int group_in_warp = (team.rank() & 31) / lanes;
+  for (int c = 0; c < N; ++c) {
+    if (sigma[c] > 0) continue;  // uniform: sigma is in shared memory, written before a sync
+    unsigned long long best = ~0ull;
+    for (int i = team.rank(); i < M; i += team.size()) {
+      T weight = 0;
+      for (int other = 0; other < N; ++other)
+        if (done[other]) weight = fma(W[i + other * ldw], W[i + other * ldw], weight);
+      const float key = float(weight);
+      best = min(best, (static_cast<unsigned long long>(__float_as_uint(key)) << 32) | unsigned(i));
+    }
+    const int chosen = int(team.min(best) & 0xffffffffu);
+    T* x = W + c * ldw;
+    for (int i = team.rank(); i < M; i += team.size()) x[i] = i == chosen ? T(1) : T(0);
+    team.sync();
+    for (int pass = 0; pass < 2; ++pass) {
+      const int slots = (N + groups - 1) / groups;
+      for (int slot = 0; slot < slots; ++slot) {
+        const int other = slot * groups + group;
+        const bool use = other < N && done[other];
+        T dot = 0;
+        if (use) {
+          const RowWalk walk(M, lanes, h, group_in_warp);
+          T ignored_alpha = 0, ignored_beta = 0;
+          partial_dots(W + other * ldw, x, walk, ignored_alpha, ignored_beta, dot);
+        }
+        dot = group_sum(dot, lanes);
+        if (other < N && h == 0) coefficients[other] = use ? dot : T(0);
+      }
+      team.sync();
+      for (int i = team.rank(); i < M; i += team.size()) {
+        T projection = 0;
+        for (int other = 0; other < N; ++other)
+          projection = fma(coefficients[other], W[i + other * ldw], projection);
+        x[i] -= projection;
+      }
+      team.sync();
+    }
+    T local = 0;
+    for (int i = team.rank(); i < M; i += team.size()) local = fma(x[i], x[i], local);
+    const T scale = rsqrt(team.sum(local));
+    for (int i = team.rank(); i < M; i += team.size()) x[i] *= scale;
+    if (team.rank() == 0) done[c] = 1;
+    team.sync();
+  }
+}
+
+// Sorts columns by decreasing key into order[0..count): order[rank] = column, ties by index.
+// O(count^2 / threads): the on-chip matrices have at most a few hundred columns.
+template <class T, class Team>
+__device__ void rank_sort_descending(const Team& team, const T* key, int count, int* order) {
+  for (int c = team.rank(); c < count; c += team.size()) {
+    const T mine = key[c];
+    int rank = 0;
+    for (int other = 0; other < count; ++other) {
+      const T theirs = key[other];
+      rank += (theirs > mine) || (theirs == mine && other < c);
+    }
+    order[rank] = c;
+  }
+}
+
+template <class T>
+struct SweepOutcome {
+  int sweeps = 0;
+  bool converged = false;
+  T off = 0;        // the last sweep's largest scaled off-diagonal
+  T first_off = 0;  // the first sweep's: 0 when the columns were orthogonal on arrival
+};
+
+// Sweeps of one team over `cols` columns of W (rows long, in shared memory), accumulating the
+// rotations into the first v_rows rows of V's columns when uv: initial norms, then per sweep a
+// sort by tracked norm and n_pad rounds of the odd-even ring, until a sweep finds every pair
+// orthogonal to tol or max_sweeps have run. norms and pos hold n_pad entries. Every thread of
+// the team calls it; W, V, norms and pos must be visible to the team (a sync before).
+template <class T, class Team>
+__device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows, int cols, T* V,
+                                       int ldv, int v_rows, bool uv, T* norms, int* pos, T tol,
+                                       int max_sweeps, int lanes) {
+  const int n_pad = cols + (cols & 1);
+  const int rank = team.rank(), threads = team.size();
+  const int groups = threads / lanes;
+  const int group = rank / lanes, h = rank % lanes;
+  const int group_in_warp = (rank & 31) / lanes;
+  // This lane's rows of W's and V's columns: the same for every pair (divisions done once).
+  const RowWalk w_walk(rows, lanes, h, group_in_warp), v_walk(v_rows, lanes, h, group_in_warp);
+  {  // initial norms; every lane of a warp runs the same number of slots (full-mask shuffles)
+    const int slots = (n_pad + groups - 1) / groups;
+    for (int slot = 0; slot < slots; ++slot) {
+      const int c = slot * groups + group;
+      T sum = c < cols ? partial_norm2(W + c * ldw, w_walk) : T(0);
+      sum = group_sum(sum, lanes);
+      if (h == 0 && c < n_pad) norms[c] = c < cols ? sum : T(-1);  // padding sorts last
+    }
+  }
+  team.sync();
+
+  SweepOutcome<T> outcome;
+  while (outcome.sweeps < max_sweeps && !outcome.converged) {
+    ++outcome.sweeps;
+    rank_sort_descending(team, norms, n_pad, pos);
+    team.sync();
+    T local_off = 0;
+    for (int round = 0; round < n_pad; ++round) {
+      const int pairs = pairs_in_round(round, n_pad);
+      const int slots = (pairs + groups - 1) / groups;
+      for (int slot = 0; slot < slots; ++slot) {
+        const int pair = slot * groups + group;
+        const T cosine = process_pair(W, ldw, w_walk, V, ldv, v_walk, uv, norms, pos,
+                                      first_position(round, pair), pair < pairs, tol, lanes, cols);
+        local_off = fmax(local_off, cosine);
+      }
+      team.sync();
+    }
+    outcome.off = team.max(local_off);
+    if (outcome.sweeps == 1) outcome.first_off = outcome.off;
+    outcome.converged = !(outcome.off > tol);
+  }
+  return outcome;
+}
+
+// The whole SVD of matrix `matrix` of P by one team, its working set in `smem` (layout L).
+template <class T, class Team>
+__device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipLayout& L,
+                            const Problem<T>& P, std::int64_t matrix, int lanes,
+                            const Report& report) {
+  const int M = L.M, N = L.N;
+  const bool transposed = P.m < P.n;
+  T* W = reinterpret_cast<T*>(smem + L.w_offset);
+  T* Vw = reinterpret_cast<T*>(smem + L.v_offset);
+  T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  T* coefficients = reinterpret_cast<T*>(smem + L.coefficients_offset);
+  int* pos = reinterpret_cast<int*>(smem + L.pos_offset);
+  const int rank = team.rank(), threads = team.size();
+  const int groups = threads / lanes;
+  const int group = rank / lanes, h = rank % lanes;
+  const int group_in_warp = (rank & 31) / lanes;
+
+  // Load (transposing when m < n: A's element (i, j) becomes W's (j, i)), reading A coalesced.
+  const T* A = P.A + matrix * P.a_stride;
+  T local_max = 0;
+  int local_bad = 0;
+  const int elements = P.m * P.n;
+  for (int e = rank; e < elements; e += threads) {
+    const int i = e % P.m, j = e / P.m;
+    const T x = A[i + std::int64_t(j) * P.lda];
+    local_bad |= !isfinite(x);
+    local_max = fmax(local_max, fabs(x));
+    W[transposed ? j + i * L.ldw : i + j * L.ldw] = x;
+  }
+  const bool bad = team.max(T(local_bad)) > 0;
+  const T max_abs = team.max(local_max);
+  const std::int64_t k = N;
+  if (bad) {
+    write_nan_outputs(team, P, matrix);
+    if (rank == 0) report_matrix(report, matrix, P.batch, MatrixStatus{0, 0, 1, 0, double(NAN)});
+    return;
+  }
+  const int exponent = scaling_exponent(max_abs);
+  team.sync();
+  for (int e = rank; e < M * N; e += threads) {
+    const int i = e % M, j = e / M;
+    W[i + j * L.ldw] = ldexp(W[i + j * L.ldw], -exponent);
+  }
+  if (P.uv)
+    for (int e = rank; e < N * N; e += threads) {
+      const int i = e % N, j = e / N;
+      Vw[i + j * L.ldv] = i == j ? T(1) : T(0);
+    }
+  team.sync();
+  const SweepOutcome<T> outcome = team_sweeps(team, W, L.ldw, M, N, Vw, L.ldv, N, P.uv, norms, pos,
+                                              P.tol, P.max_sweeps, lanes);
+
+  // sigma_c = ||w_c|| afresh; negligible columns get 0.
+  {
+    const int slots = (N + groups - 1) / groups;
+    const RowWalk walk(M, lanes, h, group_in_warp);
+    for (int slot = 0; slot < slots; ++slot) {
+      const int c = slot * groups + group;
+      T sum = c < N ? partial_norm2(W + c * L.ldw, walk) : T(0);
+      sum = group_sum(sum, lanes);
+      if (h == 0 && c < N) norms[c] = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+    }
+  }
+  team.sync();
+  if (P.uv) {
+    for (int e = rank; e < M * N; e += threads) {
+      const int i = e % M, c = e / M;
+      if (norms[c] > 0) W[i + c * L.ldw] /= norms[c];
+    }
+    for (int c = rank; c < N; c += threads) pos[c] = norms[c] > 0;
+    team.sync();
+    complete_orthonormal_columns(team, W, L.ldw, M, N, norms, pos, coefficients, lanes);
+  }
+  rank_sort_descending(team, norms, N, pos);
+  team.sync();
+
+  T* S = P.S + matrix * P.s_stride;
+  for (int r = rank; r < N; r += threads) S[r] = ldexp(norms[pos[r]], exponent);
+  if (P.uv) {
+    for (std::int64_t e = rank; e < P.m * k; e += threads) {
+      const int i = int(e % P.m), r = int(e / P.m);
+      write_output_element(P, matrix, transposed, W, L.ldw, Vw, L.ldv, i, r, pos[r], true);
+    }
+    for (std::int64_t e = rank; e < P.n * k; e += threads) {
+      const int i = int(e % P.n), r = int(e / P.n);
+      write_output_element(P, matrix, transposed, W, L.ldw, Vw, L.ldv, i, r, pos[r], false);
+    }
+  }
+  if (rank == 0)
+    report_matrix(report, matrix, P.batch,
+                  MatrixStatus{outcome.sweeps, outcome.converged ? 1 : 0, 0, 0, double(outcome.off)});
+}
+
+}  // namespace rooflab::jacobi

@@ -1,0 +1,115 @@
+#pragma once
+// The one-sided Jacobi SVD's internal entry points, shared by rooflab::svd (src/svd/svd.cu),
+// rooflab::svd_batched (src/svd_batched/svd_batched.cu) and the two ladders. Plain C++: the
+// kernels behind them are compiled once, in the library.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "rooflab/svd.hpp"
+
+namespace rooflab::jacobi {
+
+// One or many m x n matrices and where their factors go. Matrix b starts at A + b * a_stride
+// (column-major, leading dimension lda); its outputs at S + b * s_stride, U + b * u_stride
+// (m x k, leading dimension ldu) and V + b * v_stride (n x k, leading dimension ldv), k = min(m, n).
+// U and V are ignored when uv is false.
+template <class T>
+struct Problem {
+  const T* A = nullptr;
+  int lda = 0;
+  std::int64_t a_stride = 0;
+  int m = 0, n = 0, batch = 0;
+  T* S = nullptr;
+  T* U = nullptr;
+  T* V = nullptr;
+  int ldu = 0, ldv = 0;
+  std::int64_t s_stride = 0, u_stride = 0, v_stride = 0;
+  T tol = 0;  // resolved: > 0
+  int max_sweeps = 0;
+  bool uv = true;
+};
+
+// What happened to one matrix, written by the device.
+struct MatrixStatus {
+  int sweeps;
+  int converged;   // 1 when a sweep found every pair orthogonal to tol
+  int bad_input;   // 1 when the matrix held NaN or Inf (its S, U, V are then NaN)
+  int reserved;
+  double off;      // max over the last sweep's pairs of |a_p . a_q| / (||a_p|| ||a_q||)
+};
+
+// The whole batch at a glance, so that callers who want no per-matrix info copy 16 bytes back.
+// A "key" is batch - index of the first such matrix (0: none), kept with atomicMax.
+struct BatchSummary {
+  unsigned bad_count;
+  unsigned first_bad_key;
+  unsigned unconverged_count;
+  unsigned first_unconverged_key;
+};
+
+// Where the device reports: statuses (batch entries, may be null) and the summary (never null,
+// zeroed before the run).
+struct Report {
+  MatrixStatus* status = nullptr;
+  BatchSummary* summary = nullptr;
+};
+
+// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2 and 4).
+enum class GlobalSchedule {
+  launch_per_round,  // one kernel per round of disjoint column pairs
+  launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
+  blocked,           // one kernel per round of disjoint pairs of column blocks, each pair's
+                     // columns swept in one block's shared memory
+  blocked_persistent,  // the same rounds in one cooperative kernel for the whole iteration
+                       // (per-round launches where the blocks cannot all be resident)
+};
+
+// Where a matrix is solved; production_path picks by shape and batch.
+enum class Path { warp_per_matrix, block_per_matrix, blocked, global_rounds };
+
+// The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
+// wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being rotated.
+template <class T>
+T default_tolerance(int m, int n, bool uv);
+
+// Checks the arguments shared by svd and svd_batched (throws rooflab::Error naming the argument)
+// and returns the resolved tolerance.
+template <class T>
+T resolve_options(const char* op, int m, int n, const SvdOptions& options);
+
+// The current device's shared memory per block, with the opt-in beyond 48 KB (227 KB on Hopper).
+int shared_memory_optin();
+
+// Whole matrices in one block's (or one warp's) shared memory: does an m x n matrix fit?
+template <class T>
+bool fits_on_chip(int m, int n, bool uv);
+
+// Runs every matrix of `problem` with each matrix's working set in shared memory: one warp per
+// matrix (warp_per_matrix) or one block per matrix. Asynchronous on `stream`. Defined in
+// src/svd_batched/svd_batched.cu.
+template <class T>
+void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& report,
+                 cudaStream_t stream);
+
+// Runs every matrix of `problem` with its columns in global memory, any size (the blocked
+// schedule: while a pair of 4-column blocks fits in shared memory). Synchronizes `stream` once per
+// sweep to test convergence. Defined in src/svd/svd.cu.
+template <class T>
+void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
+                cudaStream_t stream);
+
+// Can the blocked schedule take columns of max(m, n) rows?
+template <class T>
+bool blocked_fits(int m, int n);
+
+// The fastest path for `batch` m x n matrices (estimates from the ladders' measurements), and
+// the call that runs a problem on a path.
+template <class T>
+Path production_path(int m, int n, int batch, bool uv);
+template <class T>
+void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream);
+
+SvdInfo to_info(const MatrixStatus& status);
+
+}  // namespace rooflab::jacobi

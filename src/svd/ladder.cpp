@@ -1,0 +1,112 @@
+// The svd ladder: one-sided Jacobi on one matrix, from a launch per round to the whole SVD in one
+// kernel. The kernels live in the library (src/svd/svd.cu, src/svd_batched/svd_batched.cu, built
+// from src/svd/jacobi.cuh), because rooflab::svd dispatches to them; each rung here runs one of
+// them on its own.
+#include "bench/registry.hpp"
+#include "rooflab/svd.hpp"
+#include "svd/jacobi.hpp"
+#include "svd/svd_workspace.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+// Rung 1 — one launch per round (jacobi.cuh's process_pair, svd.cu's global_round).
+// Columns stay in global memory; a warp per column pair, n/2 pairs a launch, n launches a sweep
+// and a host round trip per sweep to test convergence. Every round re-reads both columns from L2
+// and pays a launch (~3 us): launch overhead and L2 traffic bound it.
+ROOFLAB_VARIANT(Variant{
+    "svd", 1, "round-per-launch", "a warp per column pair in global memory, one launch per round",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_round, w.report(),
+                           stream);
+      });
+    }});
+
+// Rung 2 — a whole sweep per launch (svd.cu's global_sweep_cooperative).
+// The same rounds inside one cooperative kernel, a grid-wide barrier between them: the launch
+// cost per round becomes a barrier (~1 us), but the columns still cross L2 every round.
+ROOFLAB_VARIANT(Variant{
+    "svd", 2, "sweep-per-launch", "one cooperative kernel per sweep, a grid barrier per round",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_sweep, w.report(),
+                           stream);
+      });
+    }});
+
+// Rung 3 — the whole SVD in one kernel (svd_batched.cu's svd_block_per_matrix, batch 1).
+// W, V, norms and positions in one block's shared memory (up to 227 KB on Hopper): rounds are
+// separated by __syncthreads instead of launches, and every column access is an on-chip load.
+// One SM does all the work, so it only pays while the matrix is small.
+ROOFLAB_VARIANT(Variant{
+    "svd", 3, "one-kernel", "the whole SVD in one block's shared memory, one launch",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::fits_on_chip<float>(m, n, true)
+                                   : jacobi::fits_on_chip<double>(m, n, true))
+        return {};
+      return "W and V exceed one block's shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
+      });
+    }});
+
+// Rung 4 — blocked one-sided Jacobi (svd.cu's blocked_round).
+// The odd-even ring runs over blocks of b columns; a block of threads takes each pair of blocks,
+// sweeps its 2b columns once in shared memory, and applies the accumulated 2b x 2b rotation to
+// V's columns. Column data crosses L2 once per pair of blocks instead of once per pair of
+// columns, and n / (2b) blocks of threads work at once on different SMs.
+ROOFLAB_VARIANT(Variant{
+    "svd", 4, "blocked", "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
+        return {};
+      return "columns too long for a pair of 4-column blocks in shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
+      });
+    }});
+
+// Rung 5 — blocked, persistent (svd.cu's blocked_persistent).
+// The same pairs of blocks in one cooperative kernel for the whole iteration: a grid-wide barrier
+// (about a microsecond) instead of a launch per round, and the convergence test on the device
+// instead of a host round trip per sweep. For one matrix the rounds are short, so what they
+// cost between them is most of the time.
+ROOFLAB_VARIANT(Variant{
+    "svd", 5, "blocked-persistent", "the blocked rounds in one cooperative launch, grid barriers between",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
+        return {};
+      return "columns too long for a pair of 4-column blocks in shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
+                           stream);
+      });
+    }});
+
+// Rung 6 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: one kernel for
+// small matrices, blocked beyond), with its argument checks, scratch allocation and the final
+// synchronization a caller sees.
+ROOFLAB_VARIANT(Variant{
+    "svd", 6, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        SvdOptions options;
+        svd(w.a.data(), w.m, w.n, w.m, w.s.data(), w.u.data(), w.m, w.v.data(), w.n, options, stream);
+      });
+    }});
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -1,0 +1,792 @@
+// rooflab::svd: one-sided Jacobi SVD of one matrix (the method: src/svd/jacobi.cuh), and the
+// global-memory schedules shared with rooflab::svd_batched. A small matrix is solved in one
+// block's shared memory in a single kernel (the batched block-per-matrix kernel with batch 1);
+// a larger one keeps its columns in global memory and runs the blocked schedule: pairs of column
+// blocks swept in shared memory, the whole iteration in one cooperative launch
+// (jacobi::production_path decides).
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/device_info.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "rooflab/error.hpp"
+#include "rooflab/svd.hpp"
+#include "svd/jacobi.cuh"
+
+namespace rooflab::jacobi {
+
+template <class T>
+T default_tolerance(int m, int n, bool uv) {
+  const double rows = std::max(m, n);
+  return T((uv ? std::sqrt(rows) : rows) * std::numeric_limits<T>::epsilon());
+}
+
+template <class T>
+T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
+  require(m >= 1, op, "m", "must be at least 1, got " + std::to_string(m));
+  require(n >= 1, op, "n", "must be at least 1, got " + std::to_string(n));
+  require(options.max_sweeps >= 1, op, "opt.max_sweeps",
+          "must be at least 1, got " + std::to_string(options.max_sweeps));
+  require(std::isfinite(options.tol) && options.tol >= 0, op, "opt.tol",
+          "must be finite and not negative (0 selects the default)");
+  return options.tol > 0 ? T(options.tol) : default_tolerance<T>(m, n, options.compute_uv);
+}
+
+SvdInfo to_info(const MatrixStatus& status) {
+  SvdInfo info;
+  info.sweeps = status.sweeps;
+  info.converged = status.converged != 0;
+  info.off = status.off;
+  return info;
+}
+
+template float default_tolerance<float>(int, int, bool);
+template double default_tolerance<double>(int, int, bool);
+template float resolve_options<float>(const char*, int, int, const SvdOptions&);
+template double resolve_options<double>(const char*, int, int, const SvdOptions&);
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The global-memory path. Every matrix of the batch has its own W (M x N), V (N x N), tracked
+// norms, positions and convergence state; matrices that converge drop out of later sweeps.
+
+template <class T>
+struct GlobalState {
+  Problem<T> P;
+  int M = 0, N = 0;
+  // Positions of the ordering: N rounded up to even, or for the blocked schedule an even number
+  // of blocks of `block` columns; positions holding a column index >= N are padding.
+  int positions = 0;
+  int block = 1, block_positions = 0;
+  std::int64_t ldw = 0, ldv = 0;
+  T* W = nullptr;
+  T* V = nullptr;
+  T* norms = nullptr;         // positions per matrix: tracked squared norms, then sigma
+  T* coefficients = nullptr;  // positions per matrix: Gram-Schmidt scratch
+  int* pos = nullptr;         // positions per matrix: column at each position, then output order
+  unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
+  unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
+  int* exponent = nullptr;
+  int* active = nullptr;  // 1 while the matrix still sweeps
+  int* sweeps = nullptr;
+  int* converged = nullptr;
+  int* bad = nullptr;
+  unsigned* active_count = nullptr;
+  Report report;
+
+  __device__ T* w(std::int64_t matrix) const { return W + matrix * ldw * N; }
+  __device__ T* v(std::int64_t matrix) const { return V + matrix * ldv * N; }
+  __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * positions; }
+  __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * positions; }
+};
+
+constexpr int global_threads = 256;
+constexpr int global_warps = global_threads / 32;
+
+// Max |a| of every matrix, as the bits of a double (non-negative doubles order like their bits;
+// NaN and Inf order above every finite value, so one atomicMax also finds them).
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    global_max_abs(GlobalState<T> G, std::int64_t chunk, int blocks_per_matrix) {
+  const Problem<T>& P = G.P;
+  const std::int64_t matrix = blockIdx.x / blocks_per_matrix;
+  const std::int64_t begin = (blockIdx.x % blocks_per_matrix) * chunk;
+  const std::int64_t end = std::min(begin + chunk, std::int64_t(P.m) * P.n);
+  const T* A = P.A + matrix * P.a_stride;
+  unsigned long long local = 0;
+  for (std::int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
+    const T x = A[e % P.m + e / P.m * P.lda];
+    local = max(local, static_cast<unsigned long long>(__double_as_longlong(fabs(double(x)))));
+  }
+  for (int offset = 16; offset > 0; offset >>= 1)
+    local = max(local, __shfl_xor_sync(0xffffffffu, local, offset));
+  if ((threadIdx.x & 31) == 0) atomicMax(&G.max_bits[matrix], local);
+}
+
+// Per matrix: the scaling exponent, or the verdict that it holds NaN or Inf.
+template <class T>
+__global__ void global_begin(GlobalState<T> G) {
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix >= G.P.batch) return;
+  const double max_abs = __longlong_as_double(static_cast<long long>(G.max_bits[matrix]));
+  const bool bad = !isfinite(max_abs);
+  G.bad[matrix] = bad;
+  G.active[matrix] = !bad;
+  G.sweeps[matrix] = 0;
+  G.converged[matrix] = 0;
+  G.exponent[matrix] = bad ? 0 : scaling_exponent(T(max_abs));
+}
+
+// W = A (or A^T) scaled by 2^-exponent, V = I.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) {
+  const Problem<T>& P = G.P;
+  const bool transposed = P.m < P.n;
+  const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
+  const std::int64_t total = per_matrix * P.batch;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
+    if (G.bad[matrix]) continue;
+    const std::int64_t i = at % G.M, j = at / G.M;  // W's row and column
+    const T* A = P.A + matrix * P.a_stride;
+    const T x = transposed ? A[j + i * P.lda] : A[i + j * P.lda];
+    G.w(matrix)[i + j * G.ldw] = ldexp(x, -G.exponent[matrix]);
+  }
+  if (!P.uv) return;
+  const std::int64_t v_per_matrix = std::int64_t(G.N) * G.N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < v_per_matrix * P.batch;
+       e += stride) {
+    const std::int64_t matrix = e / v_per_matrix, at = e % v_per_matrix;
+    const std::int64_t i = at % G.N, j = at / G.N;
+    G.v(matrix)[i + j * G.ldv] = i == j ? T(1) : T(0);
+  }
+}
+
+// Squared column norms, a warp per column: the initial tracked norms (final = false) or sigma
+// (final = true, negligible columns 0). Padding positions get -1 so that they sort last.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
+  const int lane = threadIdx.x & 31;
+  const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
+  const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
+  for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5); item < total;
+       item += warps) {
+    const std::int64_t matrix = item / G.positions;
+    const int c = int(item % G.positions);
+    if (G.bad[matrix]) continue;
+    T sum = c < G.N ? partial_norm2(G.w(matrix) + c * G.ldw, RowWalk(G.M, 32, lane, 0)) : T(0);
+    sum = group_sum(sum, 32);
+    if (lane != 0) continue;
+    if (!final)
+      G.norms_of(matrix)[c] = c < G.N ? sum : T(-1);
+    else if (c < G.N)
+      G.norms_of(matrix)[c] = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+  }
+}
+
+// Start of a sweep, a block per matrix: positions sorted by decreasing tracked norm.
+template <class T>
+__device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std::int64_t matrix) {
+  if (!G.active[matrix]) return;
+  rank_sort_descending(team, G.norms_of(matrix), G.positions, G.pos_of(matrix));
+  if (team.rank() == 0) G.off_bits[matrix] = 0;
+}
+
+// One round: a warp per pair of every active matrix.
+template <class T>
+__device__ void round_work(const GlobalState<T>& G, int round, std::int64_t first_warp,
+                           std::int64_t warps) {
+  const int lane = threadIdx.x & 31;
+  const int pairs = pairs_in_round(round, G.positions);
+  const std::int64_t total = std::int64_t(G.P.batch) * pairs;
+  for (std::int64_t item = first_warp; item < total; item += warps) {
+    const std::int64_t matrix = item / pairs;
+    if (!G.active[matrix]) continue;  // uniform over the warp
+    const int pair = int(item % pairs);
+    const T cosine = process_pair(G.w(matrix), G.ldw, RowWalk(G.M, 32, lane, 0), G.v(matrix), G.ldv,
+                                  RowWalk(G.N, 32, lane, 0), G.P.uv, G.norms_of(matrix),
+                                  G.pos_of(matrix), first_position(round, pair), true, G.P.tol, 32,
+                                  G.N);
+    if (lane == 0 && cosine > 0)
+      atomicMax(&G.off_bits[matrix],
+                static_cast<unsigned long long>(__double_as_longlong(double(cosine))));
+  }
+}
+
+// End of a sweep, a thread per matrix: converged when no pair needed a rotation.
+template <class T>
+__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count) {
+  if (!G.active[matrix]) return;
+  const int sweeps = ++G.sweeps[matrix];
+  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
+  if (!(off > double(G.P.tol))) {
+    G.converged[matrix] = 1;
+    G.active[matrix] = 0;
+  } else if (sweeps >= G.P.max_sweeps) {
+    G.active[matrix] = 0;
+  } else {
+    atomicAdd(active_count, 1u);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_sweep_start(GlobalState<T> G) {
+  __shared__ unsigned long long scratch[32];
+  sweep_start(G, BlockTeam{scratch}, blockIdx.x);
+}
+
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_round(GlobalState<T> G, int round) {
+  round_work(G, round, std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5),
+             std::int64_t(gridDim.x) * global_warps);
+}
+
+template <class T>
+__global__ void global_sweep_end(GlobalState<T> G) {
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix < G.P.batch) sweep_end(G, matrix, G.active_count);
+}
+
+// A whole sweep in one cooperative launch: the grid-wide barrier replaces the launch boundary
+// between rounds.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_sweep_cooperative(GlobalState<T> G) {
+  namespace cg = cooperative_groups;
+  __shared__ unsigned long long scratch[32];
+  const cg::grid_group grid = cg::this_grid();
+  for (std::int64_t matrix = blockIdx.x; matrix < G.P.batch; matrix += gridDim.x)
+    sweep_start(G, BlockTeam{scratch}, matrix);
+  grid.sync();
+  for (int round = 0; round < G.positions; ++round) {
+    round_work(G, round, std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5),
+               std::int64_t(gridDim.x) * global_warps);
+    grid.sync();
+  }
+  for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
+       matrix += std::int64_t(gridDim.x) * blockDim.x)
+    sweep_end(G, matrix, G.active_count);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocked schedule (the ladder's rung 4). The sorted positions are cut into blocks of b
+// columns; the odd-even ring runs over blocks, and a block of threads takes each pair of blocks:
+// it gathers their 2b columns of W into shared memory, sweeps them once with the on-chip team
+// routine (accumulating the rotations into a 2b x 2b Q instead of V), writes them back, applies Q
+// to the 2b columns of V (V_pair <- V_pair Q, rows streamed through the same shared memory) and
+// swaps the two blocks' positions. Each column pair of the matrix meets once per outer sweep, and
+// the sweep is converged when every pair of blocks arrived orthogonal.
+
+// One pair of blocks' shared memory: W's 2b columns (ld = shared_leading_dimension(M), which also
+// holds V's 2b columns while Q is applied: N <= M), Q, tracked norms and positions of the 2b
+// columns, their global column indices and the team's reduction scratch.
+struct BlockedLayout {
+  int slots = 0, ldb = 0;
+  int w_offset = 0, q_offset = 0, norms_offset = 0, pos_offset = 0, columns_offset = 0,
+      team_offset = 0;
+  int bytes = 0;
+};
+
+__host__ __device__ inline BlockedLayout blocked_layout(int M, int block, int element_bytes) {
+  BlockedLayout L;
+  L.slots = 2 * block;
+  L.ldb = shared_leading_dimension(M);
+  long long offset = 0;
+  const auto take = [&offset](long long bytes) {
+    const long long at = offset;
+    offset += (bytes + 15) / 16 * 16;
+    return int(at < (1ll << 30) ? at : (1ll << 30));
+  };
+  L.w_offset = take((long long)L.ldb * L.slots * element_bytes);
+  L.q_offset = take((long long)L.slots * L.slots * element_bytes);
+  L.norms_offset = take((long long)L.slots * element_bytes);
+  L.pos_offset = take((long long)L.slots * 4);
+  L.columns_offset = take((long long)L.slots * 4);
+  L.team_offset = take(32 * 8);
+  L.bytes = int(offset < (1ll << 30) ? offset : (1ll << 30));
+  return L;
+}
+
+// One inner sweep per pair of blocks: more sweeps barely cut the outer sweeps (a model of the
+// method: 9 to 11 outer sweeps at n = 128 to 512 with either) and double the rotations.
+constexpr int inner_sweeps = 1;
+constexpr int blocked_max_threads = 512;
+
+// One pair of blocks: `item` counts the pairs of round `round` over the batch (matrix-major).
+template <class T>
+__device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, int round,
+                             std::int64_t item, int lanes, unsigned char* smem) {
+  const BlockTeam team{reinterpret_cast<unsigned long long*>(smem + L.team_offset)};
+  const int pairs = pairs_in_round(round, G.block_positions);
+  const std::int64_t matrix = item / pairs;
+  if (!G.active[matrix]) return;  // uniform over the block
+  const int b = G.block, slots = L.slots, N = G.N, M = G.M;
+  const int first = first_position(round, int(item % pairs)) * b;
+  T* Wb = reinterpret_cast<T*>(smem + L.w_offset);
+  T* Q = reinterpret_cast<T*>(smem + L.q_offset);
+  T* inner_norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  int* inner_pos = reinterpret_cast<int*>(smem + L.pos_offset);
+  int* columns = reinterpret_cast<int*>(smem + L.columns_offset);
+  int* pos = G.pos_of(matrix);
+  T* W = G.w(matrix);
+  T* V = G.v(matrix);
+  const int rank = team.rank(), threads = team.size();
+
+  for (int s = rank; s < slots; s += threads) columns[s] = pos[first + s];
+  team.sync();
+  for (int e = rank; e < M * slots; e += threads) {
+    const int i = e % M, s = e / M, c = columns[s];
+    Wb[i + s * L.ldb] = c < N ? W[i + c * G.ldw] : T(0);  // padding: a zero column, never rotated
+  }
+  if (G.P.uv)
+    for (int e = rank; e < slots * slots; e += threads) Q[e] = e % slots == e / slots ? T(1) : T(0);
+  team.sync();
+
+  const SweepOutcome<T> outcome = team_sweeps(team, Wb, L.ldb, M, slots, Q, slots, slots, G.P.uv,
+                                              inner_norms, inner_pos, G.P.tol, inner_sweeps, lanes);
+
+  for (int e = rank; e < M * slots; e += threads) {
+    const int i = e % M, s = e / M, c = columns[s];
+    if (c < N) W[i + c * G.ldw] = Wb[i + s * L.ldb];
+  }
+  T* norms = G.norms_of(matrix);
+  for (int s = rank; s < slots; s += threads)
+    if (columns[s] < N) norms[columns[s]] = inner_norms[s];
+  if (G.P.uv && outcome.first_off > G.P.tol) {  // otherwise nothing rotated: Q = I
+    team.sync();  // Wb is free: V's 2b columns (N <= M rows) go there
+    for (int e = rank; e < N * slots; e += threads) {
+      const int i = e % N, s = e / N, c = columns[s];
+      Wb[i + s * L.ldb] = c < N ? V[i + c * G.ldv] : T(0);
+    }
+    team.sync();
+    for (int e = rank; e < N * slots; e += threads) {
+      const int i = e % N, s = e / N, c = columns[s];
+      if (c >= N) continue;
+      T sum = 0;
+      for (int from = 0; from < slots; ++from) sum = fma(Wb[i + from * L.ldb], Q[from + s * slots], sum);
+      V[i + c * G.ldv] = sum;
+    }
+  }
+  for (int s = rank; s < slots; s += threads) pos[first + (s + b) % slots] = columns[s];
+  if (rank == 0 && outcome.first_off > 0)
+    atomicMax(&G.off_bits[matrix],
+              static_cast<unsigned long long>(__double_as_longlong(double(outcome.first_off))));
+}
+
+template <class T>
+__global__ void __launch_bounds__(blocked_max_threads)
+    blocked_round(GlobalState<T> G, BlockedLayout L, int round, int lanes) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  blocked_step(G, L, round, blockIdx.x, lanes, smem);
+}
+
+// The whole blocked iteration in one cooperative launch: grid-wide barriers replace the launches
+// between rounds and the host's convergence test between sweeps (each sweep counts its active
+// matrices in its own counter, read by every block after the barrier, so all leave together).
+template <class T>
+__global__ void __launch_bounds__(blocked_max_threads)
+    blocked_persistent(GlobalState<T> G, BlockedLayout L, int lanes, unsigned* active_counts) {
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const cg::grid_group grid = cg::this_grid();
+  const BlockTeam team{reinterpret_cast<unsigned long long*>(smem + L.team_offset)};
+  for (int sweep = 0; sweep < G.P.max_sweeps; ++sweep) {
+    for (std::int64_t matrix = blockIdx.x; matrix < G.P.batch; matrix += gridDim.x)
+      sweep_start(G, team, matrix);
+    grid.sync();
+    for (int round = 0; round < G.block_positions; ++round) {
+      const std::int64_t items = std::int64_t(G.P.batch) * pairs_in_round(round, G.block_positions);
+      for (std::int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        blocked_step(G, L, round, item, lanes, smem);
+        __syncthreads();  // the next pair reuses the shared memory
+      }
+      grid.sync();
+    }
+    for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
+         matrix += std::int64_t(gridDim.x) * blockDim.x)
+      sweep_end(G, matrix, &active_counts[sweep]);
+    grid.sync();
+    if (*static_cast<volatile unsigned*>(&active_counts[sweep]) == 0) break;
+  }
+}
+
+// u_c = w_c / sigma_c.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T> G) {
+  const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
+  const std::int64_t total = per_matrix * G.P.batch;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
+    const std::int64_t i = at % G.M, c = at / G.M;
+    if (G.bad[matrix]) continue;
+    const T sigma = G.norms_of(matrix)[c];
+    if (sigma > 0) G.w(matrix)[i + c * G.ldw] /= sigma;
+  }
+}
+
+// A block per matrix: completes zero columns (when vectors are wanted) and orders the columns by
+// decreasing sigma.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_complete_and_order(GlobalState<T> G) {
+  __shared__ unsigned long long scratch[32];
+  const BlockTeam team{scratch};
+  const std::int64_t matrix = blockIdx.x;
+  if (G.bad[matrix]) return;
+  T* sigma = G.norms_of(matrix);
+  int* pos = G.pos_of(matrix);
+  if (G.P.uv) {
+    for (int c = team.rank(); c < G.N; c += team.size()) pos[c] = sigma[c] > 0;
+    team.sync();
+    complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
+                                 G.coefficients + matrix * G.positions, 32);
+  }
+  rank_sort_descending(team, sigma, G.N, pos);
+}
+
+// S, U and V, column r from working column pos[r]; NaN for matrices with NaN or Inf.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G) {
+  const Problem<T>& P = G.P;
+  const bool transposed = P.m < P.n;
+  const std::int64_t k = G.N;
+  const std::int64_t per_matrix = k + (P.uv ? (P.m + P.n) * k : 0);
+  const std::int64_t total = per_matrix * P.batch;
+  const T nan = T(NAN);
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t matrix = e / per_matrix;
+    std::int64_t at = e % per_matrix;
+    const bool bad = G.bad[matrix];
+    const int* pos = G.pos_of(matrix);
+    if (at < k) {
+      P.S[matrix * P.s_stride + at] =
+          bad ? nan : T(ldexp(G.norms_of(matrix)[pos[at]], G.exponent[matrix]));
+      continue;
+    }
+    at -= k;
+    const bool u_side = at < P.m * k;
+    if (!u_side) at -= P.m * k;
+    const std::int64_t rows = u_side ? P.m : P.n;
+    const int i = int(at % rows), r = int(at / rows);
+    if (bad) {
+      if (u_side)
+        P.U[matrix * P.u_stride + i + r * std::int64_t(P.ldu)] = nan;
+      else
+        P.V[matrix * P.v_stride + i + r * std::int64_t(P.ldv)] = nan;
+      continue;
+    }
+    write_output_element(P, matrix, transposed, G.w(matrix), G.ldw, G.v(matrix), G.ldv, i, r,
+                         pos[r], u_side);
+  }
+}
+
+template <class T>
+__global__ void global_report(GlobalState<T> G) {
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix >= G.P.batch) return;
+  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
+  report_matrix(G.report, matrix, G.P.batch,
+                G.bad[matrix] ? MatrixStatus{0, 0, 1, 0, double(NAN)}
+                              : MatrixStatus{G.sweeps[matrix], G.converged[matrix], 0, 0, off});
+}
+
+// A grid that covers `items` work items of `per_block` each, capped at a few waves (the kernels
+// stride over the rest).
+unsigned grid_for(std::int64_t items, int per_block) {
+  const std::int64_t blocks = (items + per_block - 1) / per_block;
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
+}
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Launches a cooperative kernel; false (and no error left behind) when the device cannot hold the
+// grid at once after all, as under a tool that takes resources, so the caller can fall back to
+// ordinary launches. Other errors throw.
+bool launched_cooperatively(void* kernel, int blocks, int threads, void** arguments,
+                            std::size_t shared_bytes, cudaStream_t stream) {
+  const cudaError_t status = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(threads), arguments,
+                                                         shared_bytes, stream);
+  if (status == cudaErrorCooperativeLaunchTooLarge) {
+    cudaGetLastError();  // not sticky: clear it
+    return false;
+  }
+  detail::check_cuda(status, "svd", "cudaLaunchCooperativeKernel");
+  return true;
+}
+
+// Blocks of b columns for the blocked schedule: the widest of 16, 8, 4 whose pair fits in shared
+// memory and still gives a quarter of the SMs a pair of blocks per round; else the narrowest that
+// fits (0: none). Wider blocks mean fewer rounds per sweep, narrower ones more blocks at once.
+template <class T>
+int blocked_width(int M, int N, int batch) {
+  const int optin = shared_memory_optin();
+  int narrowest_fitting = 0;
+  for (const int b : {16, 8, 4}) {
+    if (blocked_layout(M, b, sizeof(T)).bytes > optin) continue;
+    narrowest_fitting = b;
+    const std::int64_t pairs_per_round = std::int64_t(batch) * ((N + b - 1) / b + 1) / 2;
+    if (b > 4 && 4 * pairs_per_round < current_sm_count()) continue;
+    return b;
+  }
+  return narrowest_fitting;
+}
+
+// Threads of a blocked pair: b pairs per inner round, 32 lanes each for long columns (16 below
+// 256 rows), so that one inner round is a few loads per lane.
+int blocked_threads(int M, int block) {
+  const int lanes = M >= 256 ? 32 : 16;
+  return std::clamp(block * lanes, 32, blocked_max_threads);
+}
+
+}  // namespace
+
+template <class T>
+bool blocked_fits(int m, int n) {
+  return blocked_width<T>(std::max(m, n), std::min(m, n), 1) > 0;
+}
+
+template <class T>
+void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
+                cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  if (problem.batch == 0) return;
+  GlobalState<T> G;
+  G.P = problem;
+  G.report = report;
+  G.M = std::max(problem.m, problem.n);
+  G.N = std::min(problem.m, problem.n);
+  G.ldw = shared_leading_dimension(G.M);
+  G.ldv = problem.uv ? shared_leading_dimension(G.N) : 0;
+  const std::int64_t batch = problem.batch;
+  BlockedLayout blocked;
+  int blocked_lanes = 0, blocked_block_threads = 0;
+  const bool blocked_schedule =
+      schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
+  if (blocked_schedule) {
+    G.block = blocked_width<T>(G.M, G.N, problem.batch);
+    require(G.block > 0, op, "m, n", "columns too long for the blocked schedule's shared memory");
+    const int blocks = (G.N + G.block - 1) / G.block;
+    G.block_positions = blocks + (blocks & 1);
+    G.positions = G.block_positions * G.block;
+    blocked = blocked_layout(G.M, G.block, sizeof(T));
+    blocked_block_threads = blocked_threads(G.M, G.block);
+    blocked_lanes = lanes_per_pair(blocked_block_threads, blocked.slots);
+    if (blocked.bytes > 48 * 1024) {
+      ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            blocked.bytes));
+      ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_persistent<T>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, blocked.bytes));
+    }
+  } else {
+    G.positions = G.N + (G.N & 1);
+  }
+
+  // One allocation for all of the scratch, carved into aligned pieces.
+  const std::size_t w_bytes = aligned(sizeof(T) * G.ldw * G.N * batch);
+  const std::size_t v_bytes = aligned(sizeof(T) * G.ldv * G.N * batch);
+  const std::size_t column_bytes = aligned(sizeof(T) * G.positions * batch);
+  const std::size_t pos_bytes = aligned(sizeof(int) * G.positions * batch);
+  const std::size_t word_bytes = aligned(sizeof(unsigned long long) * batch);
+  const std::size_t int_bytes = aligned(sizeof(int) * batch);
+  const std::size_t count_bytes = aligned(sizeof(unsigned) * (problem.max_sweeps + 1));
+  StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 2 * word_bytes +
+                           5 * int_bytes + count_bytes,
+                       stream, op);
+  unsigned char* at = scratch.as<unsigned char>();
+  const auto take = [&at](std::size_t bytes) {
+    unsigned char* piece = at;
+    at += bytes;
+    return piece;
+  };
+  G.W = reinterpret_cast<T*>(take(w_bytes));
+  G.V = reinterpret_cast<T*>(take(v_bytes));
+  G.norms = reinterpret_cast<T*>(take(column_bytes));
+  G.coefficients = reinterpret_cast<T*>(take(column_bytes));
+  G.pos = reinterpret_cast<int*>(take(pos_bytes));
+  G.max_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
+  G.off_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
+  G.exponent = reinterpret_cast<int*>(take(int_bytes));
+  G.active = reinterpret_cast<int*>(take(int_bytes));
+  G.sweeps = reinterpret_cast<int*>(take(int_bytes));
+  G.converged = reinterpret_cast<int*>(take(int_bytes));
+  G.bad = reinterpret_cast<int*>(take(int_bytes));
+  // active_counts[0] serves the host-driven schedules; [1 + sweep] the persistent kernel's sweeps.
+  unsigned* active_counts = reinterpret_cast<unsigned*>(take(count_bytes));
+  G.active_count = active_counts;
+
+  const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
+  const std::int64_t elements = std::int64_t(problem.m) * problem.n;
+  const std::int64_t chunk = std::int64_t(global_threads) * 16;
+  const std::int64_t blocks_per_matrix = (elements + chunk - 1) / chunk;
+  require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
+  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
+  ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
+  global_max_abs<T><<<unsigned(batch * blocks_per_matrix), global_threads, 0, stream>>>(
+      G, chunk, int(blocks_per_matrix));
+  detail::check_launch(op, "global_max_abs");
+  global_begin<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_begin");
+  global_load<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads, 0,
+                   stream>>>(G);
+  detail::check_launch(op, "global_load");
+  const unsigned column_grid = grid_for(batch * G.positions, global_warps);
+  global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, false);
+  detail::check_launch(op, "global_column_norms");
+
+  // The persistent blocked kernel: as many blocks as can be resident, up to one per pair of a round.
+  int persistent_blocks = 0;
+  if (schedule == GlobalSchedule::blocked_persistent) {
+    int per_sm = 0;
+    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, blocked_persistent<T>, blocked_block_threads, blocked.bytes));
+    const std::int64_t pairs = batch * (G.block_positions / 2);
+    persistent_blocks =
+        int(std::min<std::int64_t>(pairs, std::int64_t(per_sm) * current_sm_count()));
+  }
+  if (persistent_blocks > 0) {
+    ROOFLAB_CUDA(op, cudaMemsetAsync(active_counts, 0, count_bytes, stream));
+    unsigned* sweep_counts = active_counts + 1;
+    void* arguments[] = {&G, &blocked, &blocked_lanes, &sweep_counts};
+    if (!launched_cooperatively(reinterpret_cast<void*>(blocked_persistent<T>), persistent_blocks,
+                                blocked_block_threads, arguments, blocked.bytes, stream))
+      persistent_blocks = 0;  // per-round launches below
+  }
+
+  int cooperative_blocks = 0;
+  if (schedule == GlobalSchedule::launch_per_sweep) {
+    int per_sm = 0;
+    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, global_sweep_cooperative<T>, global_threads, 0));
+    const std::int64_t wanted = (batch * (G.positions / 2) + global_warps - 1) / global_warps;
+    cooperative_blocks = int(std::max<std::int64_t>(
+        1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
+  }
+  for (int sweep = 0; persistent_blocks == 0 && sweep < problem.max_sweeps; ++sweep) {
+    ROOFLAB_CUDA(op, cudaMemsetAsync(G.active_count, 0, sizeof(unsigned), stream));
+    void* arguments[] = {&G};
+    if (schedule != GlobalSchedule::launch_per_sweep ||
+        !launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), cooperative_blocks,
+                                global_threads, arguments, 0, stream)) {
+      global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
+      detail::check_launch(op, "global_sweep_start");
+      if (blocked_schedule) {
+        for (int round = 0; round < G.block_positions; ++round) {
+          const std::int64_t blocks = batch * pairs_in_round(round, G.block_positions);
+          require(blocks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+          if (blocks == 0) continue;
+          blocked_round<T><<<unsigned(blocks), blocked_block_threads, blocked.bytes, stream>>>(
+              G, blocked, round, blocked_lanes);
+          detail::check_launch(op, "blocked_round");
+        }
+      } else {
+        for (int round = 0; round < G.positions; ++round) {
+          const unsigned blocks = grid_for(batch * pairs_in_round(round, G.positions), global_warps);
+          global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
+          detail::check_launch(op, "global_round");
+        }
+      }
+      global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+      detail::check_launch(op, "global_sweep_end");
+    }
+    unsigned still_active = 0;
+    ROOFLAB_CUDA(op, cudaMemcpyAsync(&still_active, G.active_count, sizeof(unsigned),
+                                     cudaMemcpyDeviceToHost, stream));
+    ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+    if (still_active == 0) break;
+  }
+
+  global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, true);
+  detail::check_launch(op, "global_column_norms");
+  if (problem.uv) {
+    global_normalize<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads,
+                          0, stream>>>(G);
+    detail::check_launch(op, "global_normalize");
+  }
+  global_complete_and_order<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_complete_and_order");
+  const std::int64_t outputs = (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
+  global_write<T><<<grid_for(outputs, global_threads), global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_write");
+  global_report<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_report");
+}
+
+// The dispatch, from the ladders' estimates (docs/svd.md): when the batch fills the GPU, small
+// matrices stay in one warp's shared memory (no block barriers, many per SM) and larger ones in a
+// block's; fewer matrices than SMs want short rounds instead, so a block per matrix while it is
+// small; a larger matrix, or one beyond shared memory, goes to the blocked schedule, which spreads
+// its pairs of column blocks over the SMs.
+template <class T>
+Path production_path(int m, int n, int batch, bool uv) {
+  const int N = std::min(m, n);
+  const std::int64_t sms = current_sm_count();
+  if (fits_on_chip<T>(m, n, uv)) {
+    const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
+    if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
+    if (batch >= sms || N <= 64 || !blocked_fits<T>(m, n)) return Path::block_per_matrix;
+    return Path::blocked;
+  }
+  return blocked_fits<T>(m, n) ? Path::blocked : Path::global_rounds;
+}
+
+template <class T>
+void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream) {
+  switch (path) {
+    case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
+    case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
+    case Path::blocked: return run_global(problem, GlobalSchedule::blocked_persistent, report, stream);
+    case Path::global_rounds: return run_global(problem, GlobalSchedule::launch_per_round, report, stream);
+  }
+}
+
+template Path production_path<float>(int, int, int, bool);
+template Path production_path<double>(int, int, int, bool);
+template void run_path<float>(const Problem<float>&, Path, const Report&, cudaStream_t);
+template void run_path<double>(const Problem<double>&, Path, const Report&, cudaStream_t);
+template void run_global<float>(const Problem<float>&, GlobalSchedule, const Report&, cudaStream_t);
+template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&, cudaStream_t);
+template bool blocked_fits<float>(int, int);
+template bool blocked_fits<double>(int, int);
+
+}  // namespace rooflab::jacobi
+
+namespace rooflab {
+
+template <class T>
+SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
+            const SvdOptions& opt, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const T tol = jacobi::resolve_options<T>(op, m, n, opt);
+  require(A != nullptr, op, "A", "must not be null");
+  require(lda >= m, op, "lda", "must be at least m = " + std::to_string(m));
+  require(S != nullptr, op, "S", "must not be null");
+  if (opt.compute_uv) {
+    require(U != nullptr, op, "U", "must not be null when compute_uv is set");
+    require(V != nullptr, op, "V", "must not be null when compute_uv is set");
+    require(ldu >= m, op, "ldu", "must be at least m = " + std::to_string(m));
+    require(ldv >= n, op, "ldv", "must be at least n = " + std::to_string(n));
+  }
+
+  jacobi::Problem<T> problem;
+  problem.A = A;
+  problem.lda = lda;
+  problem.m = m;
+  problem.n = n;
+  problem.batch = 1;
+  problem.S = S;
+  problem.U = U;
+  problem.V = V;
+  problem.ldu = ldu;
+  problem.ldv = ldv;
+  problem.tol = tol;
+  problem.max_sweeps = opt.max_sweeps;
+  problem.uv = opt.compute_uv;
+
+  StreamBuffer reports(sizeof(jacobi::MatrixStatus) + sizeof(jacobi::BatchSummary), stream, op);
+  auto* status = reports.as<jacobi::MatrixStatus>();
+  auto* summary = reinterpret_cast<jacobi::BatchSummary*>(status + 1);
+  ROOFLAB_CUDA(op, cudaMemsetAsync(summary, 0, sizeof(jacobi::BatchSummary), stream));
+  const jacobi::Report report{status, summary};
+  jacobi::run_path(problem, jacobi::production_path<T>(m, n, 1, opt.compute_uv), report, stream);
+
+  jacobi::MatrixStatus host_status{};
+  ROOFLAB_CUDA(op, cudaMemcpyAsync(&host_status, status, sizeof(host_status), cudaMemcpyDeviceToHost,
+                                   stream));
+  ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+  require(!host_status.bad_input, op, "A", "contains NaN or Inf");
+  return jacobi::to_info(host_status);
+}
+
+template SvdInfo svd<float>(const float*, int, int, int, float*, float*, int, float*, int,
+                            const SvdOptions&, cudaStream_t);
+template SvdInfo svd<double>(const double*, int, int, int, double*, double*, int, double*, int,
+                             const SvdOptions&, cudaStream_t);
+
+}  // namespace rooflab

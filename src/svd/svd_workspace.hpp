@@ -1,0 +1,69 @@
+#pragma once
+// The svd and svd-batched ops' problem instance: `batch` random m x n matrices on the device
+// (entries uniform in [-1, 1) from the counter-based streams, packed column-major), S, U and V
+// poisoned with NaN before every run, and the check: LAPACK's SVD tests (ddrvbd's ratios, each
+// <= 35 in units of the type's epsilon) and the singular values against LAPACK, on the host.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bench/dtype.hpp"
+#include "bench/registry.hpp"
+#include "cpu/svd_reference.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "svd/jacobi.hpp"
+
+namespace rooflab::bench {
+
+class SvdWorkspaceBase : public Workspace {
+ public:
+  SvdWorkspaceBase(int m, int n, int batch, DType dtype)
+      : m(m), n(n), batch(batch), k(m < n ? m : n), dtype(dtype) {}
+  const int m, n, batch, k;
+  const DType dtype;
+};
+
+template <class T>
+class SvdWorkspace : public SvdWorkspaceBase {
+ public:
+  SvdWorkspace(int m, int n, int batch);
+  void refill(std::uint64_t seed) override;
+  Check check(Where where) override;
+
+  // Host copies for CPU variants: the inputs, and outputs to write (NaN until written).
+  void prepare_host();
+  // Matrix b exactly as the device holds it, in double.
+  cpu::Matrix host_matrix(int b) const;
+  // The whole batch as the library's internal entry points take it, with this workspace's
+  // report memory (statuses and summary reset).
+  jacobi::Problem<T> problem(cudaStream_t stream);
+  jacobi::Report report() const;
+
+  DeviceBuffer<T> a, s, u, v;
+  std::vector<T> host_a, host_s, host_u, host_v;
+  // The default tolerance for these sizes (vendor comparators keep their own).
+  T tol() const;
+
+ private:
+  DeviceBuffer<jacobi::MatrixStatus> statuses_;
+  DeviceBuffer<jacobi::BatchSummary> summary_;
+  std::uint64_t seed_ = 0;
+};
+
+// Visits the workspace as its concrete type: fn(SvdWorkspace<float>&) or fn(SvdWorkspace<double>&).
+template <class Fn>
+void visit_svd_workspace(Workspace& workspace, Fn&& fn) {
+  auto& base = static_cast<SvdWorkspaceBase&>(workspace);
+  if (base.dtype == DType::f32)
+    fn(static_cast<SvdWorkspace<float>&>(base));
+  else
+    fn(static_cast<SvdWorkspace<double>&>(base));
+}
+
+std::unique_ptr<Workspace> make_svd_workspace(int m, int n, int batch, DType dtype);
+
+// The nominal flops of one SVD, the LAPACK-style count 4 M N^2 + 8 N^3 (M = max(m, n),
+// N = min(m, n)): a fixed yardstick for comparing methods, not the Jacobi sweeps' actual work.
+double nominal_svd_flops(std::int64_t m, std::int64_t n);
+
+}  // namespace rooflab::bench

@@ -1,0 +1,122 @@
+// The svd-batched ladder: from a loop over the single-matrix SVD to a warp per matrix. The kernels
+// live in the library (src/svd_batched/svd_batched.cu and src/svd/svd.cu, built from
+// src/svd/jacobi.cuh), because rooflab::svd_batched dispatches to them.
+#include <string>
+
+#include "bench/registry.hpp"
+#include "rooflab/svd.hpp"
+#include "svd/jacobi.hpp"
+#include "svd/jacobi_math.hpp"
+#include "svd/svd_workspace.hpp"
+
+namespace rooflab::bench {
+namespace {
+
+// Hopper's per-block shared memory (227 KB): the limits below are stated without a device query,
+// and run_on_chip checks the real device again.
+constexpr int hopper_shared_bytes = 227 * 1024;
+
+int element_bytes(const Problem& problem) { return problem.dtype == "float" ? 4 : 8; }
+
+// Rung 1 — rooflab::svd in a loop, one matrix at a time.
+// Each call is a launch, an allocation and a synchronization; a small matrix keeps one SM busy
+// for a few microseconds while the other 131 idle.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 1, "loop-svd", "rooflab::svd on one matrix after another", Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      if (problem.batch <= 10000) return {};
+      return "one synchronizing call per matrix: limit batch <= 10000";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        const std::int64_t size = std::int64_t(w.m) * w.n;
+        for (int b = 0; b < w.batch; ++b)
+          svd(w.a.data() + b * size, w.m, w.n, w.m, w.s.data() + std::int64_t(b) * w.k,
+              w.u.data() + std::int64_t(b) * w.m * w.k, w.m, w.v.data() + std::int64_t(b) * w.n * w.k,
+              w.n, SvdOptions{}, stream);
+      });
+    }});
+
+// Rung 2 — a warp per matrix (svd_batched.cu's svd_warp_per_matrix).
+// The matrix's W and V sit in its warp's slice of shared memory; groups of lanes take the column
+// pairs of a round and reduce their dot products with shuffles; rounds end with __syncwarp, not a
+// block barrier, and a warp whose matrix converged simply takes no more work.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 2, "warp-per-matrix", "a warp per matrix, W and V in its shared memory slice",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const auto layout = jacobi::on_chip_layout(int(problem.m), int(problem.n),
+                                                 element_bytes(problem), true, false);
+      if (layout.bytes <= hopper_shared_bytes) return {};
+      return "one matrix exceeds a block's shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_on_chip(w.problem(stream), true, w.report(), stream);
+      });
+    }});
+
+// Rung 3 — a block per matrix in shared memory (svd_batched.cu's svd_block_per_matrix).
+// Many lanes per column pair shorten each round of a larger matrix; up to 227 KB of shared memory
+// per block (cudaFuncSetAttribute beyond 48 KB) hold matrices up to about 120 x 120 in double and
+// 170 x 170 in float.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 3, "block-per-matrix", "a block per matrix, W and V in its shared memory",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const auto layout = jacobi::on_chip_layout(int(problem.m), int(problem.n),
+                                                 element_bytes(problem), true, true);
+      if (layout.bytes <= hopper_shared_bytes) return {};
+      return "one matrix exceeds a block's shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
+      });
+    }});
+
+// Rung 4 — the global-memory rounds for the whole batch (svd.cu's global_round).
+// Beyond shared memory: every matrix's pairs of a round in one launch, so the launches are shared
+// by the batch; converged matrices drop out of later sweeps.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 4, "global-rounds", "the batch's column pairs in global memory, a launch per round",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_round, w.report(),
+                           stream);
+      });
+    }});
+
+// Rung 5 — blocked (svd.cu's blocked_step in the persistent kernel), beyond shared memory.
+// Pairs of b-column blocks of every matrix in each round, each swept in a block's shared memory,
+// the rotations reaching V as one 2b x 2b product; one cooperative launch for the whole iteration.
+// A 256 x 256 batch in double runs 8 pairs of 16-column blocks per matrix at once.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 5, "blocked", "pairs of column blocks swept in shared memory, every matrix at once",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
+        return {};
+      return "columns too long for a pair of 4-column blocks in shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
+                           stream);
+      });
+    }});
+
+// Rung 6 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: warp or block
+// per matrix, blocked beyond), with its checks and the final synchronization.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 6, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
+    false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        svd_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(), nullptr,
+                    SvdOptions{}, stream);
+      });
+    }});
+
+}  // namespace
+}  // namespace rooflab::bench

@@ -1,0 +1,269 @@
+// The arithmetic the GPU SVD kernels share (src/svd/jacobi_math.hpp), checked without a GPU:
+// the rotation, the odd-even ring, the shared-memory layout, and a sequential model of the whole
+// method (sorted odd-even sweeps) against LAPACK's accuracy tests and sweep counts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "cpu/svd_reference.hpp"
+#include "svd/jacobi_math.hpp"
+
+namespace rooflab::jacobi {
+namespace {
+
+template <class T>
+struct Columns {
+  std::vector<T> p, q;
+  T alpha() const { return dot(p, p); }
+  T beta() const { return dot(q, q); }
+  T gamma() const { return dot(p, q); }
+  static T dot(const std::vector<T>& x, const std::vector<T>& y) {
+    T sum = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) sum += x[i] * y[i];
+    return sum;
+  }
+  void rotate(const Rotation<T>& r) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const T x = p[i], y = q[i];
+      p[i] = r.c * x - r.s * y;
+      q[i] = r.s * x + r.c * y;
+    }
+  }
+};
+
+template <class T>
+Columns<T> random_columns(int rows, std::uint64_t seed, T q_scale) {
+  const cpu::Matrix a = cpu::random_matrix(rows, 2, seed);
+  Columns<T> columns;
+  for (int i = 0; i < rows; ++i) {
+    columns.p.push_back(T(a(i, 0)));
+    columns.q.push_back(T(a(i, 1) * q_scale + 0.3 * a(i, 0) * q_scale));  // correlated with p
+  }
+  return columns;
+}
+
+template <class T>
+void expect_rotation_orthogonalizes(T q_scale, std::uint64_t seed) {
+  const T eps = std::numeric_limits<T>::epsilon();
+  Columns<T> columns = random_columns<T>(50, seed, q_scale);
+  const T alpha = columns.alpha(), beta = columns.beta(), gamma = columns.gamma();
+  Rotation<T> r;
+  T cosine = 0;
+  ASSERT_TRUE(jacobi_rotation(alpha, beta, gamma, T(10) * eps, r, cosine)) << "seed " << seed;
+  EXPECT_NEAR(cosine, std::abs(gamma) / std::sqrt(alpha * beta), 10 * eps);
+  EXPECT_NEAR(r.c * r.c + r.s * r.s, 1, 4 * eps);
+  columns.rotate(r);
+  const T after = std::abs(columns.gamma()) / std::sqrt(columns.alpha() * columns.beta());
+  EXPECT_LT(after, 100 * eps) << "seed " << seed << " scale " << q_scale;
+  // The tracked norms: alpha - t gamma and beta + t gamma.
+  EXPECT_NEAR(columns.alpha(), alpha - r.t * gamma, 100 * eps * (alpha + beta));
+  EXPECT_NEAR(columns.beta(), beta + r.t * gamma, 100 * eps * (alpha + beta));
+}
+
+TEST(JacobiRotation, MakesTwoCorrelatedColumnsOrthogonalInBothPrecisions) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    expect_rotation_orthogonalizes<double>(1.0, seed);
+    expect_rotation_orthogonalizes<double>(1e-6, seed);
+    expect_rotation_orthogonalizes<float>(1.0f, seed);
+    expect_rotation_orthogonalizes<float>(1e-3f, seed);
+  }
+}
+
+TEST(JacobiRotation, LeavesPairsOrthogonalToTolAlone) {
+  Rotation<double> r;
+  double cosine = 0;
+  EXPECT_FALSE(jacobi_rotation(1.0, 1.0, 1e-15, 1e-14, r, cosine));
+  EXPECT_DOUBLE_EQ(cosine, 1e-15);
+  EXPECT_TRUE(jacobi_rotation(1.0, 1.0, 1e-13, 1e-14, r, cosine));
+}
+
+TEST(JacobiRotation, NeverRotatesANegligibleColumn) {
+  Rotation<float> r;
+  float cosine = 1;
+  const float tiny = Precision<float>::negligible / 2;
+  EXPECT_FALSE(jacobi_rotation(tiny, 1.0f, 1e-20f, 1e-6f, r, cosine));
+  EXPECT_EQ(cosine, 0);
+  EXPECT_FALSE(jacobi_rotation(0.0f, 0.0f, 0.0f, 1e-6f, r, cosine));
+}
+
+TEST(JacobiRotation, ExtremeNormRatiosGiveAFiniteOrthogonalRotation) {
+  // The largest |zeta| scaling allows: one column at the negligible limit, the other of norm^2 M.
+  for (const double tol : {1e-15, 1e-8}) {
+    const double alpha = Precision<double>::negligible * 2, beta = 4096;
+    const double gamma = 2 * tol * std::sqrt(alpha * beta);
+    Rotation<double> r;
+    double cosine = 0;
+    ASSERT_TRUE(jacobi_rotation(alpha, beta, gamma, tol, r, cosine));
+    EXPECT_TRUE(std::isfinite(r.t) && std::isfinite(r.c) && std::isfinite(r.s));
+    EXPECT_NEAR(r.c * r.c + r.s * r.s, 1, 1e-15);
+    EXPECT_NEAR(r.t, gamma / (beta - alpha), 1e-12 * std::abs(r.t));  // t ~ 1 / (2 zeta)
+    EXPECT_GE(alpha - r.t * gamma, 0);  // the small column stays non-negative
+  }
+  const float alpha = Precision<float>::negligible * 2, beta = 4096;
+  const float gamma = 2e-6f * std::sqrt(alpha) * std::sqrt(beta);
+  Rotation<float> r;
+  float cosine = 0;
+  ASSERT_TRUE(jacobi_rotation(alpha, beta, gamma, 1e-6f, r, cosine));
+  EXPECT_TRUE(std::isfinite(r.t) && std::isfinite(r.c) && std::isfinite(r.s));
+  EXPECT_NEAR(r.c * r.c + r.s * r.s, 1, 1e-6);
+}
+
+TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
+  for (int n_pad = 2; n_pad <= 64; n_pad += 2) {
+    std::vector<int> pos(n_pad);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::set<std::pair<int, int>> met;
+    int meetings = 0;
+    for (int round = 0; round < n_pad; ++round)
+      for (int pair = 0; pair < pairs_in_round(round, n_pad); ++pair) {
+        const int i = first_position(round, pair);
+        ASSERT_LT(i + 1, n_pad);
+        met.insert({std::min(pos[i], pos[i + 1]), std::max(pos[i], pos[i + 1])});
+        std::swap(pos[i], pos[i + 1]);
+        ++meetings;
+      }
+    EXPECT_EQ(meetings, n_pad * (n_pad - 1) / 2) << n_pad;
+    EXPECT_EQ(int(met.size()), n_pad * (n_pad - 1) / 2) << n_pad;
+  }
+}
+
+TEST(OnChipLayout, PiecesAreAlignedAndDisjoint) {
+  for (const auto& [m, n] : {std::pair{8, 8}, std::pair{33, 17}, std::pair{5, 40}, std::pair{1, 1}}) {
+    const OnChipLayout L = on_chip_layout(m, n, 8, true, true);
+    EXPECT_EQ(L.M, std::max(m, n));
+    EXPECT_EQ(L.N, std::min(m, n));
+    EXPECT_EQ(L.n_pad % 2, 0);
+    EXPECT_GE(L.ldw, L.M);
+    EXPECT_GE(L.ldv, L.N);
+    const int offsets[] = {L.w_offset, L.v_offset, L.norms_offset, L.coefficients_offset,
+                           L.pos_offset, L.team_offset, L.bytes};
+    for (int piece = 0; piece + 1 < 7; ++piece) EXPECT_EQ(offsets[piece] % 16, 0);
+    EXPECT_GE(L.v_offset - L.w_offset, L.ldw * L.N * 8);
+    EXPECT_GE(L.norms_offset - L.v_offset, L.ldv * L.N * 8);
+    EXPECT_GE(L.pos_offset - L.coefficients_offset, L.n_pad * 8);
+    EXPECT_GE(L.bytes - L.team_offset, 32 * 8);
+  }
+}
+
+TEST(OnChipLayout, HopperSharedMemoryHoldsTheExpectedSizes) {
+  constexpr int hopper_optin = 227 * 1024;
+  EXPECT_LE(on_chip_layout(32, 32, 8, true, false).bytes, 48 * 1024);
+  EXPECT_LE(on_chip_layout(64, 64, 4, true, false).bytes, 48 * 1024);
+  EXPECT_LE(on_chip_layout(100, 100, 8, true, true).bytes, hopper_optin);
+  EXPECT_LE(on_chip_layout(160, 160, 4, true, true).bytes, hopper_optin);
+  EXPECT_GT(on_chip_layout(128, 128, 8, true, true).bytes, hopper_optin);
+  EXPECT_EQ(on_chip_layout(100000, 100000, 8, true, true).bytes, 1 << 30);  // no overflow
+}
+
+TEST(LanesPerPair, GroupsArePowersOfTwoWithinAWarpAndCoverTheRound) {
+  for (int threads = 32; threads <= 1024; threads *= 2)
+    for (int n_pad = 2; n_pad <= 400; n_pad += 2) {
+      const int lanes = lanes_per_pair(threads, n_pad);
+      EXPECT_GE(lanes, 1);
+      EXPECT_LE(lanes, 32);
+      EXPECT_EQ(32 % lanes, 0);
+      if (threads / lanes < n_pad / 2) {
+        EXPECT_EQ(lanes, 1) << threads << " " << n_pad;
+      }
+    }
+}
+
+// The method run sequentially, as each GPU team runs it (pairs of a round are disjoint, so their
+// order within the round does not matter): scale, sort by tracked norm, odd-even rounds, sigma,
+// normalize, order. Returns the sweeps, including the final one that finds nothing to rotate.
+struct ModelResult {
+  std::vector<double> s;
+  cpu::Matrix u, v;
+  int sweeps = 0;
+};
+
+ModelResult sequential_model(const cpu::Matrix& a) {
+  const int M = a.m, N = a.n;
+  const int n_pad = N + (N & 1);
+  const double tol = std::sqrt(double(M)) * std::numeric_limits<double>::epsilon();
+  cpu::Matrix w = a, v = cpu::zeros(N, N);
+  for (int i = 0; i < N; ++i) v(i, i) = 1;
+  const auto column_dot = [&](const cpu::Matrix& x, int p, int q) {
+    double sum = 0;
+    for (int i = 0; i < x.m; ++i) sum += x(i, p) * x(i, q);
+    return sum;
+  };
+  std::vector<double> norms(n_pad, -1);
+  for (int c = 0; c < N; ++c) norms[c] = column_dot(w, c, c);
+  ModelResult result;
+  for (bool converged = false; !converged && result.sweeps < 30;) {
+    ++result.sweeps;
+    std::vector<int> pos(n_pad);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::stable_sort(pos.begin(), pos.end(), [&](int x, int y) { return norms[x] > norms[y]; });
+    double off = 0;
+    for (int round = 0; round < n_pad; ++round)
+      for (int pair = 0; pair < pairs_in_round(round, n_pad); ++pair) {
+        const int i = first_position(round, pair), p = pos[i], q = pos[i + 1];
+        std::swap(pos[i], pos[i + 1]);
+        if (p >= N || q >= N) continue;
+        const double alpha = column_dot(w, p, p), beta = column_dot(w, q, q), gamma = column_dot(w, p, q);
+        Rotation<double> r;
+        double cosine = 0;
+        const bool rotate = jacobi_rotation(alpha, beta, gamma, tol, r, cosine);
+        off = std::max(off, cosine);
+        if (!rotate) continue;
+        for (cpu::Matrix* x : {&w, &v})
+          for (int row = 0; row < x->m; ++row) {
+            const double xp = (*x)(row, p), xq = (*x)(row, q);
+            (*x)(row, p) = r.c * xp - r.s * xq;
+            (*x)(row, q) = r.s * xp + r.c * xq;
+          }
+        norms[p] = alpha - r.t * gamma;
+        norms[q] = beta + r.t * gamma;
+      }
+    converged = !(off > tol);
+  }
+  std::vector<int> order(N);
+  std::vector<double> sigma(N);
+  for (int c = 0; c < N; ++c) sigma[c] = std::sqrt(column_dot(w, c, c));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return sigma[x] > sigma[y]; });
+  result.u = cpu::zeros(M, N);
+  result.v = cpu::zeros(N, N);
+  for (int r = 0; r < N; ++r) {
+    result.s.push_back(sigma[order[r]]);
+    for (int i = 0; i < M; ++i) result.u(i, r) = w(i, order[r]) / sigma[order[r]];
+    for (int i = 0; i < N; ++i) result.v(i, r) = v(i, order[r]);
+  }
+  return result;
+}
+
+TEST(JacobiModel, SortedOddEvenSweepsPassLapackAccuracyTestsInFewSweeps) {
+  // Sweeps, including the final check, on random square matrices (the kernels' comment quotes
+  // these): the sorted odd-even ring needs no more than this.
+  const std::pair<int, int> sizes_and_sweeps[] = {{8, 8}, {32, 10}, {64, 11}, {128, 11}};
+  for (const auto& [n, max_sweeps] : sizes_and_sweeps) {
+    const cpu::Matrix a = cpu::random_matrix(n, n, 40 + n);
+    const ModelResult model = sequential_model(a);
+    const cpu::SvdAccuracy accuracy =
+        cpu::svd_accuracy(a, model.s, model.u, model.v, std::numeric_limits<double>::epsilon());
+    EXPECT_LE(accuracy.worst(), 35) << n;
+    EXPECT_TRUE(accuracy.s_descending_nonnegative) << n;
+    EXPECT_LE(model.sweeps, max_sweeps) << n;
+    const auto reference = cpu::lapack_singular_values(a);
+    EXPECT_LT(cpu::max_relative_singular_value_error(model.s, reference, 0), 1e-12) << n;
+  }
+}
+
+TEST(JacobiModel, GradedColumnsKeepRelativeAccuracyInTheSmallestSingularValues) {
+  const cpu::Matrix a = cpu::graded_matrix(40, 20, 77, 10);
+  const ModelResult model = sequential_model(a);
+  const auto reference = cpu::lapack_singular_values(a);
+  EXPECT_LT(cpu::max_relative_singular_value_error(model.s, reference, 0), 1e-12);
+  EXPECT_LT(model.s.back(), 1e-8 * model.s.front());
+}
+
+}  // namespace
+}  // namespace rooflab::jacobi

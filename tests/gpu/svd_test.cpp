@@ -1,0 +1,524 @@
+// rooflab::svd and rooflab::svd_batched against LAPACK's SVD tests (ddrvbd's ratios, <= 35 ulps)
+// and LAPACK's singular values, on every path (one kernel in shared memory, a warp per matrix,
+// global memory with either schedule), with the awkward inputs: graded, rank-deficient, zero,
+// NaN/Inf, scaled near overflow and underflow, 1 x n, n x 1, wide and tall, padded leading
+// dimensions, too few sweeps. Tests named *Large* are too slow for compute-sanitizer.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench/random.hpp"
+#include "cpu/svd_reference.hpp"
+#include "gpu_test.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "rooflab/error.hpp"
+#include "rooflab/svd.hpp"
+#include "svd/jacobi.hpp"
+
+namespace rooflab {
+namespace {
+
+class Svd : public testing::GpuTest {};
+class SvdBatched : public testing::GpuTest {};
+
+constexpr double threshold = 35;  // LAPACK's bound on its SVD test ratios
+
+// The matrix as type T holds it, back in double: the reference must see what the GPU sees.
+template <class T>
+cpu::Matrix rounded(cpu::Matrix a) {
+  for (double& value : a.values) value = double(T(value));
+  return a;
+}
+
+struct Factors {
+  std::vector<double> s;
+  cpu::Matrix u, v;
+};
+
+// ddrvbd's ratios, S descending and non-negative, and S against LAPACK dgesvj (in units of
+// ulp * s_max * max(m, n)).
+template <class T>
+void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& what) {
+  const double ulp = std::numeric_limits<T>::epsilon();
+  const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, ulp);
+  EXPECT_TRUE(accuracy.s_descending_nonnegative) << what;
+  EXPECT_LE(accuracy.residual, threshold) << what;
+  EXPECT_LE(accuracy.u_orthogonality, threshold) << what;
+  EXPECT_LE(accuracy.v_orthogonality, threshold) << what;
+  const std::vector<double> reference = cpu::lapack_singular_values(a);
+  ASSERT_EQ(reference.size(), f.s.size()) << what;
+  double worst = 0;
+  for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(f.s[l] - reference[l]));
+  const double scale = reference[0] * std::max(a.m, a.n) * ulp;
+  if (reference[0] > 0)
+    EXPECT_LE(worst / scale, threshold) << what;
+  else
+    EXPECT_EQ(worst, 0) << what;
+}
+
+// Runs rooflab::svd<T> on `a` with leading dimensions padded by `pad`; checks that A and the
+// padding of U and V are untouched.
+template <class T>
+Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 0,
+                SvdInfo* info_out = nullptr) {
+  const int m = a.m, n = a.n, k = std::min(m, n);
+  const int lda = m + pad, ldu = m + pad, ldv = n + pad;
+  std::vector<T> host_a(std::size_t(lda) * n, T(7));  // 7 in the padding
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) host_a[i + std::size_t(j) * lda] = T(a(i, j));
+  DeviceBuffer<T> A(host_a), S(k), U(std::size_t(ldu) * k), V(std::size_t(ldv) * k);
+  S.fill_bytes(0xFF);
+  U.fill_bytes(0xFF);
+  V.fill_bytes(0xFF);
+  const SvdInfo info = svd<T>(A.data(), m, n, lda, S.data(), options.compute_uv ? U.data() : nullptr,
+                              ldu, options.compute_uv ? V.data() : nullptr, ldv, options);
+  if (info_out) *info_out = info;
+  EXPECT_TRUE(A.download() == host_a) << "A was modified";
+  Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
+  const std::vector<T> s = S.download(), u = U.download(), v = V.download();
+  for (int l = 0; l < k; ++l) f.s[l] = s[l];
+  if (!options.compute_uv) return f;
+  for (int l = 0; l < k; ++l) {
+    for (int i = 0; i < ldu; ++i) {
+      const T value = u[i + std::size_t(l) * ldu];
+      if (i < m)
+        f.u(i, l) = value;
+      else
+        EXPECT_TRUE(std::isnan(value)) << "U padding written at " << i << ", " << l;
+    }
+    for (int i = 0; i < ldv; ++i) {
+      const T value = v[i + std::size_t(l) * ldv];
+      if (i < n)
+        f.v(i, l) = value;
+      else
+        EXPECT_TRUE(std::isnan(value)) << "V padding written at " << i << ", " << l;
+    }
+  }
+  return f;
+}
+
+std::string name(const std::string& kind, int m, int n, std::uint64_t seed) {
+  return kind + " " + std::to_string(m) + " x " + std::to_string(n) + " seed " +
+         std::to_string(seed);
+}
+
+// Shapes on both sides of the shared-memory limit (double 100 x 100 fits, 130 x 130 does not).
+const std::pair<int, int> shapes[] = {{1, 1},   {1, 7},   {7, 1},    {2, 2},    {3, 5},
+                                      {25, 25}, {33, 17}, {17, 33},  {64, 64},  {100, 100},
+                                      {130, 130}, {1000, 10}, {10, 1000}, {160, 90}};
+
+TEST_F(Svd, RandomMatricesPassLapackTestsInBothPrecisions) {
+  std::uint64_t seed = 100;
+  for (const auto& [m, n] : shapes) {
+    ++seed;
+    const cpu::Matrix a = cpu::random_matrix(m, n, seed);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), name("double", m, n, seed));
+    EXPECT_TRUE(info.converged) << name("double", m, n, seed);
+    EXPECT_GE(info.sweeps, 1);
+    const cpu::Matrix af = rounded<float>(a);
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, &info), name("float", m, n, seed));
+    EXPECT_TRUE(info.converged) << name("float", m, n, seed);
+  }
+}
+
+TEST_F(Svd, GradedMatrixKeepsHighRelativeAccuracyInTheSmallSingularValues) {
+  for (const auto& [m, n] : {std::pair{60, 20}, std::pair{20, 60}, std::pair{150, 140}}) {
+    const std::uint64_t seed = 7 + m;
+    const cpu::Matrix a = cpu::graded_matrix(m, n, seed, 10);
+    const std::vector<double> reference = cpu::lapack_singular_values(a);
+    const Factors f = run_svd<double>(a);
+    EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11) << name("double", m, n, seed);
+    EXPECT_LT(reference.back(), 1e-8 * reference.front());
+    expect_accurate<double>(a, f, name("graded double", m, n, seed));
+    if (std::max(m, n) > 60) continue;  // float's relative error grows with cond(B) ~ 60 at 150 x 140
+    const cpu::Matrix af = rounded<float>(a);
+    const Factors ff = run_svd<float>(af);
+    EXPECT_LT(cpu::max_relative_singular_value_error(ff.s, cpu::lapack_singular_values(af), 0), 1e-4)
+        << name("float", m, n, seed);
+  }
+}
+
+TEST_F(Svd, RankDeficientMatrixGetsOrthonormalSingularVectors) {
+  for (const auto& [m, n] : {std::pair{40, 30}, std::pair{30, 40}, std::pair{140, 130}}) {
+    const cpu::Matrix a = cpu::rank_deficient_matrix(m, n, 5, 9);
+    const Factors f = run_svd<double>(a);
+    expect_accurate<double>(a, f, name("rank 5 double", m, n, 9));
+    EXPECT_LT(f.s[5], 1e-13 * f.s[0]);
+    const cpu::Matrix af = rounded<float>(a);
+    expect_accurate<float>(af, run_svd<float>(af), name("rank 5 float", m, n, 9));
+  }
+}
+
+TEST_F(Svd, ZeroMatrixGivesZeroValuesAndOrthonormalVectors) {
+  for (const auto& [m, n] : {std::pair{1, 1}, std::pair{20, 12}, std::pair{12, 20}, std::pair{130, 130}}) {
+    const cpu::Matrix a = cpu::zeros(m, n);
+    for (const bool single : {false, true}) {
+      const Factors f = single ? run_svd<float>(a) : run_svd<double>(a);
+      for (const double value : f.s) EXPECT_EQ(value, 0);
+      const double ulp = single ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+      const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, ulp);
+      EXPECT_EQ(accuracy.residual, 0) << m << " x " << n;
+      EXPECT_LE(accuracy.u_orthogonality, threshold) << m << " x " << n;
+      EXPECT_LE(accuracy.v_orthogonality, threshold) << m << " x " << n;
+    }
+  }
+}
+
+TEST_F(Svd, ZeroAndRepeatedColumnsStillGiveOrthonormalVectors) {
+  for (const auto& [m, n] : {std::pair{30, 12}, std::pair{12, 30}, std::pair{140, 125}}) {
+    cpu::Matrix a = cpu::random_matrix(m, n, 21);
+    for (int i = 0; i < m; ++i) {
+      a(i, 3) = 0;
+      a(i, n - 1) = 0;
+      a(i, 5) = a(i, 2);
+    }
+    expect_accurate<double>(a, run_svd<double>(a), name("zero columns double", m, n, 21));
+    expect_accurate<float>(rounded<float>(a), run_svd<float>(rounded<float>(a)),
+                           name("zero columns float", m, n, 21));
+  }
+}
+
+TEST_F(Svd, EntriesNearOverflowAndUnderflowAreScaledExactly) {
+  for (const double scale : {1e300, 1e-300}) {
+    cpu::Matrix a = cpu::random_matrix(30, 20, 31);
+    for (double& value : a.values) value *= scale;
+    expect_accurate<double>(a, run_svd<double>(a), "double scaled by " + std::to_string(scale));
+  }
+  for (const double scale : {1e35, 1e-35}) {
+    cpu::Matrix a = cpu::random_matrix(30, 20, 32);
+    for (double& value : a.values) value *= scale;
+    a = rounded<float>(a);
+    expect_accurate<float>(a, run_svd<float>(a), "float scaled by " + std::to_string(scale));
+  }
+}
+
+TEST_F(Svd, PaddedLeadingDimensionsAreHonoredAndANotModified) {
+  for (const auto& [m, n] : {std::pair{25, 17}, std::pair{17, 25}, std::pair{130, 120}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 41);
+    expect_accurate<double>(a, run_svd<double>(a, {}, 5), name("padded double", m, n, 41));
+    expect_accurate<float>(rounded<float>(a), run_svd<float>(rounded<float>(a), {}, 3),
+                           name("padded float", m, n, 41));
+  }
+}
+
+TEST_F(Svd, ValuesOnlyMatchTheFullDecomposition) {
+  for (const auto& [m, n] : {std::pair{40, 25}, std::pair{25, 40}, std::pair{130, 130}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 51);
+    SvdOptions values_only;
+    values_only.compute_uv = false;
+    const Factors f = run_svd<double>(a, values_only);
+    const std::vector<double> reference = cpu::lapack_singular_values(a);
+    double worst = 0;
+    for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(f.s[l] - reference[l]));
+    EXPECT_LE(worst / (reference[0] * std::max(m, n) * std::numeric_limits<double>::epsilon()), threshold)
+        << m << " x " << n;
+  }
+}
+
+TEST_F(Svd, NanOrInfInAIsAnErrorNamingA) {
+  for (const auto& [m, n] : {std::pair{10, 10}, std::pair{6, 9}, std::pair{130, 130}})
+    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+      cpu::Matrix a = cpu::random_matrix(m, n, 61);
+      a(m / 2, n - 1) = bad;
+      try {
+        run_svd<double>(a);
+        ADD_FAILURE() << "no error for " << bad << " in " << m << " x " << n;
+      } catch (const Error& error) {
+        EXPECT_EQ(error.argument(), "A") << error.what();
+        EXPECT_NE(std::string(error.what()).find("NaN or Inf"), std::string::npos) << error.what();
+      }
+    }
+}
+
+TEST_F(Svd, TooFewSweepsAreReportedAsNotConverged) {
+  for (const int n : {64, 130}) {
+    const cpu::Matrix a = cpu::random_matrix(n, n, 71);
+    SvdOptions options;
+    options.max_sweeps = 1;
+    SvdInfo info;
+    run_svd<double>(a, options, 0, &info);
+    EXPECT_FALSE(info.converged) << n;
+    EXPECT_EQ(info.sweeps, 1) << n;
+    EXPECT_GT(info.off, 1e-10) << n;
+  }
+}
+
+TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
+  for (const auto& [m, n] : {std::pair{45, 30}, std::pair{30, 45}, std::pair{3, 1}, std::pair{70, 70}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 81);
+    const int k = std::min(m, n);
+    for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
+                                jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent}) {
+      std::vector<double> host_a = a.values;
+      DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
+      DeviceBuffer<jacobi::MatrixStatus> status(1);
+      DeviceBuffer<jacobi::BatchSummary> summary(1);
+      summary.fill_bytes(0);
+      jacobi::Problem<double> P;
+      P.A = A.data();
+      P.lda = m;
+      P.m = m;
+      P.n = n;
+      P.batch = 1;
+      P.S = S.data();
+      P.U = U.data();
+      P.V = V.data();
+      P.ldu = m;
+      P.ldv = n;
+      P.tol = jacobi::default_tolerance<double>(m, n, true);
+      P.max_sweeps = 30;
+      jacobi::run_global(P, schedule, jacobi::Report{status.data(), summary.data()}, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
+      const auto s = S.download();
+      f.s.assign(s.begin(), s.end());
+      f.u.values = U.download();
+      f.v.values = V.download();
+      expect_accurate<double>(a, f, name("schedule " + std::to_string(int(schedule)), m, n, 81));
+      EXPECT_EQ(status.download()[0].converged, 1);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// svd_batched.
+
+// A batch mixing random, graded, rank-deficient and zero matrices.
+std::vector<cpu::Matrix> mixed_batch(int m, int n, int batch, std::uint64_t seed) {
+  std::vector<cpu::Matrix> matrices;
+  for (int b = 0; b < batch; ++b) {
+    switch (b % 4) {
+      case 0: matrices.push_back(cpu::random_matrix(m, n, seed + b)); break;
+      case 1: matrices.push_back(cpu::graded_matrix(m, n, seed + b, 6)); break;
+      case 2: matrices.push_back(cpu::rank_deficient_matrix(m, n, std::max(1, std::min(m, n) / 3), seed + b)); break;
+      default: matrices.push_back(cpu::zeros(m, n)); break;
+    }
+  }
+  return matrices;
+}
+
+template <class T>
+struct BatchRun {
+  std::vector<T> s, u, v;
+};
+
+// Packs the batch, runs `solve` (the public call or one internal path), returns the outputs.
+template <class T>
+BatchRun<T> run_batch(const std::vector<cpu::Matrix>& matrices,
+                      const std::function<void(const T*, int, int, int, T*, T*, T*)>& solve) {
+  const int m = matrices[0].m, n = matrices[0].n, k = std::min(m, n), batch = int(matrices.size());
+  std::vector<T> packed;
+  for (const cpu::Matrix& a : matrices)
+    for (const double value : a.values) packed.push_back(T(value));
+  DeviceBuffer<T> A(packed), S(std::size_t(k) * batch), U(std::size_t(m) * k * batch),
+      V(std::size_t(n) * k * batch);
+  S.fill_bytes(0xFF);
+  U.fill_bytes(0xFF);
+  V.fill_bytes(0xFF);
+  solve(A.data(), m, n, batch, S.data(), U.data(), V.data());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(A.download() == packed) << "A was modified";
+  return BatchRun<T>{S.download(), U.download(), V.download()};
+}
+
+template <class T>
+Factors factors_of(const BatchRun<T>& run, int m, int n, int b) {
+  const int k = std::min(m, n);
+  Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
+  for (int l = 0; l < k; ++l) f.s[l] = run.s[std::size_t(b) * k + l];
+  for (std::size_t e = 0; e < f.u.values.size(); ++e) f.u.values[e] = run.u[std::size_t(b) * m * k + e];
+  for (std::size_t e = 0; e < f.v.values.size(); ++e) f.v.values[e] = run.v[std::size_t(b) * n * k + e];
+  return f;
+}
+
+// The public call.
+template <class T>
+void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
+  svd_batched<T>(A, m, n, batch, S, U, V);
+}
+
+// One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked,
+// 4 blocked persistent.
+template <class T>
+std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path) {
+  return [path](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
+    const int k = std::min(m, n);
+    DeviceBuffer<jacobi::MatrixStatus> status(batch);
+    DeviceBuffer<jacobi::BatchSummary> summary(1);
+    summary.fill_bytes(0);
+    jacobi::Problem<T> P;
+    P.A = A;
+    P.lda = m;
+    P.a_stride = std::int64_t(m) * n;
+    P.m = m;
+    P.n = n;
+    P.batch = batch;
+    P.S = S;
+    P.U = U;
+    P.V = V;
+    P.ldu = m;
+    P.ldv = n;
+    P.s_stride = k;
+    P.u_stride = std::int64_t(m) * k;
+    P.v_stride = std::int64_t(n) * k;
+    P.tol = jacobi::default_tolerance<T>(m, n, true);
+    P.max_sweeps = 30;
+    const jacobi::Report report{status.data(), summary.data()};
+    const jacobi::GlobalSchedule schedules[] = {jacobi::GlobalSchedule::launch_per_round,
+                                                jacobi::GlobalSchedule::blocked,
+                                                jacobi::GlobalSchedule::blocked_persistent};
+    if (path >= 2)
+      jacobi::run_global(P, schedules[path - 2], report, nullptr);
+    else
+      jacobi::run_on_chip(P, path == 0, report, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (const jacobi::MatrixStatus& s : status.download()) EXPECT_EQ(s.converged, 1);
+  };
+}
+
+template <class T>
+void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_t seed) {
+  std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, seed);
+  for (cpu::Matrix& a : matrices) a = rounded<T>(a);
+  const auto run = path < 0 ? run_batch<T>(matrices, public_batched<T>) : run_batch<T>(matrices, internal_path<T>(path));
+  for (int b = 0; b < batch; ++b)
+    expect_accurate<T>(matrices[b], factors_of(run, m, n, b),
+                       std::string(sizeof(T) == 4 ? "float" : "double") + " path " + std::to_string(path) +
+                           " matrix " + std::to_string(b) + " of " + name("batch", m, n, seed));
+}
+
+TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
+  const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}};
+  for (const auto& [m, n] : small)
+    for (const int path : {-1, 0, 1, 2, 3, 4}) {
+      expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
+      expect_mixed_batch_accurate<double>(m, n, 8, path, 2000 + m * 7 + n);
+    }
+  for (const int path : {-1, 1, 2, 3, 4}) {
+    expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
+    expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
+  }
+}
+
+TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
+  expect_mixed_batch_accurate<double>(130, 130, 4, -1, 4000);
+  expect_mixed_batch_accurate<float>(200, 180, 4, -1, 4100);
+  expect_mixed_batch_accurate<double>(150, 260, 4, -1, 4200);
+  expect_mixed_batch_accurate<double>(130, 130, 3, 2, 4300);  // global rounds
+  expect_mixed_batch_accurate<float>(300, 40, 3, 3, 4400);    // blocked, tall
+  expect_mixed_batch_accurate<double>(40, 300, 3, 4, 4500);   // blocked persistent, wide
+}
+
+TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
+  const cpu::Matrix a = cpu::random_matrix(20, 14, 5000);
+  const auto run = run_batch<double>({a}, public_batched<double>);
+  const Factors batched = factors_of(run, 20, 14, 0);
+  const Factors single = run_svd<double>(a);
+  for (int l = 0; l < 14; ++l) EXPECT_NEAR(batched.s[l], single.s[l], 1e-13 * single.s[0]);
+  expect_accurate<double>(a, batched, "batch of one");
+}
+
+TEST_F(SvdBatched, LargeMillionFourByFourMatrices) {
+  const int m = 4, n = 4, batch = 1000000, k = 4;
+  DeviceBuffer<float> A(std::size_t(m) * n * batch), S(std::size_t(k) * batch),
+      U(std::size_t(m) * k * batch), V(std::size_t(n) * k * batch);
+  const std::uint64_t seed = 6000;
+  bench::fill_random(A.data(), std::int64_t(A.size()), seed, nullptr);
+  S.fill_bytes(0xFF);
+  U.fill_bytes(0xFF);
+  V.fill_bytes(0xFF);
+  std::vector<SvdInfo> info(batch);
+  svd_batched<float>(A.data(), m, n, batch, S.data(), U.data(), V.data(), info.data());
+  const auto s = S.download(), u = U.download(), v = V.download();
+  for (const auto* values : {&s, &u, &v})
+    EXPECT_TRUE(std::none_of(values->begin(), values->end(), [](float x) { return std::isnan(x); }));
+  EXPECT_TRUE(std::all_of(info.begin(), info.end(), [](const SvdInfo& i) { return i.converged; }));
+  const BatchRun<float> run{s, u, v};
+  std::vector<int> checked;
+  for (int b = 0; b < batch; b += 9973) checked.push_back(b);
+  checked.push_back(batch - 1);  // the last matrix: offsets past 2^24 elements
+  for (const int b : checked) {
+    cpu::Matrix a = cpu::zeros(m, n);
+    for (int e = 0; e < m * n; ++e) a.values[e] = bench::random_float(seed, std::uint64_t(b) * m * n + e);
+    expect_accurate<float>(a, factors_of(run, m, n, b), "matrix " + std::to_string(b) + " of a million");
+  }
+}
+
+TEST_F(SvdBatched, NanInOneMatrixIsNamedAndLeavesTheOthersIntact) {
+  for (const auto& [m, n, batch] : {std::tuple{16, 16, 10}, std::tuple{9, 40, 10}, std::tuple{100, 90, 5},
+                                    std::tuple{130, 130, 3}}) {
+    std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, 7000);
+    const int bad = batch - 3;
+    matrices[bad](m - 1, 0) = std::numeric_limits<double>::quiet_NaN();
+    std::vector<SvdInfo> info(batch);
+    std::string message;
+    const auto run = run_batch<double>(matrices, [&](const double* A, int m_, int n_, int b_, double* S,
+                                                     double* U, double* V) {
+      try {
+        svd_batched<double>(A, m_, n_, b_, S, U, V, info.data());
+      } catch (const Error& error) {
+        message = error.what();
+        EXPECT_EQ(error.argument(), "A");
+      }
+    });
+    EXPECT_NE(message.find("matrix " + std::to_string(bad) + " "), std::string::npos) << message;
+    EXPECT_FALSE(info[bad].converged);
+    for (int l = 0; l < std::min(m, n); ++l) EXPECT_TRUE(std::isnan(run.s[std::size_t(bad) * std::min(m, n) + l]));
+    for (int b = 0; b < batch; ++b)
+      if (b != bad) {
+        expect_accurate<double>(matrices[b], factors_of(run, m, n, b),
+                                "neighbour " + std::to_string(b) + " of a NaN matrix, " + name("batch", m, n, 7000));
+        EXPECT_TRUE(info[b].converged) << b;
+      }
+  }
+}
+
+TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
+  const std::vector<cpu::Matrix> matrices = mixed_batch(24, 24, 6, 8000);
+  SvdOptions one_sweep;
+  one_sweep.max_sweeps = 1;
+  std::vector<SvdInfo> info(6);
+  run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+    svd_batched<double>(A, m, n, batch, S, U, V, info.data(), one_sweep);
+  });
+  EXPECT_FALSE(info[0].converged);  // a random matrix needs more than one sweep
+  EXPECT_EQ(info[0].sweeps, 1);
+  EXPECT_TRUE(info[3].converged);  // the zero matrix converges at once
+  run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+    EXPECT_THROW(svd_batched<double>(A, m, n, batch, S, U, V, nullptr, one_sweep), Error);
+  });
+  run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+    svd_batched<double>(A, m, n, batch, S, U, V, info.data());
+  });
+  for (const SvdInfo& i : info) {
+    EXPECT_TRUE(i.converged);
+    EXPECT_GE(i.sweeps, 1);
+    EXPECT_LE(i.sweeps, 20);  // rank-deficient noise columns take longest (a model: up to 14)
+  }
+}
+
+TEST_F(SvdBatched, ValuesOnlyNeedNoVectors) {
+  const std::vector<cpu::Matrix> matrices = mixed_batch(20, 30, 8, 9000);
+  SvdOptions values_only;
+  values_only.compute_uv = false;
+  const auto run = run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S,
+                                                   double*, double*) {
+    svd_batched<double>(A, m, n, batch, S, nullptr, nullptr, nullptr, values_only);
+  });
+  for (int b = 0; b < 8; ++b) {
+    const std::vector<double> reference = cpu::lapack_singular_values(matrices[b]);
+    for (int l = 0; l < 20; ++l)
+      EXPECT_NEAR(run.s[std::size_t(b) * 20 + l], reference[l], 1e-13 * std::max(1.0, reference[0])) << b;
+  }
+}
+
+}  // namespace
+}  // namespace rooflab
