@@ -47,28 +47,8 @@ Check AddWorkspace::check(Where where) {
 
 namespace {
 
-ROOFLAB_OP(Op{
-    "add",
-    "lecture 003's vector add, out = a + b over n floats (12 bytes per element)",
-    [](Problem problem) {
-      if (problem.n == 0) problem.n = std::int64_t(1) << 28;
-      require(problem.n >= 1, "bench add", "--n", "must be at least 1");
-      problem.dtype = "float";
-      return problem;
-    },
-    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", float"; },
-    [](const Problem& problem) {
-      return Model{12.0 * double(problem.n), double(problem.n), Ceiling::copy_bandwidth};
-    },
-    [](const Problem& problem) -> std::unique_ptr<Workspace> {
-      return std::make_unique<AddWorkspace>(problem.n);
-    },
-    [](bool quick) {
-      Problem problem;
-      problem.n = std::int64_t(1) << (quick ? 24 : 28);
-      return std::vector<Problem>{problem};
-    },
-});
+ROOFLAB_OP(vector_add_op<AddWorkspace>(
+    "add", "lecture 003's vector add, out = a + b over n floats (12 bytes per element)", 28, 24));
 
 // Rung 0 — the CPU loop: one core streaming three arrays, the lecture's baseline.
 ROOFLAB_VARIANT(Variant{"add", 0, "cpu-loop", "one CPU core, one loop (the baseline)", Where::cpu,

@@ -29,28 +29,10 @@ void CoalescingWorkspace::refill(std::uint64_t seed) {
 
 namespace {
 
-ROOFLAB_OP(Op{
+ROOFLAB_OP(vector_add_op<CoalescingWorkspace>(
     "coalescing",
     "lecture 003's add (out = a + b, n floats) with k elements per thread, strides and permutations",
-    [](Problem problem) {
-      if (problem.n == 0) problem.n = std::int64_t(1) << 27;
-      require(problem.n >= 1, "bench coalescing", "--n", "must be at least 1");
-      problem.dtype = "float";
-      return problem;
-    },
-    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", float"; },
-    [](const Problem& problem) {
-      return Model{12.0 * double(problem.n), double(problem.n), Ceiling::copy_bandwidth};
-    },
-    [](const Problem& problem) -> std::unique_ptr<Workspace> {
-      return std::make_unique<CoalescingWorkspace>(problem.n);
-    },
-    [](bool quick) {
-      Problem problem;
-      problem.n = std::int64_t(1) << (quick ? 22 : 27);
-      return std::vector<Problem>{problem};
-    },
-});
+    27, 22));
 
 // Rung 0 — the CPU loop, for scale.
 ROOFLAB_VARIANT(Variant{"coalescing", 0, "cpu-loop", "one CPU core, one loop (for scale)", Where::cpu,

@@ -45,28 +45,10 @@ std::string TimingWorkspace::self_report(const std::string& lesson) const {
 
 namespace {
 
-ROOFLAB_OP(Op{
+ROOFLAB_OP(vector_add_op<TimingWorkspace>(
     "timing",
     "lecture 003's timing pitfalls: one add kernel timed by events and host clocks, right and wrong",
-    [](Problem problem) {
-      if (problem.n == 0) problem.n = std::int64_t(1) << 25;
-      require(problem.n >= 1, "bench timing", "--n", "must be at least 1");
-      problem.dtype = "float";
-      return problem;
-    },
-    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + ", float"; },
-    [](const Problem& problem) {
-      return Model{12.0 * double(problem.n), double(problem.n), Ceiling::copy_bandwidth};
-    },
-    [](const Problem& problem) -> std::unique_ptr<Workspace> {
-      return std::make_unique<TimingWorkspace>(problem.n);
-    },
-    [](bool quick) {
-      Problem problem;
-      problem.n = std::int64_t(1) << (quick ? 22 : 25);
-      return std::vector<Problem>{problem};
-    },
-});
+    25, 22));
 
 // Rung 0 — the CPU loop, timed by a host clock around it: right, because CPU work is synchronous.
 ROOFLAB_VARIANT(Variant{

@@ -63,12 +63,7 @@ ROOFLAB_VARIANT(Variant{
 ROOFLAB_VARIANT(Variant{
     "svd", 4, "blocked", "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
     Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const int m = int(problem.m), n = int(problem.n);
-      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
-        return {};
-      return "columns too long for a pair of 4-column blocks in shared memory";
-    },
+    blocked_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
@@ -83,12 +78,7 @@ ROOFLAB_VARIANT(Variant{
 ROOFLAB_VARIANT(Variant{
     "svd", 5, "blocked-persistent", "the blocked rounds in one cooperative launch, grid barriers between",
     Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const int m = int(problem.m), n = int(problem.n);
-      if (problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n))
-        return {};
-      return "columns too long for a pair of 4-column blocks in shared memory";
-    },
+    blocked_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),

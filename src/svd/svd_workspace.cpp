@@ -186,4 +186,10 @@ double nominal_svd_flops(std::int64_t m, std::int64_t n) {
   return 4 * M * N * N + 8 * N * N * N;
 }
 
+std::string blocked_limit(const Problem& problem) {
+  const int m = int(problem.m), n = int(problem.n);
+  const bool fits = problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n);
+  return fits ? std::string() : "columns too long for a pair of 4-column blocks in shared memory";
+}
+
 }  // namespace rooflab::bench

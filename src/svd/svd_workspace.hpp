@@ -5,6 +5,7 @@
 // <= 35 in units of the type's epsilon) and the singular values against LAPACK, on the host.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/dtype.hpp"
@@ -61,6 +62,10 @@ void visit_svd_workspace(Workspace& workspace, Fn&& fn) {
 }
 
 std::unique_ptr<Workspace> make_svd_workspace(int m, int n, int batch, DType dtype);
+
+// The limit of the blocked rungs: empty when a pair of 4-column blocks of an m x n matrix of the
+// problem's type fits in a block's shared memory.
+std::string blocked_limit(const Problem& problem);
 
 // The nominal flops of one SVD, the LAPACK-style count 4 M N^2 + 8 N^3 (M = max(m, n),
 // N = min(m, n)): a fixed yardstick for comparing methods, not the Jacobi sweeps' actual work.
