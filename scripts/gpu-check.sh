@@ -59,7 +59,8 @@ gpu_tests="$build/tests/rooflab_gpu_tests"
 # Left out: tests that measure (named *Measured*), and what ROOFLAB_SANITIZER_EXCLUDE adds
 # (gtest patterns, colon-separated): rungs that are races by design, which racecheck is shown
 # catching elsewhere, and tests too large to run under the tools in a reasonable time.
-filter="-*Measured*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
+# ROOFLAB_SANITIZER_ONLY (gtest patterns) narrows the run to the tests of code that changed.
+filter="${ROOFLAB_SANITIZER_ONLY:-*}-*Measured*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
 sanitizer_seconds=${ROOFLAB_SANITIZER_SECONDS:-360}
 if [[ " $stages " == *" sanitize "* ]]; then
   pids=()
