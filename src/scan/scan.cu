@@ -13,13 +13,14 @@
 // GPU. A tile waits only on entries of lower tile indices, and tile indices are tickets that only
 // running blocks take, in order, so a tile never waits on a block that is not running.
 //
-// Where the time goes. A tile's look-back costs one to three L2 round trips, during which its
-// block's own loads would sit idle if the block held one tile at a time (the first version did:
-// one tile per block, 5 blocks an SM, ~9 us a tile on the H200, 2.36 TB/s at 2^28). So each block
-// loops over tiles and keeps the next tile's loads in flight while it scans, looks back and stores
-// the current one: 16 KB a block, 64 KB an SM, in flight all the time instead of only between a
-// block's start and its scan. The ticket for the tile after that is claimed a tile ahead too, so
-// neither the ticket's round trip nor a block launch stands between two tiles.
+// Where the time goes. A tile's look-back costs one to three L2 round trips. A block that holds one
+// tile at a time has no loads in flight during them, nor during its ticket's round trip, its
+// stores and the next block's launch (the first version did this: one tile per block, 5 blocks an
+// SM, ~9 us from a block's start to its end on the H200, 2.36 TB/s at 2^28). So each block loops
+// over tiles and issues the next tile's loads before it scans, looks back on and stores the
+// current one, and claims the ticket after that at the same time. An SM then reads 4 blocks x
+// 16 KB per loop period, the period being the look-back plus ~0.5 us of scan and stores: below
+// ~4 us that is more than its share of the copy bandwidth (~16 KB/us at 4.2 TB/s read + write).
 #include <cuda/atomic>
 
 #include <climits>
@@ -121,10 +122,12 @@ __device__ __forceinline__ T read_published(const Lookback& lookback, int level,
       }
     }
     if (__all_sync(detail::full_warp_mask, ready)) break;
-    // A late entry belongs to a tile still loading or summing: give L2 a rest, doubling up to
-    // half a microsecond (a few L2 round trips), instead of hammering it with polls.
+    // A late entry belongs to a tile still summing or waiting itself: back off, doubling up to a
+    // quarter microsecond. Each poll is an L2 round trip too (~0.5-1 us under load), which bounds
+    // the polling traffic; a longer sleep would only add to the time by which a block oversleeps
+    // the entry it waits for, and that time is the pipelined loop's period (see the top).
     __nanosleep(sleep_ns);
-    sleep_ns = sleep_ns < 512 ? 2 * sleep_ns : sleep_ns;
+    sleep_ns = sleep_ns < 256 ? 2 * sleep_ns : sleep_ns;
   }
   std::uint32_t payload[words_per_entry<T>];
 #pragma unroll
