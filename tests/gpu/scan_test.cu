@@ -14,6 +14,7 @@
 #include "cpu/scan.hpp"
 #include "gpu_test.hpp"
 #include "rooflab/device_buffer.hpp"
+#include "rooflab/reduce.hpp"
 #include "rooflab/scan.hpp"
 
 namespace rooflab {
@@ -238,6 +239,91 @@ TEST_F(ExclusiveScan, DoubleResultsAreBitwiseIdenticalOverRepeatedRuns) {
   for (int run = 1; run < 5; ++run)
     EXPECT_TRUE(same_bits(first, scan_on_device(ScanKind::exclusive, in, n, false)))
         << "run " << run << ", seed " << seed;
+}
+
+// One call of a sequence queued on a stream: its input, its output, and what it was.
+template <class T>
+struct QueuedScan {
+  ScanKind kind;
+  std::int64_t n;
+  std::uint64_t seed;
+  DeviceBuffer<T> in;
+  DeviceBuffer<T> out;
+
+  QueuedScan(ScanKind kind_, std::int64_t n_, std::uint64_t seed_)
+      : kind(kind_), n(n_), seed(seed_), in(random_input<T>(n_, seed_)), out(std::size_t(n_)) {
+    out.fill_bytes(0xFF);
+  }
+  void enqueue(cudaStream_t stream) {
+    if (kind == ScanKind::inclusive)
+      inclusive_scan(in.data(), out.data(), n, stream);
+    else
+      exclusive_scan(in.data(), out.data(), n, stream);
+  }
+  void expect_exact() const {
+    const std::vector<T> host_in = download_range(in.data(), n);
+    const std::vector<T> host_out = out.download();
+    const auto check = cpu::check_scan(host_in.data(), host_out.data(), n, kind, {});
+    EXPECT_TRUE(check.passed) << "n=" << n << " seed=" << seed << ": " << check.describe();
+  }
+};
+
+// RAII for a non-blocking stream of the test's own.
+class TestStream {
+ public:
+  TestStream() { EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess); }
+  ~TestStream() { cudaStreamDestroy(stream_); }
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+  operator cudaStream_t() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// The look-back tree and the tickets live in per-stream scratch that every call leaves zeroed for
+// the next. Queued back to back with no synchronization: calls after a larger one (a stale entry
+// would read as published), of the other entry width (8-byte types use two words an entry),
+// with a reduction in between (it counts in the same scratch), each exact.
+TEST_F(InclusiveScan, ScratchLeftByEarlierCallsOnTheStreamNeverLeaksIntoLaterOnes) {
+  TestStream stream;
+  QueuedScan<std::int32_t> large(ScanKind::inclusive, (1 << 22) + 5, 1700);  // 1025 tiles
+  QueuedScan<std::int32_t> groups(ScanKind::exclusive, 32 * 4096 + 1, 1701);  // 33 tiles
+  QueuedScan<std::int64_t> wide_large(ScanKind::inclusive, (1 << 21) + 3, 1702);
+  QueuedScan<std::uint32_t> two_tiles(ScanKind::inclusive, 4097, 1703);
+  DeviceBuffer<std::int32_t> reduced(1);
+  QueuedScan<std::int64_t> wide_small(ScanKind::exclusive, 3 * 2048 + 1, 1704);
+  QueuedScan<std::int32_t> again(ScanKind::inclusive, (1 << 20) + 7, 1705);
+  large.enqueue(stream);
+  groups.enqueue(stream);
+  wide_large.enqueue(stream);
+  two_tiles.enqueue(stream);
+  reduce(large.in.data(), large.n, reduced.data(), Sum{}, stream);
+  wide_small.enqueue(stream);
+  again.enqueue(stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  large.expect_exact();
+  groups.expect_exact();
+  wide_large.expect_exact();
+  two_tiles.expect_exact();
+  wide_small.expect_exact();
+  again.expect_exact();
+}
+
+// Two streams, two sets of scratch: scans running at the same time do not take each other's
+// tickets or read each other's tree.
+TEST_F(InclusiveScan, ConcurrentCallsOnTwoStreamsAreEachExact) {
+  TestStream first_stream, second_stream;
+  QueuedScan<std::int32_t> first(ScanKind::inclusive, (1 << 23) + 11, 1800);
+  QueuedScan<std::int32_t> second(ScanKind::inclusive, (1 << 23) + 13, 1801);
+  for (int round = 0; round < 3; ++round) {
+    first.enqueue(first_stream);
+    second.enqueue(second_stream);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(first_stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(second_stream), cudaSuccess);
+  first.expect_exact();
+  second.expect_exact();
 }
 
 TEST_F(InclusiveScan, ZeroElementsLeavesTheOutputUntouched) {
