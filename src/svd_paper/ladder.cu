@@ -64,12 +64,12 @@ __global__ void fill_identity(double* matrix, int n) {
 
 // The rotation's set-up on the device (P2 on): every thread derives c and s from a_jj, a_kk and
 // a_jk (the same bits in every thread) and R, R^T are written in full, as the paper's
-// fill_as_r / fill_as_rt do. Whether the pair rotates stays on the device, in `rotate`, which the
-// products read: nothing crosses to the host per pair.
+// fill_as_r / fill_as_rt do. Whether the pair rotates (cpu::pair_above_threshold) stays on the
+// device, in `rotate`, which the products read: nothing crosses to the host per pair.
 __global__ void set_up_rotation(const double* a, int n, int j, int k, double threshold, double* r,
                                 double* rt, int* rotate) {
   const double a_jk = a[at(j, k, n)];
-  const bool rotating = fabs(a_jk) > threshold;
+  const bool rotating = cpu::pair_above_threshold(a_jk, a[at(k, j, n)], threshold);
   if (global_thread() == 0) *rotate = rotating;
   if (!rotating) return;
   const cpu::Rotation rotation = cpu::paper_rotation(a[at(j, j, n)], a[at(k, k, n)], a_jk);
@@ -319,7 +319,7 @@ bool off_diagonal_above_on_host(const double* a, int n, double threshold) {
 void rotate_pair_from_host(const PaperBuffers& b, int n, int j, int k, double threshold,
                            cudaStream_t stream) {
   const double a_jk = b.a[at(j, k, n)];  // the host reads memory the GPU wrote last
-  if (!(std::abs(a_jk) > threshold)) return;
+  if (!cpu::pair_above_threshold(a_jk, b.a[at(k, j, n)], threshold)) return;
   const cpu::Rotation rotation = cpu::paper_rotation(b.a[at(j, j, n)], b.a[at(k, k, n)], a_jk);
   for (int column = 0; column < n; ++column)
     for (int row = 0; row < n; ++row) {

@@ -83,7 +83,9 @@ TEST_F(SvdPaperLadder, DeviceRungsGiveTheSameBitsWhateverShapeStepOrCarveout) {
 }
 
 // With 256 threads a quarter has 64 lanes: only beyond n = 64 does step 1 give a thread more than
-// one output, so the loop steps are compared (and validated) there.
+// one output, so the loop steps are compared (and validated) there. This input is also one where
+// rounding leaves a single a_kj above the threshold beside its a_jk below it (see
+// cpu::pair_above_threshold): before pairs were tested on both elements, it never converged.
 TEST_F(SvdPaperLadder, LoopStepsAgreeWhenEachThreadTakesSeveralOutputs) {
   const int n = 67;
   const std::uint64_t seed = 4200;
