@@ -194,9 +194,9 @@ TEST(SvdPaperOp, ReportSizesAreTheFourTablesSizesAscending) {
 TEST(SvdPaperOp, EachRungRunsAtItsTablesSizesAndSkipsTheOthersSayingWhy) {
   EXPECT_EQ(limit_at("cpu", 125), "");             // Table 1
   EXPECT_EQ(limit_at("managed-host", 25), "");     // Tables 1 and 2
-  EXPECT_EQ(limit_at("device-malloc", 100), "");   // Table 2
-  EXPECT_EQ(limit_at("threads-4x32", 96), "");     // Table 3
-  EXPECT_EQ(limit_at("step-threads", 200), "");    // Table 4
+  EXPECT_EQ(limit_at("device-malloc", 75), "");    // Table 2
+  EXPECT_EQ(limit_at("threads-4x32", 64), "");     // Table 3
+  EXPECT_EQ(limit_at("step-threads", 100), "");    // Table 4
   EXPECT_EQ(limit_at("carveout-0", 100), "");      // beside Table 4
   EXPECT_EQ(limit_at("cusolver-syevj", 500), "");  // every table
 
@@ -209,12 +209,13 @@ TEST(SvdPaperOp, EachRungRunsAtItsTablesSizesAndSkipsTheOthersSayingWhy) {
 
 TEST(SvdPaperOp, SlowRungsStopAtTheirCostLimitSayingWhy) {
   EXPECT_NE(limit_at("managed-host", 75).find("(limit n <= 50)"), std::string::npos);
-  EXPECT_NE(limit_at("threads-1x32", 128).find("(limit n <= 96)"), std::string::npos);
-  EXPECT_NE(limit_at("step-1", 300).find("(limit n <= 200)"), std::string::npos);
+  EXPECT_NE(limit_at("device-malloc", 100).find("(limit n <= 75)"), std::string::npos);
+  EXPECT_NE(limit_at("threads-1x32", 96).find("(limit n <= 64)"), std::string::npos);
+  EXPECT_NE(limit_at("step-1", 200).find("(limit n <= 100)"), std::string::npos);
   // A size of no table runs wherever the cost allows.
   EXPECT_EQ(limit_at("threads-2x64", 40), "");
   EXPECT_EQ(limit_at("device-managed", 40), "");
-  EXPECT_NE(limit_at("device-managed", 150).find("(limit n <= 100)"), std::string::npos);
+  EXPECT_NE(limit_at("device-managed", 150).find("(limit n <= 75)"), std::string::npos);
 }
 
 TEST(SvdPaperOp, ResolveRejectsBadSizesAndTypesNamingTheArgument) {
