@@ -65,7 +65,7 @@ PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps
     if (result.sweeps == max_sweeps) break;
     for (int j = 0; j + 1 < n; ++j)
       for (int k = j + 1; k < n; ++k) {
-        if (!(std::abs(work(j, k)) > threshold)) continue;
+        if (!pair_above_threshold(work(j, k), work(k, j), threshold)) continue;
         const Rotation r = paper_rotation(work(j, j), work(k, k), work(j, k));
         rotate_rows(work, j, k, r);  // R A, then (R A) R^T
         rotate_columns(work, j, k, r);

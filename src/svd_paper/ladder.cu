@@ -64,12 +64,12 @@ __global__ void fill_identity(double* matrix, int n) {
 
 // The rotation's set-up on the device (P2 on): every thread derives c and s from a_jj, a_kk and
 // a_jk (the same bits in every thread) and R, R^T are written in full, as the paper's
-// fill_as_r / fill_as_rt do. Whether the pair rotates stays on the device, in `rotate`, which the
-// products read: nothing crosses to the host per pair.
+// fill_as_r / fill_as_rt do. Whether the pair rotates (cpu::pair_above_threshold) stays on the
+// device, in `rotate`, which the products read: nothing crosses to the host per pair.
 __global__ void set_up_rotation(const double* a, int n, int j, int k, double threshold, double* r,
                                 double* rt, int* rotate) {
   const double a_jk = a[at(j, k, n)];
-  const bool rotating = fabs(a_jk) > threshold;
+  const bool rotating = cpu::pair_above_threshold(a_jk, a[at(k, j, n)], threshold);
   if (global_thread() == 0) *rotate = rotating;
   if (!rotating) return;
   const cpu::Rotation rotation = cpu::paper_rotation(a[at(j, j, n)], a[at(k, k, n)], a_jk);
@@ -290,11 +290,17 @@ class DevicePaperBuffers {
 };
 
 // ------------------------------------------------------------------------------------------
-// Size limits (paper_limit): what keeps `rooflab bench svd-paper` to about five minutes. A run
-// visits about 5 n^2 pairs (n^2 / 2 per sweep, 8-12 sweeps) and rotates about 4 n^2 of them; from
-// P2 on each pair is eleven stream operations (about 30 us of launches, an estimate) and each
-// rotation 16 n^2 multiply-adds over the rung's threads; every cell runs six times (validation,
-// two warm-ups, three timed repetitions).
+// Size limits (paper_limit): what keeps `rooflab bench svd-paper --warmup 0` to about three
+// minutes on an H100 or H200 by this model (docs/svd-paper.md gives its prediction per cell). A
+// run visits 5-6 n^2 pairs (n^2 / 2 per sweep, 8-13 sweeps) and rotates 3-4 n^2 of them. From P2
+// on every pair costs the host eleven stream operations (about 28 us to enqueue), and a rotating
+// pair costs the GPU about 17 us of copies and launch gaps, the set-up (2 n^2 stores) and four
+// products. A product is latency-bound on few warps (per output a chain of n dependent
+// multiply-adds, about 25 cycles an iteration with its loads) and L1-bound on one SM: a row
+// quarter's thread reads its own column of `second`, one cache line per load, so the row
+// quarters cost about 2 n^2 L1 wavefronts (10 us at n = 100, 40 us at 200) however many threads
+// share the block. The harness validates a cell once and times it at least three times, up to
+// 4 s of repetitions: a cell costs about max(4 s, four runs).
 
 // Rung 1 — P1, the paper's first GPU version (its listings 1-9; Table 1's GPU column, Table 2's
 // "before"). Only the products run on the GPU, one block of 32 threads. The host reads A and
@@ -319,7 +325,7 @@ bool off_diagonal_above_on_host(const double* a, int n, double threshold) {
 void rotate_pair_from_host(const PaperBuffers& b, int n, int j, int k, double threshold,
                            cudaStream_t stream) {
   const double a_jk = b.a[at(j, k, n)];  // the host reads memory the GPU wrote last
-  if (!(std::abs(a_jk) > threshold)) return;
+  if (!cpu::pair_above_threshold(a_jk, b.a[at(k, j, n)], threshold)) return;
   const cpu::Rotation rotation = cpu::paper_rotation(b.a[at(j, j, n)], b.a[at(k, k, n)], a_jk);
   for (int column = 0; column < n; ++column)
     for (int row = 0; row < n; ++row) {
@@ -430,7 +436,8 @@ void run_on_device(SvdPaperWorkspace& w, cudaStream_t stream, LaunchShape shape,
 }
 
 constexpr const char* table2_cost =
-    "about 5n^2 pairs of eleven stream operations each: several seconds per run beyond";
+    "about 3.5n^2 rotations of four products on one warp, 0.2 ms each rotation at n = 100: "
+    "about 8 s per run there";
 
 // Rung 2 — P2, everything on the device, still in managed memory (Table 2's "after, unified").
 // Identity fills, the rotation's set-up and the convergence test become kernels; the host no
@@ -439,7 +446,7 @@ constexpr const char* table2_cost =
 // the flag's page moving to the host and back once per sweep.
 ROOFLAB_VARIANT(Variant{"svd-paper", 2, "device-managed",
                         "P2: set-up, fills, convergence test in kernels; managed memory (Table 2)",
-                        Where::gpu, false, paper_limit(table2, 100, table2_cost),
+                        Where::gpu, false, paper_limit(table2, 75, table2_cost),
                         on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
                           run_on_device<LoopStep::threads, ManagedPaperBuffers>(
                               w, stream, paper_shape, cudaSharedmemCarveoutDefault);
@@ -449,7 +456,7 @@ ROOFLAB_VARIANT(Variant{"svd-paper", 2, "device-managed",
 // allocations, and the flag comes back by an explicit copy.
 ROOFLAB_VARIANT(Variant{"svd-paper", 3, "device-malloc",
                         "P3: P2 with device memory (cudaMallocAsync) instead of managed (Table 2)",
-                        Where::gpu, false, paper_limit(table2, 100, table2_cost),
+                        Where::gpu, false, paper_limit(table2, 75, table2_cost),
                         on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
                           run_on_device<LoopStep::threads, DevicePaperBuffers>(
                               w, stream, paper_shape, cudaSharedmemCarveoutDefault);
@@ -470,10 +477,9 @@ Variant threads_variant(int rung, LaunchShape shape) {
           " threads (Table 3)",
       Where::gpu,
       false,
-      paper_limit(
-          table3, 96,
-          "about 5n^2 pairs of eleven stream operations and 16n^2 multiply-adds per rotation "
-          "on at most 128 threads, for six configurations: seconds per run beyond"),
+      paper_limit(table3, 64,
+                  "about 3.5n^2 rotations of four products on at most four warps, six shapes: "
+                  "2 to 7 s per run at n = 96"),
       on<SvdPaperWorkspace>([shape](SvdPaperWorkspace& w, cudaStream_t stream) {
         run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, shape,
                                                              cudaSharedmemCarveoutDefault);
@@ -489,15 +495,16 @@ ROOFLAB_VARIANT(threads_variant(45, {4, 32}));
 // Rungs 50-51 — P5, the loop's step (Table 4, 256 threads: one block). Step 1 hands each thread
 // a contiguous chunk, so at each iteration a warp's column-quarter loads fall a chunk apart;
 // step = threads (64 per quarter) puts consecutive threads on consecutive rows and the column
-// quarters' loads coalesce. Row quarters read a column each either way.
+// quarters' loads coalesce. Row quarters read a column each either way: one L1 wavefront per
+// thread and iteration, 2 n^2 per product on the block's one SM, which bounds both steps.
 constexpr LaunchShape table4_shape{1, 256};
 constexpr const char* table4_cost =
-    "about 5n^2 pairs of eleven stream operations and 16n^2 multiply-adds per rotation on 256 "
-    "threads: an estimated 15 s per run at n = 300, over a minute at 500";
+    "about 3.8n^2 rotations of four products, each about 2n^2 uncoalesced loads through one "
+    "SM's L1: about 30 s per run at n = 200, minutes beyond";
 
 ROOFLAB_VARIANT(Variant{"svd-paper", 50, "step-1",
                         "P5: 1x256 threads, each a contiguous chunk of outputs (Table 4)",
-                        Where::gpu, false, paper_limit(table4, 200, table4_cost),
+                        Where::gpu, false, paper_limit(table4, 100, table4_cost),
                         on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
                           run_on_device<LoopStep::one, DevicePaperBuffers>(
                               w, stream, table4_shape, cudaSharedmemCarveoutDefault);
@@ -505,7 +512,7 @@ ROOFLAB_VARIANT(Variant{"svd-paper", 50, "step-1",
 
 ROOFLAB_VARIANT(Variant{"svd-paper", 51, "step-threads",
                         "P5: 1x256 threads, loop step = threads: coalesced columns (Table 4)",
-                        Where::gpu, false, paper_limit(table4, 200, table4_cost),
+                        Where::gpu, false, paper_limit(table4, 100, table4_cost),
                         on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
                           run_on_device<LoopStep::threads, DevicePaperBuffers>(
                               w, stream, table4_shape, cudaSharedmemCarveoutDefault);

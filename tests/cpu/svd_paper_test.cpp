@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+#include <utility>
 
 #include "bench/registry.hpp"
 #include "svd_paper/svd_paper_workspace.hpp"
@@ -34,6 +35,30 @@ TEST(PaperJacobi, ValuesMatchLapackEigenvaluesOfGramMatrices) {
       EXPECT_NEAR(values[i], reference[i], tolerance * reference[0])
           << "n=" << n << " seed=" << seed << " i=" << i;
   }
+}
+
+// Rounding leaves a_kj a few ulps away from a_jk. On these inputs, with the rotation decided by
+// a_jk alone, one a_kj ends just above the threshold beside an a_jk just below it (n = 67: from
+// the tenth sweep on, 2.61487e-11 against 2.61468e-11), and the iteration ran into its sweep limit.
+TEST(PaperJacobi, ConvergesWhereRoundingLeavesOnlyOneElementOfAPairAboveTheThreshold) {
+  for (const auto& [n, seed] : {std::pair{67, 4200}, std::pair{47, 51007}}) {
+    const Matrix a = gram_matrix(n, n, seed);
+    const PaperJacobiResult result = paper_jacobi(a, paper_threshold(a), 40);
+    ASSERT_TRUE(result.converged) << "n=" << n << " seed=" << seed;
+    EXPECT_LE(result.sweeps, 12) << "n=" << n << " seed=" << seed;
+    const std::vector<double> reference = lapack_symmetric_eigenvalues(a);
+    const std::vector<double> values = descending(result.values);
+    for (int i = 0; i < n; ++i)
+      EXPECT_NEAR(values[i], reference[i], tolerance * reference[0])
+          << "n=" << n << " seed=" << seed << " i=" << i;
+  }
+}
+
+TEST(PaperJacobi, APairIsAboveTheThresholdWhenEitherElementIs) {
+  EXPECT_TRUE(pair_above_threshold(1.1, 0.9, 1.0));
+  EXPECT_TRUE(pair_above_threshold(0.9, -1.1, 1.0));
+  EXPECT_FALSE(pair_above_threshold(-1.0, 0.9, 1.0));  // "above": equal is not
+  EXPECT_FALSE(pair_above_threshold(0.0, 0.0, 0.0));
 }
 
 TEST(PaperJacobi, ValuesAreTheSquaredSingularValuesOfB) {
@@ -169,9 +194,9 @@ TEST(SvdPaperOp, ReportSizesAreTheFourTablesSizesAscending) {
 TEST(SvdPaperOp, EachRungRunsAtItsTablesSizesAndSkipsTheOthersSayingWhy) {
   EXPECT_EQ(limit_at("cpu", 125), "");             // Table 1
   EXPECT_EQ(limit_at("managed-host", 25), "");     // Tables 1 and 2
-  EXPECT_EQ(limit_at("device-malloc", 100), "");   // Table 2
-  EXPECT_EQ(limit_at("threads-4x32", 96), "");     // Table 3
-  EXPECT_EQ(limit_at("step-threads", 200), "");    // Table 4
+  EXPECT_EQ(limit_at("device-malloc", 75), "");    // Table 2
+  EXPECT_EQ(limit_at("threads-4x32", 64), "");     // Table 3
+  EXPECT_EQ(limit_at("step-threads", 100), "");    // Table 4
   EXPECT_EQ(limit_at("carveout-0", 100), "");      // beside Table 4
   EXPECT_EQ(limit_at("cusolver-syevj", 500), "");  // every table
 
@@ -184,12 +209,13 @@ TEST(SvdPaperOp, EachRungRunsAtItsTablesSizesAndSkipsTheOthersSayingWhy) {
 
 TEST(SvdPaperOp, SlowRungsStopAtTheirCostLimitSayingWhy) {
   EXPECT_NE(limit_at("managed-host", 75).find("(limit n <= 50)"), std::string::npos);
-  EXPECT_NE(limit_at("threads-1x32", 128).find("(limit n <= 96)"), std::string::npos);
-  EXPECT_NE(limit_at("step-1", 300).find("(limit n <= 200)"), std::string::npos);
+  EXPECT_NE(limit_at("device-malloc", 100).find("(limit n <= 75)"), std::string::npos);
+  EXPECT_NE(limit_at("threads-1x32", 96).find("(limit n <= 64)"), std::string::npos);
+  EXPECT_NE(limit_at("step-1", 200).find("(limit n <= 100)"), std::string::npos);
   // A size of no table runs wherever the cost allows.
   EXPECT_EQ(limit_at("threads-2x64", 40), "");
   EXPECT_EQ(limit_at("device-managed", 40), "");
-  EXPECT_NE(limit_at("device-managed", 150).find("(limit n <= 100)"), std::string::npos);
+  EXPECT_NE(limit_at("device-managed", 150).find("(limit n <= 75)"), std::string::npos);
 }
 
 TEST(SvdPaperOp, ResolveRejectsBadSizesAndTypesNamingTheArgument) {

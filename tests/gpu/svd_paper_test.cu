@@ -3,6 +3,8 @@
 // and the harness skips the rungs of other tables.
 #include <cuda_runtime.h>
 
+#include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,16 @@ class SvdPaperLadder : public testing::GpuTest {
 };
 
 class SvdPaperHarness : public testing::GpuTest {};
+
+// Few and small runs that reach every kernel of the paper's rungs, named apart from SvdPaper* so
+// that the sanitizer runs, which leave the long SvdPaper* tests out, still cover each kernel.
+class PaperJacobiKernels : public SvdPaperLadder {};
+
+const Variant& svd_paper_rung(const std::string& name) {
+  for (const Variant* variant : registry().variants("svd-paper"))
+    if (variant->name == name) return *variant;
+  throw std::runtime_error("no svd-paper rung " + name);
+}
 
 std::vector<const Variant*> device_loop_rungs() {  // P2 to P6: the rotation set up on the device
   std::vector<const Variant*> rungs;
@@ -83,7 +95,9 @@ TEST_F(SvdPaperLadder, DeviceRungsGiveTheSameBitsWhateverShapeStepOrCarveout) {
 }
 
 // With 256 threads a quarter has 64 lanes: only beyond n = 64 does step 1 give a thread more than
-// one output, so the loop steps are compared (and validated) there.
+// one output, so the loop steps are compared (and validated) there. This input is also one where
+// rounding leaves a single a_kj above the threshold beside its a_jk below it (see
+// cpu::pair_above_threshold): before pairs were tested on both elements, it never converged.
 TEST_F(SvdPaperLadder, LoopStepsAgreeWhenEachThreadTakesSeveralOutputs) {
   const int n = 67;
   const std::uint64_t seed = 4200;
@@ -97,6 +111,45 @@ TEST_F(SvdPaperLadder, LoopStepsAgreeWhenEachThreadTakesSeveralOutputs) {
   }
   ASSERT_EQ(values.size(), 2u);
   EXPECT_EQ(values[0], values[1]);
+}
+
+// n = 9: on 32 threads a quarter has 8 lanes, so lane 0 takes outputs 0 and 8. managed-host runs
+// the products on host-written managed memory; threads-4x32 puts each quarter in its own block;
+// step-1 runs the other kernels (identity fill, set-up, convergence test, column sums) and the
+// contiguous-chunk product on 256 threads.
+TEST_F(PaperJacobiKernels, EveryKernelMatchesLapackOnASmallMatrix) {
+  const int n = 9;
+  std::uint64_t seed = 4500;
+  SvdPaperWorkspace workspace(n);
+  for (const char* name : {"managed-host", "threads-4x32", "step-1"}) {
+    const Check check = run_and_check(svd_paper_rung(name), workspace, seed);
+    EXPECT_TRUE(check.passed) << name << " n=" << n << " seed=" << seed << ": " << check.detail;
+    ++seed;
+  }
+}
+
+// n = 65 on 256 threads: step 1 gives lane 0 outputs 0 and 1, step = threads outputs 0 and 64.
+// One sweep (about 2000 rotations) keeps the run short; it fails the check for not converging,
+// but every output is written and both steps must give the same bits.
+TEST_F(PaperJacobiKernels, LoopStepsGiveTheSameBitsAfterASweepWithTwoOutputsPerThread) {
+  const int n = 65;
+  const std::uint64_t seed = 4600;
+  SvdPaperWorkspace workspace(n);
+  workspace.max_sweeps = 1;
+  std::vector<std::vector<double>> values, vectors;
+  for (const char* name : {"step-1", "step-threads"}) {
+    const Check check = run_and_check(svd_paper_rung(name), workspace, seed);
+    EXPECT_FALSE(check.passed) << name << " converged in one sweep at n=" << n;
+    EXPECT_NE(check.detail.find("not converged"), std::string::npos)
+        << name << ": " << check.detail;
+    EXPECT_EQ(workspace.sweeps, 1) << name;
+    values.push_back(workspace.values.download());
+    vectors.push_back(workspace.vectors.download());
+    for (const double value : values.back()) ASSERT_FALSE(std::isnan(value)) << name;
+    for (const double value : vectors.back()) ASSERT_FALSE(std::isnan(value)) << name;
+  }
+  EXPECT_EQ(values[0], values[1]) << "seed=" << seed;
+  EXPECT_EQ(vectors[0], vectors[1]) << "seed=" << seed;
 }
 
 TEST_F(SvdPaperLadder, EveryIterativeRungStoppedAtItsSweepLimitFailsTheCheck) {
