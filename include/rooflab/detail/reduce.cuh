@@ -6,13 +6,15 @@
 //
 // Design (docs/reduce.md tells the story that led here):
 //  - reduce: one pass. A grid of one wave of resident blocks strides over the input with 16-byte
-//    loads, several in flight per thread; each block folds its share with shuffles, writes one
-//    partial, and the last block to take a ticket folds the partials and writes the result. The
-//    ticket and the partials live in per-stream scratch that the last block leaves ready for the
-//    next call: one launch, no allocation and no memset per call.
+//    evict-first loads, four in flight per thread (the last, partial batch too); each block folds
+//    its share with shuffles, writes one partial, and the last block to take a ticket folds the
+//    partials and writes the result. The ticket and the partials live in per-stream scratch
+//    (stream_scratch.hpp) that the last block leaves ready for the next call: one launch, no
+//    allocation and no memset per call.
 //  - reduce_rows: three shapes of work, chosen by reduce_plan.hpp: a group of lanes per small row
-//    (several rows per warp), a warp per medium row, a block per long row or per part of one (the
-//    last part to finish a row folds the parts' partials, through a ticket per row).
+//    (one wave of warps, each folding 8 loads of rows at a time by a reduce-scatter and storing
+//    32 consecutive totals at once), a warp per medium row, a block per long row or per part of
+//    one (the last part to finish a row folds the parts' partials, through a ticket per row).
 //  - Any alignment: 16-byte vectors on the aligned body of each range, scalar head and tail.
 //  - Reproducible: the grid and the order of every combination depend only on the sizes, the
 //    alignment and the device, and partials are combined in index order, not in arrival order;
@@ -125,10 +127,14 @@ __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
 }
 
 // acc op= fold(load(i)) for i = first, first + stride, ... below count. LoadsInFlight loads are
-// issued before any of them is folded, which keeps bytes in flight while the adds wait.
+// issued before any of them is folded, which keeps bytes in flight while the adds wait; the last,
+// partial batch too, so that it costs one round trip to memory rather than one per load (at
+// 2^24 floats each thread of a one-wave grid loads 15 or 16 vectors: 3 full batches, then 3 or 4
+// more that would otherwise wait for each other).
 template <int LoadsInFlight, class T, class Op, class Load, class Fold>
 __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_t count,
                                           std::int64_t stride, Op op, Load load, Fold fold) {
+  static_assert(LoadsInFlight > 1, "a batch of loads");
   using Loaded = decltype(load(first));
   std::int64_t i = first;
   for (; i + (LoadsInFlight - 1) * stride < count; i += LoadsInFlight * stride) {
@@ -138,7 +144,13 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 #pragma unroll
     for (int k = 0; k < LoadsInFlight; ++k) acc = op(acc, fold(loaded[k]));
   }
-  for (; i < count; i += stride) acc = op(acc, fold(load(i)));
+  Loaded loaded[LoadsInFlight - 1];  // at most LoadsInFlight - 1 indices are left
+#pragma unroll
+  for (int k = 0; k < LoadsInFlight - 1; ++k)
+    if (i + k * stride < count) loaded[k] = load(i + k * stride);
+#pragma unroll
+  for (int k = 0; k < LoadsInFlight - 1; ++k)
+    if (i + k * stride < count) acc = op(acc, fold(loaded[k]));
   return acc;
 }
 
