@@ -572,8 +572,11 @@ TEST_F(Reduce, CapturedGraphsOwnTheirScratch) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   DeviceBuffer<float> in(static_cast<std::size_t>(n)), out(1), rows_out(std::size_t(split.rows));
   DeviceBuffer<float> eager_out(1);
-  // A first call outside the capture: the grid size queries are made and cached then.
+  // First calls outside the capture: the kernels are loaded and the grid size queries made and
+  // cached then.
   reduce(in.data(), n, eager_out.data(), Sum{}, stream);
+  reduce_rows(in.data(), split.rows, split.cols, rows_out.data(), Sum{}, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   reduce(in.data(), n, out.data(), Sum{}, stream);
