@@ -10,9 +10,13 @@
 //    error is at most that many unit roundoffs times sum|x| (docs/reduce.md derives the bound).
 //  - `in` may start anywhere its element type may (16-byte vectors are used on the aligned part,
 //    scalars on the head and tail); `out` must not overlap `in`.
-//  - The first call on a stream allocates a little scratch for that stream (kept for later calls,
-//    which then need no allocation, memset or second launch): make one call before capturing the
-//    stream into a CUDA graph.
+//  - The first call on a stream allocates a few KiB of scratch for that stream, kept for later
+//    calls, which then need no allocation, memset or second launch. At most 64 streams per device
+//    keep scratch: the 65th takes over the slot of the least recently used stream (after that
+//    stream's last use, through an event), so destroyed streams hold nothing for long. Inside a
+//    stream capture the graph gets scratch of its own (allocation and memset nodes).
+//  - The loads ask L2 to evict the input first (it is read once), which spares what else L2
+//    holds.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

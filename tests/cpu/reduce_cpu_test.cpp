@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -143,6 +144,74 @@ TEST(ReducePlan, SplitPartsKeepEightVectorsPerThread) {
   const detail::RowsPlan plan = plan_floats(3, 300007);
   EXPECT_EQ(plan.path, detail::RowsPath::blocks_per_row);
   EXPECT_EQ(plan.splits, 36);  // 75002 vectors / (256 threads x 8)
+}
+
+TEST(ReducePlan, SmallRowsGridIsAWarpPerPassUpToOneWave) {
+  EXPECT_EQ(detail::small_rows_per_pass(8), 32);  // 8 loads of 4 rows
+  EXPECT_EQ(detail::small_rows_per_pass(1), 256);
+  EXPECT_EQ(detail::small_rows_per_pass(32), 8);
+  EXPECT_EQ(detail::small_rows_blocks(1, 8, h100_resident), 1);
+  EXPECT_EQ(detail::small_rows_blocks(256, 8, h100_resident), 1);  // 8 warps x 32 rows
+  EXPECT_EQ(detail::small_rows_blocks(257, 8, h100_resident), 2);
+  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 8, h100_resident), h100_resident);
+  EXPECT_EQ(detail::small_rows_blocks(std::int64_t(1) << 40, 1, 0), 1);
+}
+
+// The small-rows kernel's reduce-scatter (reduce.cuh), modelled on the host: every lane starts
+// with 8 values, value k holding its unit of row small_row_of(lanes, group, k); each step
+// across lanes `mask` apart keeps the lower half of the values where the mask bit is clear, the
+// upper half where it is set, each joined with the partner's copy; lanes still sharing a total
+// (more than 8 lanes per row) then join theirs. Every lane must end with exactly the rows that
+// small_row_stored says it stores, each holding every unit of its row exactly once, and every row
+// of the pass must be stored exactly once.
+TEST(ReducePlan, SmallRowsReduceScatterLeavesEachLaneTheRowsItStores) {
+  using Contributions = std::multiset<std::pair<int, int>>;  // (row, unit)
+  constexpr int steps = detail::small_rows_in_flight;
+  for (const int lanes : {1, 2, 4, 8, 16, 32}) {
+    std::vector<std::vector<Contributions>> values(32, std::vector<Contributions>(steps));
+    for (int lane = 0; lane < 32; ++lane)
+      for (int k = 0; k < steps; ++k)
+        values[lane][k] = {{detail::small_row_of(lanes, lane / lanes, k), lane % lanes}};
+    const int kept = detail::small_rows_kept(lanes);
+    for (int mask = lanes / 2, size = steps; size > kept; mask /= 2, size /= 2) {
+      std::vector<std::vector<Contributions>> halves(32, std::vector<Contributions>(size / 2));
+      for (int lane = 0; lane < 32; ++lane) {
+        const int partner = lane ^ mask;
+        const bool upper = (lane & mask) != 0;
+        for (int i = 0; i < size / 2; ++i) {
+          halves[lane][i] = values[lane][upper ? i + size / 2 : i];
+          const Contributions& received = values[partner][upper ? i + size / 2 : i];
+          halves[lane][i].insert(received.begin(), received.end());
+        }
+      }
+      values = halves;
+    }
+    for (int mask = lanes / steps / 2; mask > 0; mask /= 2) {
+      std::vector<std::vector<Contributions>> joined = values;
+      for (int lane = 0; lane < 32; ++lane)
+        joined[lane][0].insert(values[lane ^ mask][0].begin(), values[lane ^ mask][0].end());
+      values = joined;
+    }
+    std::map<int, int> stores;
+    for (int lane = 0; lane < 32; ++lane) {
+      ASSERT_EQ(int(values[lane].size()), kept) << lanes << " lanes per row";
+      for (int i = 0; i < kept; ++i) {
+        const int row = detail::small_row_stored(lanes, lane, i);
+        if (row < 0) continue;
+        ++stores[row];
+        Contributions whole_row;
+        for (int unit = 0; unit < lanes; ++unit) whole_row.insert({row, unit});
+        EXPECT_EQ(values[lane][i], whole_row)
+            << lanes << " lanes per row: lane " << lane << ", kept value " << i;
+      }
+    }
+    ASSERT_EQ(std::int64_t(stores.size()), detail::small_rows_per_pass(lanes)) << lanes;
+    for (const auto& [row, count] : stores) {
+      EXPECT_GE(row, 0);
+      EXPECT_LT(row, detail::small_rows_per_pass(lanes));
+      EXPECT_EQ(count, 1) << lanes << " lanes per row: row " << row;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

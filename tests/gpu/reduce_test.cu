@@ -181,6 +181,30 @@ TYPED_TEST(ReduceRowsEveryType, UnalignedMatrixEqualsTheCpu) {
 
 class ReduceRows : public testing::GpuTest {};
 
+// Enough tiny rows that every warp of the small-rows path's single wave takes at least two passes,
+// plus a ragged last pass: 8, 16 and 32 lanes per row (float and double rows of 32, and unaligned
+// rows of 32 floats, one element per lane).
+TEST_F(ReduceRows, ManyTinyRowsStrideOverOneWaveOfWarps) {
+  const auto rows_for = [](int lanes, int resident_blocks) {
+    return 2 * detail::small_rows_per_pass(lanes) * resident_blocks *
+               (detail::reduce_block_threads / detail::warp_size) +
+           13;
+  };
+  const std::int64_t float_rows =
+      rows_for(8, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
+  const std::int64_t double_rows = rows_for(
+      16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
+  const std::int64_t scalar_rows = rows_for(
+      32, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
+  ASSERT_EQ(plan_on_this_gpu<float>({float_rows, 32}, true).lanes_per_row, 8);
+  ASSERT_EQ(plan_on_this_gpu<double>({double_rows, 32}, true).lanes_per_row, 16);
+  ASSERT_EQ(plan_on_this_gpu<float>({scalar_rows, 32}, false).lanes_per_row, 32);
+  expect_reduce_rows_matches<float, Sum>({float_rows, 32}, 0, 450);
+  expect_reduce_rows_matches<float, Max>({float_rows, 32}, 0, 451);
+  expect_reduce_rows_matches<double, Sum>({double_rows, 32}, 0, 452);
+  expect_reduce_rows_matches<float, Sum>({scalar_rows, 32}, 1, 453);
+}
+
 TEST_F(ReduceRows, ShapesCoverEveryPathOnThisGpu) {
   std::set<std::string> seen;
   const auto describe = [](const detail::RowsPlan& plan) -> std::string {
@@ -482,6 +506,106 @@ TEST_F(Reduce, StreamScratchGrowsWithoutDisturbingEarlierOrLaterCalls) {
   const std::vector<std::int64_t> got = out.download();
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
   EXPECT_EQ(float_out.download()[0], expected(floats.data(), 2 << 21, Sum{}));
+}
+
+// More streams than the scratch keeps slots for: short-lived streams (destroyed while their work
+// may still be queued) and, at once, more live streams than slots, called round robin so that
+// every call takes over the slot of another stream. Every result must be right, and the number
+// of slots must stay bounded.
+TEST_F(Reduce, ScratchStaysBoundedAcrossManyStreams) {
+  const std::int64_t n = (1 << 20) + 3;
+  const Shape split{3, 300007};
+  const std::vector<std::int64_t> values = random_values<std::int64_t>(std::size_t(n), 1200);
+  const std::int64_t sum = expected(values.data(), n, Sum{});
+  const std::vector<std::int64_t> row_sums = cpu::row_sums_of<std::int64_t>(
+      split.rows, split.cols,
+      [&](std::int64_t r, std::int64_t c) { return values[std::size_t(r * split.cols + c)]; });
+  DeviceBuffer<std::int64_t> in(values);
+  ASSERT_LE(split.rows * split.cols, n);
+  ASSERT_GT(plan_on_this_gpu<std::int64_t>(split, true).splits, 1);  // the rows path uses scratch
+
+  const int short_lived = int(2 * detail::stream_scratch_slots) + 5;
+  const int live = int(detail::stream_scratch_slots) + 16, rounds = 3;
+  const int calls = short_lived + live * rounds;
+  DeviceBuffer<std::int64_t> out(static_cast<std::size_t>(calls)),
+      rows_out(static_cast<std::size_t>(calls * split.rows));
+  out.fill_bytes(0xFF);
+  rows_out.fill_bytes(0xFF);
+  int call = 0;
+  for (int s = 0; s < short_lived; ++s, ++call) {
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    reduce(in.data(), n, out.data() + call, Sum{}, stream);
+    reduce_rows(in.data(), split.rows, split.cols, rows_out.data() + call * split.rows, Sum{},
+                stream);
+    ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
+  std::vector<cudaStream_t> streams(std::size_t(live), nullptr);
+  for (cudaStream_t& stream : streams)
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (int round = 0; round < rounds; ++round)
+    for (cudaStream_t stream : streams) {
+      reduce(in.data(), n, out.data() + call, Sum{}, stream);
+      reduce_rows(in.data(), split.rows, split.cols, rows_out.data() + call * split.rows, Sum{},
+                  stream);
+      ++call;
+    }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (cudaStream_t stream : streams) cudaStreamDestroy(stream);
+  EXPECT_LE(detail::stream_scratch_slots_in_use(), detail::stream_scratch_slots);
+  const std::vector<std::int64_t> got = out.download(), got_rows = rows_out.download();
+  for (int c = 0; c < calls; ++c) {
+    EXPECT_EQ(got[std::size_t(c)], sum) << "call " << c;
+    for (std::int64_t r = 0; r < split.rows; ++r)
+      EXPECT_EQ(got_rows[std::size_t(c * split.rows + r)], row_sums[std::size_t(r)])
+          << "call " << c << " row " << r;
+  }
+}
+
+// Captured into a CUDA graph, the reductions get scratch that the graph owns (allocation and
+// memset nodes): the graph gives the right results launch after launch, for new input contents,
+// while the same stream keeps using its own scratch outside the graph.
+TEST_F(Reduce, CapturedGraphsOwnTheirScratch) {
+  const std::int64_t n = (1 << 20) + 5;  // eighths: every partial sum exact
+  const Shape split{3, 300007};
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DeviceBuffer<float> in(static_cast<std::size_t>(n)), out(1), rows_out(std::size_t(split.rows));
+  DeviceBuffer<float> eager_out(1);
+  // First calls outside the capture: the kernels are loaded and the grid size queries made and
+  // cached then.
+  reduce(in.data(), n, eager_out.data(), Sum{}, stream);
+  reduce_rows(in.data(), split.rows, split.cols, rows_out.data(), Sum{}, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  reduce(in.data(), n, out.data(), Sum{}, stream);
+  reduce_rows(in.data(), split.rows, split.cols, rows_out.data(), Sum{}, stream);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (std::uint64_t seed = 1300; seed < 1303; ++seed) {
+    const std::vector<float> values = random_values<float>(std::size_t(n), seed);
+    ASSERT_EQ(cudaMemcpy(in.data(), values.data(), sizeof(float) * values.size(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    out.fill_bytes(0xFF);
+    rows_out.fill_bytes(0xFF);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    reduce(in.data(), n, eager_out.data(), Sum{}, stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const float sum = expected(values.data(), n, Sum{});
+    EXPECT_EQ(out.download()[0], sum) << "seed " << seed;
+    EXPECT_EQ(eager_out.download()[0], sum) << "seed " << seed;
+    const std::vector<float> row_sums = cpu::row_sums_of<float>(
+        split.rows, split.cols,
+        [&](std::int64_t r, std::int64_t c) { return values[std::size_t(r * split.cols + c)]; });
+    EXPECT_EQ(rows_out.download(), row_sums) << "seed " << seed;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,13 +6,15 @@
 //
 // Design (docs/reduce.md tells the story that led here):
 //  - reduce: one pass. A grid of one wave of resident blocks strides over the input with 16-byte
-//    loads, several in flight per thread; each block folds its share with shuffles, writes one
-//    partial, and the last block to take a ticket folds the partials and writes the result. The
-//    ticket and the partials live in per-stream scratch that the last block leaves ready for the
-//    next call: one launch, no allocation and no memset per call.
+//    evict-first loads, four in flight per thread (the last, partial batch too); each block folds
+//    its share with shuffles, writes one partial, and the last block to take a ticket folds the
+//    partials and writes the result. The ticket and the partials live in per-stream scratch
+//    (stream_scratch.hpp) that the last block leaves ready for the next call: one launch, no
+//    allocation and no memset per call.
 //  - reduce_rows: three shapes of work, chosen by reduce_plan.hpp: a group of lanes per small row
-//    (several rows per warp), a warp per medium row, a block per long row or per part of one (the
-//    last part to finish a row folds the parts' partials, through a ticket per row).
+//    (one wave of warps, each folding 8 loads of rows at a time by a reduce-scatter and storing
+//    32 consecutive totals at once), a warp per medium row, a block per long row or per part of
+//    one (the last part to finish a row folds the parts' partials, through a ticket per row).
 //  - Any alignment: 16-byte vectors on the aligned body of each range, scalar head and tail.
 //  - Reproducible: the grid and the order of every combination depend only on the sizes, the
 //    alignment and the device, and partials are combined in index order, not in arrival order;
@@ -48,13 +50,53 @@ struct alignas(16) Vector {
   T lane[vector_width<T>()];
 };
 
-// One 16-byte load through the read-only path, whatever T is.
+// The reductions read every input byte once, so their loads tell L2 to evict those lines first
+// (an evict-first policy, PTX createpolicy + .L2::cache_hint): the stream then recycles its own
+// lines instead of evicting what else L2 holds. That keeps a caller's working set in L2, and it
+// spares the reduction the write-back of dirty lines that earlier kernels left in L2 (evicting a
+// dirty line costs a DRAM write; the lab's L2 flush, a 2 x L2 memset, leaves L2 full of them).
+__device__ __forceinline__ std::uint64_t evict_first_policy() {
+  std::uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// One 16-byte load through the read-only path with the evict-first policy, whatever T is. The
+// loads are volatile asm so that the compiler never hoists one past the bounds check guarding it.
 template <class T>
 __device__ __forceinline__ Vector<T> load_vector(const Vector<T>* source) {
-  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(source));
+  unsigned word[4];
+  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
+      : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
   Vector<T> vector;
-  memcpy(&vector, &raw, sizeof(raw));
+  memcpy(&vector, word, sizeof(word));
   return vector;
+}
+
+// One element, with the evict-first policy where T is a 4- or 8-byte word (every type the library
+// instantiates); other types load plainly.
+template <class T>
+__device__ __forceinline__ T load_element(const T* source) {
+  if constexpr (sizeof(T) == 4 && alignof(T) == 4) {
+    unsigned word;
+    asm volatile("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;"
+        : "=r"(word)
+        : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
+    T value;
+    memcpy(&value, &word, sizeof(T));
+    return value;
+  } else if constexpr (sizeof(T) == 8 && alignof(T) == 8) {
+    unsigned long long word;
+    asm volatile("ld.global.nc.L2::cache_hint.b64 %0, [%1], %2;"
+        : "=l"(word)
+        : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
+    T value;
+    memcpy(&value, &word, sizeof(T));
+    return value;
+  } else {
+    return *source;
+  }
 }
 
 // op over lanes [Begin, Begin + Count) of a vector, as a balanced tree.
@@ -85,10 +127,14 @@ __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
 }
 
 // acc op= fold(load(i)) for i = first, first + stride, ... below count. LoadsInFlight loads are
-// issued before any of them is folded, which keeps bytes in flight while the adds wait.
+// issued before any of them is folded, which keeps bytes in flight while the adds wait; the last,
+// partial batch too, so that it costs one round trip to memory rather than one per load (at
+// 2^24 floats each thread of a one-wave grid loads 15 or 16 vectors: 3 full batches, then 3 or 4
+// more that would otherwise wait for each other).
 template <int LoadsInFlight, class T, class Op, class Load, class Fold>
 __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_t count,
                                           std::int64_t stride, Op op, Load load, Fold fold) {
+  static_assert(LoadsInFlight > 1, "a batch of loads");
   using Loaded = decltype(load(first));
   std::int64_t i = first;
   for (; i + (LoadsInFlight - 1) * stride < count; i += LoadsInFlight * stride) {
@@ -98,7 +144,13 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 #pragma unroll
     for (int k = 0; k < LoadsInFlight; ++k) acc = op(acc, fold(loaded[k]));
   }
-  for (; i < count; i += stride) acc = op(acc, fold(load(i)));
+  Loaded loaded[LoadsInFlight - 1];  // at most LoadsInFlight - 1 indices are left
+#pragma unroll
+  for (int k = 0; k < LoadsInFlight - 1; ++k)
+    if (i + k * stride < count) loaded[k] = load(i + k * stride);
+#pragma unroll
+  for (int k = 0; k < LoadsInFlight - 1; ++k)
+    if (i + k * stride < count) acc = op(acc, fold(loaded[k]));
   return acc;
 }
 
@@ -117,7 +169,7 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     const std::int64_t head_length = head_elements(start, length);  // < width <= lanes
     // Loaded now, combined last: combining it here would hold the lane until the load returns,
     // before it has issued any of the body's loads.
-    if (lane < head_length) head = start[lane];
+    if (lane < head_length) head = load_element(start + lane);
     const std::int64_t vectors = (length - head_length) / width;
     const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
     acc = strided_fold<LoadsInFlight>(
@@ -126,7 +178,8 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     scalar_begin = head_length + vectors * width;
   }
   acc = strided_fold<LoadsInFlight>(
-      acc, scalar_begin + lane, length, lanes, op, [&](std::int64_t i) { return start[i]; },
+      acc, scalar_begin + lane, length, lanes, op,
+      [&](std::int64_t i) { return load_element(start + i); },
       [](const T& value) { return value; });
   return op(acc, head);
 }
@@ -164,6 +217,28 @@ __device__ __forceinline__ bool publish_and_take_ticket(T* partial, T value, uns
   return last;
 }
 
+// op over partials[0, count) that other blocks of this kernel published, by a whole block (thread 0
+// gets the result): each thread folds every reduce_block_threads-th partial in index order, with
+// up to 8 loads in flight before it adds any (one round trip to L2 for up to 2048 partials).
+template <class T, class Op>
+__device__ __forceinline__ T fold_partials(const T* partials, std::int64_t count, Op op,
+                                           BlockReduceStorage<T, reduce_block_threads>& storage) {
+  constexpr int in_flight = 8;
+  const T identity = Op::template identity<T>();
+  T total = identity;
+  for (std::int64_t base = threadIdx.x; base < count; base += in_flight * reduce_block_threads) {
+    T loaded[in_flight];
+#pragma unroll
+    for (int k = 0; k < in_flight; ++k) {
+      const std::int64_t i = base + std::int64_t(k) * reduce_block_threads;
+      loaded[k] = i < count ? load_from_l2(partials + i) : identity;
+    }
+#pragma unroll
+    for (int k = 0; k < in_flight; ++k) total = op(total, loaded[k]);
+  }
+  return block_reduce<reduce_block_threads>(total, op, storage);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
@@ -187,20 +262,41 @@ __global__ void __launch_bounds__(reduce_block_threads)
     last_block = publish_and_take_ticket(partials + blockIdx.x, value, ticket, gridDim.x);
   __syncthreads();
   if (!last_block) return;
-  T total = Op::template identity<T>();
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += reduce_block_threads)
-    total = op(total, load_from_l2(partials + b));
-  total = block_reduce<reduce_block_threads>(total, op, storage);
+  const T total = fold_partials(partials, gridDim.x, op, storage);
   if (threadIdx.x == 0) {
     *out = total;
     *ticket = 0;
   }
 }
 
-// Small rows: each aligned group of lanes_per_row lanes owns a row (each lane one unit: a 16-byte
-// vector, or an element), a warp covers 32 / lanes_per_row neighbouring rows per step, and issues
-// the loads of small_rows_in_flight steps before it folds any: one warp load reads whole rows
-// contiguously, and eight of them are in flight per lane.
+// Small rows: a group of Lanes neighbouring lanes (a power of two, at most 32) covers a row, each
+// lane one unit of it (a 16-byte vector, or an element where rows are not 16-byte aligned), so
+// one warp load reads 32 / Lanes whole rows. A warp works in passes of 256 / Lanes rows: it
+// issues the small_rows_in_flight (8) loads of a pass before it combines any, folds them with a
+// reduce-scatter across each group (a lane ends with whole rows' totals, after 7 shuffles where
+// 8 separate group reductions would take 24), and stores 32 consecutive totals per store
+// instruction. One wave of warps strides over the passes.
+
+// Reduce-scatter across lanes Mask, Mask / 2, ... apart (partners in the same group), until Kept
+// values are left: at each step a lane keeps half of its values (the lower half where its Mask bit
+// is clear) combined with its partner's copy of that half, and sends the partner the other half.
+template <int Mask, int Size, int Kept, class T, class Op>
+__device__ __forceinline__ void reduce_scatter(const T (&value)[Size], T (&kept)[Kept], Op op) {
+  if constexpr (Size == Kept) {
+#pragma unroll
+    for (int i = 0; i < Kept; ++i) kept[i] = value[i];
+  } else {
+    const bool upper = (threadIdx.x & Mask) != 0;
+    T half[Size / 2];
+#pragma unroll
+    for (int i = 0; i < Size / 2; ++i) {
+      const T low = value[i], high = value[i + Size / 2];
+      half[i] = op(upper ? high : low, shuffle_xor(upper ? low : high, Mask));
+    }
+    reduce_scatter<Mask / 2, Size / 2, Kept>(half, kept, op);
+  }
+}
+
 template <int Steps, class Unit, class Load, class Fold, class T>
 __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity, Load load,
                                                Fold fold) {
@@ -211,35 +307,35 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
   for (int k = 0; k < Steps; ++k) value[k] = fold(loaded[k]);
 }
 
-template <class T, class Op>
+template <int Lanes, class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
-                             T* __restrict__ out, Op op, int lanes_per_row, bool vector_units) {
+                             T* __restrict__ out, Op op, bool vector_units) {
   constexpr int width = vector_width<T>();
+  constexpr int steps = small_rows_in_flight;
+  constexpr int kept = small_rows_kept(Lanes);
   const int lane = int(threadIdx.x) % warp_size;
-  const int group = lane / lanes_per_row;
-  const int member = lane % lanes_per_row;
-  const int rows_per_step = warp_size / lanes_per_row;
-  const std::int64_t rows_per_warp = std::int64_t(rows_per_step) * small_rows_in_flight;
+  const int group = lane / Lanes;
+  const int member = lane % Lanes;
   const std::int64_t warp =
       (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
   const std::int64_t warps = std::int64_t(gridDim.x) * (reduce_block_threads / warp_size);
   const std::int64_t units = vector_units ? cols / width : cols;
   const T identity = Op::template identity<T>();
   // `first` is the same for the whole warp, so every lane reaches the shuffles below.
-  for (std::int64_t first = warp * rows_per_warp; first < rows; first += warps * rows_per_warp) {
-    const auto row_of = [&](int k) { return first + std::int64_t(k) * rows_per_step + group; };
-    // Loads this lane's unit of the row of step k, or `none` past the matrix or the row.
+  constexpr std::int64_t rows_per_pass = small_rows_per_pass(Lanes);
+  for (std::int64_t first = warp * rows_per_pass; first < rows; first += warps * rows_per_pass) {
+    // Loads this lane's unit of its row of step k, or `none` past the matrix or the row.
     const auto unit_of = [&](int k, auto none) {
       using Unit = decltype(none);
-      const std::int64_t row = row_of(k);
+      const std::int64_t row = first + small_row_of(Lanes, group, k);
       if (row >= rows || member >= units) return none;
       if constexpr (std::is_same_v<Unit, T>)
-        return in[row * cols + member];
+        return load_element(in + row * cols + member);
       else
         return load_vector(reinterpret_cast<const Unit*>(in + row * cols) + member);
     };
-    T value[small_rows_in_flight];
+    T value[steps];
     if constexpr (width > 1) {
       if (vector_units) {
         Vector<T> identities;
@@ -253,10 +349,18 @@ __global__ void __launch_bounds__(reduce_block_threads)
     } else {
       load_then_fold(value, identity, unit_of, [](const T& x) { return x; });
     }
+    T total[kept];
+    reduce_scatter<Lanes / 2, steps, kept>(value, total, op);
+    if constexpr (Lanes > steps) {
+      // Each of the group's 8 totals is still split over Lanes / 8 neighbouring lanes.
 #pragma unroll
-    for (int k = 0; k < small_rows_in_flight; ++k) {
-      value[k] = group_reduce(value[k], op, lanes_per_row);
-      if (member == 0 && row_of(k) < rows) out[row_of(k)] = value[k];
+      for (int mask = Lanes / steps / 2; mask > 0; mask /= 2)
+        total[0] = op(total[0], shuffle_xor(total[0], mask));
+    }
+#pragma unroll
+    for (int i = 0; i < kept; ++i) {
+      const int stored = small_row_stored(Lanes, lane, i);
+      if (stored >= 0 && first + stored < rows) out[first + stored] = total[i];
     }
   }
 }
@@ -313,10 +417,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
             publish_and_take_ticket(partials + task, value, tickets + row, unsigned(splits));
       __syncthreads();
       if (finishes_row) {
-        T total = Op::template identity<T>();
-        for (std::int64_t p = threadIdx.x; p < splits; p += reduce_block_threads)
-          total = op(total, load_from_l2(partials + row * splits + p));
-        total = block_reduce<reduce_block_threads>(total, op, storage);
+        const T total = fold_partials(partials + row * splits, splits, op, storage);
         if (threadIdx.x == 0) {
           out[row] = total;
           tickets[row] = 0;
@@ -356,6 +457,17 @@ int resident_blocks(const char* op) {
   return blocks;
 }
 
+// The small-rows path for Lanes lanes per row (plan.lanes_per_row): one wave of blocks at most.
+template <int Lanes, class T, class Op>
+void reduce_small_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
+                       const RowsPlan& plan, cudaStream_t stream) {
+  const char* name = "reduce_rows";
+  constexpr auto kernel = reduce_small_rows_kernel<Lanes, T, Op>;
+  const int blocks = small_rows_blocks(rows, Lanes, resident_blocks<kernel>(name));
+  kernel<<<blocks, reduce_block_threads, 0, stream>>>(in, rows, cols, out, op, plan.vector_units);
+  check_launch(name, "reduce_small_rows_kernel");
+}
+
 template <class T>
 void require_element_aligned(const T* pointer, const char* op, const char* argument) {
   require(reinterpret_cast<std::uintptr_t>(pointer) % alignof(T) == 0, op, argument,
@@ -377,10 +489,11 @@ void reduce(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
   constexpr auto kernel = detail::reduce_kernel<T, Op>;
   const int blocks =
       detail::reduce_blocks(n, detail::vector_width<T>(), detail::resident_blocks<kernel>(name));
-  detail::StreamScratch scratch;
-  if (blocks > 1) scratch = detail::stream_scratch(sizeof(T) * blocks, 1, stream, name);
+  // One block needs no partials and no ticket.
+  const detail::StreamScratch scratch(blocks > 1 ? sizeof(T) * std::size_t(blocks) : 0,
+                                      blocks > 1 ? 1 : 0, stream, name);
   kernel<<<blocks, detail::reduce_block_threads, 0, stream>>>(
-      in, n, out, op, static_cast<T*>(scratch.bytes), scratch.counters);
+      in, n, out, op, static_cast<T*>(scratch.bytes()), scratch.counters());
   detail::check_launch(name, "reduce_kernel");
 }
 
@@ -409,16 +522,15 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
                                detail::resident_blocks<by_blocks>(name));
   constexpr int warps_per_block = reduce_block_threads / detail::warp_size;
   switch (plan.path) {
-    case detail::RowsPath::lanes_per_row: {
-      const std::int64_t rows_per_block = std::int64_t(warps_per_block) *
-                                          (detail::warp_size / plan.lanes_per_row) *
-                                          detail::small_rows_in_flight;
-      detail::reduce_small_rows_kernel<T, Op>
-          <<<detail::grid_for((rows + rows_per_block - 1) / rows_per_block), reduce_block_threads,
-             0, stream>>>(in, rows, cols, out, op, plan.lanes_per_row, plan.vector_units);
-      detail::check_launch(name, "reduce_small_rows_kernel");
-      return;
-    }
+    case detail::RowsPath::lanes_per_row:
+      switch (plan.lanes_per_row) {
+        case 1: return detail::reduce_small_rows<1>(in, rows, cols, out, op, plan, stream);
+        case 2: return detail::reduce_small_rows<2>(in, rows, cols, out, op, plan, stream);
+        case 4: return detail::reduce_small_rows<4>(in, rows, cols, out, op, plan, stream);
+        case 8: return detail::reduce_small_rows<8>(in, rows, cols, out, op, plan, stream);
+        case 16: return detail::reduce_small_rows<16>(in, rows, cols, out, op, plan, stream);
+        default: return detail::reduce_small_rows<32>(in, rows, cols, out, op, plan, stream);
+      }
     case detail::RowsPath::warp_per_row: {
       detail::reduce_rows_by_warp_kernel<T, Op>
           <<<detail::grid_for((rows + warps_per_block - 1) / warps_per_block), reduce_block_threads,
@@ -428,12 +540,13 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
     }
     case detail::RowsPath::blocks_per_row: {
       const std::int64_t tasks = rows * plan.splits;
-      detail::StreamScratch scratch;
-      if (plan.splits > 1)
-        scratch =
-            detail::stream_scratch(sizeof(T) * std::size_t(tasks), std::size_t(rows), stream, name);
+      // Whole rows need no partials and no tickets.
+      const bool split = plan.splits > 1;
+      const detail::StreamScratch scratch(split ? sizeof(T) * std::size_t(tasks) : 0,
+                                          split ? std::size_t(rows) : 0, stream, name);
       by_blocks<<<detail::grid_for(tasks), reduce_block_threads, 0, stream>>>(
-          in, rows, cols, out, op, plan.splits, static_cast<T*>(scratch.bytes), scratch.counters);
+          in, rows, cols, out, op, plan.splits, static_cast<T*>(scratch.bytes()),
+          scratch.counters());
       detail::check_launch(name, "reduce_rows_by_blocks_kernel");
       return;
     }

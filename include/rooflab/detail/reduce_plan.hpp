@@ -15,7 +15,8 @@ constexpr int reduce_block_threads = 256;
 // 4 x 16 B x 2048 threads = 128 KiB in flight per SM, several times the ~25 KiB that hide HBM's
 // latency at full bandwidth on an H100 or H200.
 constexpr int reduce_loads_in_flight = 4;
-// Rows of the small-rows path that each warp loads before it combines any of them.
+// Loads each lane of the small-rows path issues before it combines any: 8 rows' units (16-byte
+// vectors where the rows allow) per lane, 128 KiB in flight per 1024 threads.
 constexpr int small_rows_in_flight = 8;
 // 16-byte loads each lane of a warp-per-row issues before it adds any: 8 x 16 B per lane.
 constexpr int warp_row_loads_in_flight = 8;
@@ -40,6 +41,49 @@ inline int reduce_blocks(std::int64_t n, int width, int resident_blocks) {
   const std::int64_t per_block =
       std::int64_t(width) * reduce_block_threads * reduce_loads_in_flight;
   const std::int64_t wanted = n / per_block + (n % per_block != 0);
+  return int(std::clamp<std::int64_t>(wanted, 1, std::max(1, resident_blocks)));
+}
+
+// Rows one warp of the small-rows path covers per pass: small_rows_in_flight loads, each of
+// 32 / lanes_per_row rows.
+constexpr std::int64_t small_rows_per_pass(int lanes_per_row) {
+  return std::int64_t(small_rows_in_flight) * (32 / lanes_per_row);
+}
+
+// Totals each lane holds after the small-rows path's reduce-scatter (reduce.cuh), which halves
+// a lane's small_rows_in_flight values once per lane bit inside the group, three times at most.
+constexpr int small_rows_kept(int lanes_per_row) {
+  return lanes_per_row <= small_rows_in_flight ? small_rows_in_flight / lanes_per_row : 1;
+}
+
+// The row, counted from the first of the pass, that the lanes of `group` load at `step` on the
+// small-rows path. Chosen so that the reduce-scatter leaves lane l with the totals of rows l,
+// 32 + l, 64 + l, ... (up to 8 lanes per row), or the lanes of group g with rows 8g to 8g + 7,
+// each total on lanes_per_row / 8 neighbouring lanes (16 or 32 lanes per row): see
+// small_row_stored.
+constexpr int small_row_of(int lanes_per_row, int group, int step) {
+  if (lanes_per_row <= small_rows_in_flight) {
+    const int kept = small_rows_kept(lanes_per_row);
+    return 32 * (step % kept) + lanes_per_row * group + step / kept;
+  }
+  return small_rows_in_flight * group + step;
+}
+
+// The row, counted from the first of the pass, whose total `lane` stores from its kept value i;
+// -1 where another lane stores that total. 32 lanes store 32 consecutive rows at once.
+constexpr int small_row_stored(int lanes_per_row, int lane, int kept) {
+  if (lanes_per_row <= small_rows_in_flight) return 32 * kept + lane;
+  const int sharing = lanes_per_row / small_rows_in_flight;
+  const int member = lane % lanes_per_row;
+  if (member % sharing != 0) return -1;
+  return small_rows_in_flight * (lane / lanes_per_row) + member / sharing;
+}
+
+// Blocks of the small-rows path: a warp per pass of rows, at most one wave of resident blocks
+// (the warps stride over the passes beyond), at least one.
+inline int small_rows_blocks(std::int64_t rows, int lanes_per_row, int resident_blocks) {
+  const std::int64_t per_block = small_rows_per_pass(lanes_per_row) * (reduce_block_threads / 32);
+  const std::int64_t wanted = rows / per_block + (rows % per_block != 0);
   return int(std::clamp<std::int64_t>(wanted, 1, std::max(1, resident_blocks)));
 }
 

@@ -21,23 +21,37 @@ constexpr bool has_native_shuffle =
     std::is_same_v<T, unsigned long> || std::is_same_v<T, long long> ||
     std::is_same_v<T, unsigned long long> || std::is_same_v<T, float> || std::is_same_v<T, double>;
 
-// __shfl_down_sync for any trivially copyable T: the hardware's overloads where they exist, else
-// the value's 4-byte words one by one. Every lane of the warp must call it.
-template <class T>
-__device__ __forceinline__ T shuffle_down(T value, unsigned offset, int width = warp_size) {
+// A shuffle for any trivially copyable T: `shuffle` (a __shfl_*_sync call) on the value where the
+// hardware has an overload for T, else on its 4-byte words one by one.
+template <class T, class Shuffle>
+__device__ __forceinline__ T shuffle_words(T value, Shuffle shuffle) {
   if constexpr (has_native_shuffle<T>) {
-    return __shfl_down_sync(full_warp, value, offset, width);
+    return shuffle(value);
   } else {
     static_assert(std::is_trivially_copyable_v<T>, "reductions move values between lanes bitwise");
     constexpr int words = int((sizeof(T) + 3) / 4);
     unsigned word[words] = {};
     memcpy(word, &value, sizeof(T));
 #pragma unroll
-    for (int i = 0; i < words; ++i) word[i] = __shfl_down_sync(full_warp, word[i], offset, width);
+    for (int i = 0; i < words; ++i) word[i] = shuffle(word[i]);
     T result = value;
     memcpy(&result, word, sizeof(T));
     return result;
   }
+}
+
+// __shfl_down_sync for any trivially copyable T. Every lane of the warp must call it.
+template <class T>
+__device__ __forceinline__ T shuffle_down(T value, unsigned offset, int width = warp_size) {
+  return shuffle_words(value,
+                       [=](auto word) { return __shfl_down_sync(full_warp, word, offset, width); });
+}
+
+// __shfl_xor_sync for any trivially copyable T: the value of lane (this lane ^ mask). Every lane
+// of the warp must call it.
+template <class T>
+__device__ __forceinline__ T shuffle_xor(T value, int mask) {
+  return shuffle_words(value, [=](auto word) { return __shfl_xor_sync(full_warp, word, mask); });
 }
 
 // op over the values of each aligned group of `width` lanes (a power of two, at most 32); the
