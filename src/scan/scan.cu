@@ -26,6 +26,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/device_info.hpp"
@@ -62,7 +63,7 @@ static_assert(scan_warps >= max_levels + 1, "one warp per level plus the publish
 // sees the tag sees its payload; no fence is needed, and 8-byte types need no 128-bit atomics.
 constexpr unsigned long long ready_tag = 1ull << 32;
 
-// The look-back's state, in per-stream scratch (detail::stream_scratch) that is zero at launch and
+// The look-back's state, in per-stream scratch (detail::StreamScratch) that is zero at launch and
 // that the last block to finish leaves zero again: the next call needs no allocation and no memset.
 // Level m of the tree holds floor(tiles / 32^m) entries; the levels are stored one after another,
 // and the two counters after them.
@@ -305,15 +306,17 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
 
   Lookback lookback{};
   lookback.tiles = tiles;
+  // Held until the kernel is queued: its destructor records the scratch's last use.
+  std::optional<detail::StreamScratch> scratch;
   if (tiles > 1) {
     std::int64_t entries = 0;
     for (std::int64_t count = tiles; count > 0; count /= radix, ++lookback.levels) entries += count;
     lookback.word_count = entries * words_per_entry<T>;
     // Tree words and the two counters, all zero between calls.
     const std::size_t counters = 2 * std::size_t(lookback.word_count) + 2;
-    const detail::StreamScratch scratch = detail::stream_scratch(0, counters, stream, op);
-    lookback.words = reinterpret_cast<unsigned long long*>(scratch.counters);
-    lookback.tile_counter = scratch.counters + 2 * lookback.word_count;
+    scratch.emplace(0, counters, stream, op);
+    lookback.words = reinterpret_cast<unsigned long long*>(scratch->counters());
+    lookback.tile_counter = scratch->counters() + 2 * lookback.word_count;
     lookback.finished_blocks = lookback.tile_counter + 1;
   }
   scan_tiles<T, Inclusive><<<unsigned(blocks), Tile<T>::threads, 0, stream>>>(
