@@ -5,6 +5,8 @@
 //   count_values_shared  int32, float, double: block counters in shared memory, 32-bit (one copy
 //                        per warp where they fit) or 16-bit packed two to a word for many bins.
 //   count_values_global  bins beyond shared memory: atomics on the output, aggregated per warp.
+// Both are templates on the bin evaluation (Single: even_bins.hpp's single precision), chosen
+// per call by launch_value_kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -117,6 +119,22 @@ inline __device__ void add_count(unsigned long long* counts, int bin, std::uint6
 // --- int32, float, double ---------------------------------------------------------------------
 constexpr int value_loads = 4;  // 16-byte loads per thread per round: 64 bytes in flight
 
+// Adds `value` to the shared word at shared-window address `address` where `add` holds: a
+// predicated reduction, so the unrolled counting loops carry no branch per value (which would
+// keep the compiler from interleaving the values' instructions), and no result to wait for.
+// The address of a value that is not added may be anything: it is never accessed.
+__device__ __forceinline__ void add_shared_if(bool add, std::uint32_t address, std::uint32_t value) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p red.shared.add.u32 [%1], %2;\n\t}"
+      :
+      : "r"(std::uint32_t(add)), "r"(address), "r"(value)
+      : "memory");
+}
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
+  return std::uint32_t(__cvta_generic_to_shared(pointer));
+}
+
 // Rung 6 — many bins: 16-bit counters, two to a 32-bit word, flushed before they can wrap.
 // 65536 bins of 32-bit counters (256 KB) exceed the 227 KB a Hopper block may have; packed two
 // to a word they take 128 KB. No counter can exceed the number of elements its block counted
@@ -127,7 +145,17 @@ constexpr int value_loads = 4;  // 16-byte loads per thread per round: 64 bytes 
 // per 16384 elements or more. The same bound (2^32 - 1) guards the 32-bit counters.
 template <bool Packed>
 constexpr int shared_value_threads() {
-  return Packed ? 1024 : 512;  // packed: one block per SM, so give it all the threads
+  // Packed: one block per SM, so give it all the threads. 32-bit: small blocks, so that several
+  // fit beside each other and more warps hide the memory latency.
+  return Packed ? 1024 : 256;
+}
+
+// Blocks per SM the kernels are compiled for. 32-bit counters with the single-precision bin
+// evaluation: 5 blocks of 256 threads (40 warps, at most 48 registers each, 80 KB of loads in
+// flight per SM when they all wait); the double-precision evaluation needs more registers (4).
+template <bool Packed, bool Single>
+constexpr int shared_value_blocks_per_sm() {
+  return Packed ? 1 : Single ? 5 : 4;
 }
 
 template <bool Packed>
@@ -165,61 +193,45 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
   return largest;
 }
 
-// A thread's values of one round, with runs of equal neighbours merged into one add of the
-// run's length: when all values are equal, one atomic per thread and round instead of sixteen.
-// Invalid vectors (past the end) are a suffix of the thread's list.
-template <class T, class Add>
-__device__ __forceinline__ void count_runs(const Vector16<T> (&data)[value_loads],
-                                           const bool (&valid)[value_loads], Add add) {
-  constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
-  std::uint32_t run = 0;
-#pragma unroll
-  for (int s = 0; s < slots; ++s) {
-    if (!valid[s / per_vector]) continue;
-    const T value = data[s / per_vector].lane[s % per_vector];
-    ++run;
-    const bool run_ends = s + 1 == slots || !valid[(s + 1) / per_vector] ||
-                          !(data[(s + 1) / per_vector].lane[(s + 1) % per_vector] == value);
-    if (run_ends) {
-      add(value, run);
-      run = 0;
-    }
-  }
-}
-
 // Block counters in shared memory: `copies` copies of 32-bit counters, warp w counting into
 // copy w % copies (one per warp where they fit: warps then never contend for an address), or
-// one copy of 16-bit counters packed two to a word.
-template <class T, bool Packed>
-__global__ void __launch_bounds__(shared_value_threads<Packed>())
+// one copy of 16-bit counters packed two to a word. Single: the single-precision evaluation.
+// Each round loads four vectors, bins all their values without a branch (fast_bin), adds the
+// values no edge puts in doubt with predicated reductions, and sends the rest (a few in ten
+// thousand on random data) through the rule itself.
+template <class T, bool Packed, bool Single>
+__global__ void __launch_bounds__(shared_value_threads<Packed>(), shared_value_blocks_per_sm<Packed, Single>())
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
                         unsigned long long* __restrict__ counts) {
-  constexpr int per_vector = 16 / sizeof(T);
+  constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
   extern __shared__ std::uint32_t block_counts[];
   const int words = Packed ? (rule.bins + 1) / 2 : copies * rule.bins;
   for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) block_counts[w] = 0;
   __syncthreads();
   std::uint32_t* my_counts = block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * rule.bins);
-  const auto add = [&](T value, std::uint32_t count) {
-    const int bin = bin_of(value, rule);
-    if (bin < 0) return;
-    if constexpr (Packed) atomicAdd(my_counts + bin / 2, count << (bin % 2 * 16));
-    else atomicAdd(my_counts + bin, count);
+  const std::uint32_t my_address = shared_address(my_counts);
+  // The word and the increment of a bin.
+  const auto word_of = [&](int bin) { return my_address + std::uint32_t(Packed ? bin >> 1 : bin) * 4; };
+  const auto one_of = [](int bin) { return Packed ? 1u << ((bin & 1) * 16) : 1u; };
+  const auto add_exactly = [&](T value) {
+    if (const int bin = bin_of(value, rule); bin >= 0) atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
   };
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (thread < split.head) add(in[thread], 1);
-  if (thread < split.tail) add(in[split.tail_start + thread], 1);
+  if (thread < split.head) add_exactly(in[thread]);
+  if (thread < split.tail) add_exactly(in[split.tail_start + thread]);
 
   constexpr std::uint32_t counter_max = Packed ? 0xFFFF : 0xFFFFFFFF;
   const std::uint32_t round_elements = blockDim.x * value_loads * per_vector;
   std::uint32_t bound = 2 * per_vector;  // the head and tail above: fewer than 2 vectors' worth
   const auto* vectors = reinterpret_cast<const Vector16<T>*>(in + split.head);
   const std::int64_t round = std::int64_t(blockDim.x) * value_loads;
+  // Every slot is binned, valid or not (only counted ones are added): the data of a vector past
+  // the end keeps what the previous round left there, zeros at first.
+  Vector16<T> data[value_loads] = {};
   for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
     if (bound > counter_max - round_elements)
       bound = flush_large_counters<Packed>(block_counts, words, rule.bins,
                                            counter_max - 2 * round_elements, counts);
-    Vector16<T> data[value_loads];
     bool valid[value_loads];
 #pragma unroll
     for (int k = 0; k < value_loads; ++k) {
@@ -227,7 +239,25 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>())
       valid[k] = v < split.vectors;
       if (valid[k]) data[k] = vectors[v];
     }
-    count_runs<T>(data, valid, add);
+    bool any_near_edge = false;
+#pragma unroll
+    for (int s = 0; s < slots; ++s) {
+      const T value = data[s / per_vector].lane[s % per_vector];
+      const bool counted = valid[s / per_vector] && is_counted(value, rule);
+      const FastBin fast = fast_bin<Single>(value, rule);
+      add_shared_if(counted && !fast.near_edge, word_of(fast.bin), one_of(fast.bin));
+      any_near_edge |= counted && fast.near_edge;
+    }
+    if (any_near_edge) {  // rare: evaluate again, and send the values near an edge to the rule
+#pragma unroll
+      for (int s = 0; s < slots; ++s) {
+        const T value = data[s / per_vector].lane[s % per_vector];
+        if (valid[s / per_vector] && is_counted(value, rule) && fast_bin<Single>(value, rule).near_edge) {
+          const int bin = exact_bin(double(value), rule);
+          atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
+        }
+      }
+    }
     bound += round_elements;
   }
   __syncthreads();
@@ -247,7 +277,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>())
 // one atomic per warp and element slot, not 32.
 constexpr int global_value_threads = 512;
 
-template <class T>
+template <class T, bool Single>
 __global__ void __launch_bounds__(global_value_threads)
     count_values_global(const T* __restrict__ in, VectorSplit split, EvenBins rule,
                         unsigned long long* __restrict__ counts) {
@@ -275,7 +305,12 @@ __global__ void __launch_bounds__(global_value_threads)
     }
 #pragma unroll
     for (int s = 0; s < value_loads * per_vector; ++s) {
-      const int bin = valid[s / per_vector] ? bin_of(data[s / per_vector].lane[s % per_vector], rule) : -1;
+      const T value = data[s / per_vector].lane[s % per_vector];
+      int bin = -1;
+      if (valid[s / per_vector] && is_counted(value, rule)) {
+        const FastBin fast = fast_bin<Single>(value, rule);
+        bin = fast.near_edge ? exact_bin(double(value), rule) : fast.bin;
+      }
       const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
       if (bin >= 0 && lane == __ffs(same) - 1) add_count(counts, bin, __popc(same));
     }

@@ -229,18 +229,20 @@ ROOFLAB_VARIANT(Variant{
       zero_counts(w, stream);
       const auto* in = w.input<std::int32_t>();
       const detail::VectorSplit split = detail::split_into_vectors(in, w.n);
+      const EvenBins rule = rule_of(w);
       constexpr int threads = detail::shared_value_threads<true>();
       const std::size_t shared = std::size_t(w.bins + 1) / 2 * 4;
-      const auto kernel = detail::count_values_shared<std::int32_t, true>;
+      const auto kernel = rule.single_precision ? detail::count_values_shared<std::int32_t, true, true>
+                                                : detail::count_values_shared<std::int32_t, true, false>;
       const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
                                                       split.vectors, threads * detail::value_loads, op_name);
-      kernel<<<blocks, threads, shared, stream>>>(in, split, rule_of(w), 1, w.device_counts());
+      kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, w.device_counts());
       detail::check_launch(op_name, "count_values_shared<16-bit>");
     })});
 
-// Rung 7 — production: rooflab::histogram_even (histogram.cu): per-warp 32-bit counters, runs
-// of equal values merged before counting, packed or global counters for many bins, and
-// lane-private byte counters for uint8.
+// Rung 7 — production: rooflab::histogram_even (histogram.cu): rung 4's per-warp 32-bit counters
+// and loads with the values binned and added without a branch (predicated reductions), packed
+// or global counters for many bins, and lane-private byte counters without atomics for uint8.
 ROOFLAB_VARIANT(Variant{
     "histogram", 7, "production", "rooflab::histogram_even: every type, any n, up to 2^24 bins",
     Where::gpu, false, no_limit, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {

@@ -3,13 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "bench/registry.hpp"
 #include "cpu/histogram.hpp"
+#include "histogram/even_bins.hpp"
 #include "histogram/histogram_data.hpp"
 #include "rooflab/error.hpp"
 #include "rooflab/histogram.hpp"
@@ -55,6 +60,128 @@ TEST(HistogramRule, BinEdgesFollowDoubleArithmetic) {
   EXPECT_EQ(cpu::even_bin(0.2, 0, 0.3, 3), 2);
   // Integers on integer edges: width 1 puts every value on an edge.
   for (int v = -5; v < 20; ++v) EXPECT_EQ(cpu::even_bin(v, -5, 20, 25), v + 5) << v;
+}
+
+// The single-precision bin evaluation (even_bins.hpp) runs on the host with the same IEEE steps
+// as on the device: wherever it does not defer to the rule, its bin must be the rule's.
+struct FastBinCheck {
+  std::int64_t checked = 0, deferred = 0, wrong = 0;
+  std::string first_wrong;
+};
+
+template <class T>
+void check_fast_bin(const detail::EvenBins& rule, T v, FastBinCheck& check) {
+  if (!(double(v) >= rule.lo && double(v) < rule.hi)) return;  // only counted values reach it
+  const detail::FastBin fast = detail::fast_bin_single(detail::to_single(v), rule);
+  check.checked += 1;
+  if (fast.near_edge) {
+    check.deferred += 1;
+    return;
+  }
+  const int expected = cpu::even_bin(double(v), rule.lo, rule.hi, rule.bins);
+  if (fast.bin != expected && check.wrong++ == 0) {
+    char text[100];
+    std::snprintf(text, sizeof text, "%.17g gave bin %d, the rule %d", double(v), fast.bin, expected);
+    check.first_wrong = text;
+  }
+}
+
+// Values of T on and around every bin edge (up to `edges` of them) and random ones in [lo, hi).
+template <class T>
+FastBinCheck check_fast_bins(double lo, double hi, int bins, int edges, std::uint32_t seed) {
+  const detail::EvenBins rule = detail::make_even_bins(bins, lo, hi);
+  FastBinCheck check;
+  const int stride = std::max(1, bins / edges);
+  for (int k = 0; k <= bins; k += stride) {
+    const double edge = lo + k * ((hi - lo) / bins);
+    if constexpr (std::is_same_v<T, float>) {
+      float v = float(edge);
+      for (int step = 0; step < 4; ++step) v = std::nextafter(v, -INFINITY);
+      for (int step = 0; step < 9; ++step, v = std::nextafter(v, INFINITY)) check_fast_bin(rule, v, check);
+    } else {
+      const double start = std::floor(edge) - 3;
+      for (double v = start; v <= start + 6; ++v)
+        if (v >= -2147483648.0 && v <= 2147483647.0) check_fast_bin(rule, std::int32_t(v), check);
+    }
+  }
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> draw(std::max(lo, -2147483648.0), std::min(hi, 2147483647.0));
+  for (int i = 0; i < 200000; ++i) check_fast_bin(rule, T(draw(random)), check);
+  return check;
+}
+
+TEST(HistogramFastBins, TheLabsTargetsUseSinglePrecision) {
+  // Up to 4096 bins; at 65536 bins over [0, 1) float's rounding (2^-24 of t <= bins + 1) is
+  // already 1/256 of a bin, and the double evaluation is the faster one.
+  for (const int bins : {256, 4096}) {
+    EXPECT_TRUE(detail::make_even_bins(bins, bench::HistogramData<std::int32_t>::lo,
+                                       bench::HistogramData<std::int32_t>::hi).single_precision)
+        << bins;
+    EXPECT_TRUE(detail::make_even_bins(bins, bench::HistogramData<float>::lo, bench::HistogramData<float>::hi)
+                    .single_precision)
+        << bins;
+  }
+  // Where float cannot resolve the bins (2^20 bins over 2 * 10^30), double takes over.
+  EXPECT_FALSE(detail::make_even_bins(65536, 0, 1).single_precision);
+  EXPECT_FALSE(detail::make_even_bins(1 << 20, -1e30, 1e30).single_precision);
+  EXPECT_FALSE(detail::make_even_bins(1 << 22, 0, 1).single_precision);
+}
+
+TEST(HistogramFastBins, SinglePrecisionGivesTheRulesBinOrDefersToIt) {
+  const struct {
+    double lo, hi;
+    int bins;
+  } floating[] = {{0, 1, 256},       {0, 1, 4096},       {0, 1, 65536},     {0, 0.3, 3},
+                  {0.1, 0.7, 7},     {-1, 0.1, 10},      {-3.5, 1e6, 4096}, {1e-3, 1.5e-3, 100000},
+                  {-1, 1, 1000},     {0.2, 0.9, 1000},   {-1e-30, 3e-30, 77}},
+    integer[] = {{-1e6, 2e6, 256},   {-1e6, 2e6, 4096},  {-1e6, 2e6, 65536}, {0, 256, 256},
+                 {-7, 1e6 - 7, 1000}, {0.5, 1000.5, 999}, {-2147483648.0, 2147483648.0, 65536},
+                 {-100, 100, 64},    {-0.25, 10.5, 3},   {-3, 70000, 70003}};
+  std::uint32_t seed = 100;
+  for (const auto& c : floating) {
+    if (!detail::make_even_bins(c.bins, c.lo, c.hi).single_precision) continue;
+    const FastBinCheck check = check_fast_bins<float>(c.lo, c.hi, c.bins, 4096, seed++);
+    EXPECT_GT(check.checked, 100000);
+    EXPECT_EQ(check.wrong, 0) << "float, lo " << c.lo << " hi " << c.hi << " bins " << c.bins << ": "
+                              << check.first_wrong << " (seed " << seed - 1 << ")";
+  }
+  for (const auto& c : integer) {
+    if (!detail::make_even_bins(c.bins, c.lo, c.hi).single_precision) continue;
+    const FastBinCheck check = check_fast_bins<std::int32_t>(c.lo, c.hi, c.bins, 4096, seed++);
+    EXPECT_GT(check.checked, 100000);
+    EXPECT_EQ(check.wrong, 0) << "int32, lo " << c.lo << " hi " << c.hi << " bins " << c.bins << ": "
+                              << check.first_wrong << " (seed " << seed - 1 << ")";
+  }
+}
+
+TEST(HistogramFastBins, RandomDataRarelyNeedsTheRule) {
+  // The lab's problems: at 256 bins a few values in ten thousand lie close enough to an edge to
+  // need the division, at 4096 bins a few in a thousand (the band is 4 E wide, E growing with
+  // the bins). The edge values themselves add to the count in check_fast_bins, so use few.
+  for (const auto& [bins, most] : {std::pair{256, 0.001}, std::pair{4096, 0.01}}) {
+    const FastBinCheck ints = check_fast_bins<std::int32_t>(-1e6, 2e6, bins, 16, 7);
+    EXPECT_LT(double(ints.deferred) / double(ints.checked), most) << bins;
+    const FastBinCheck floats = check_fast_bins<float>(0, 1, bins, 16, 8);
+    EXPECT_LT(double(floats.deferred) / double(floats.checked), most) << bins;
+  }
+}
+
+TEST(HistogramFastBins, IntegerRangeIsTestedInInt32) {
+  auto rule = detail::make_even_bins(3, -0.5, 10.5);
+  EXPECT_EQ(rule.first_int, 0);
+  EXPECT_EQ(rule.last_int, 10);
+  rule = detail::make_even_bins(3, 0.2, 0.7);  // no integer inside
+  EXPECT_GT(rule.first_int, rule.last_int);
+  rule = detail::make_even_bins(3, -1e12, 1e12);
+  EXPECT_EQ(rule.first_int, std::numeric_limits<std::int32_t>::min());
+  EXPECT_EQ(rule.last_int, std::numeric_limits<std::int32_t>::max());
+  rule = detail::make_even_bins(3, 2147483647.5, 1e12);  // above every int32
+  EXPECT_GT(rule.first_int, rule.last_int);
+  rule = detail::make_even_bins(3, -1e12, -2147483648.5);  // below every int32
+  EXPECT_GT(rule.first_int, rule.last_int);
+  rule = detail::make_even_bins(3, -2147483648.0, -2147483647.0);  // exactly INT32_MIN
+  EXPECT_EQ(rule.first_int, std::numeric_limits<std::int32_t>::min());
+  EXPECT_EQ(rule.last_int, std::numeric_limits<std::int32_t>::min());
 }
 
 TEST(HistogramCpu, SerialLoopEqualsTheParallelReference) {

@@ -173,12 +173,13 @@ TEST_F(Histogram, ValuesOnAndAroundBinEdgesMatchTheCpuRule) {
     expect_device_equals_cpu(values_around_edges<double>(c.lo, c.hi, c.bins, stride), c.bins, c.lo, c.hi, 0, "double");
     expect_device_equals_cpu(values_around_edges<float>(c.lo, c.hi, c.bins, stride), c.bins, c.lo, c.hi, 0, "float");
   }
-  // Integers: width 1 (every value on an edge), integer widths, fractional bounds, the full range.
+  // Integers: width 1 (every value on an edge), integer widths, fractional bounds, the full range,
+  // and ranges that hold no int32 at all.
   const struct {
     double lo, hi;
     int bins;
   } integer[] = {{0, 256, 256}, {-7, 1e6 - 7, 1000}, {0.5, 1000.5, 999}, {-2147483648.0, 2147483648.0, 65536},
-                 {-3, 70000, 70003}, {-1e9, 1e9, 1 << 24}};
+                 {-3, 70000, 70003}, {-1e9, 1e9, 1 << 24}, {0.2, 0.7, 3}, {2147483647.5, 2147483650.0, 2}};
   for (const auto& c : integer) {
     std::vector<std::int32_t> values;
     const int stride = std::max(1, c.bins / 4096);
@@ -195,6 +196,23 @@ TEST_F(Histogram, ValuesOnAndAroundBinEdgesMatchTheCpuRule) {
   for (const auto& [lo, hi, bins] : {std::tuple{0.0, 256.0, 256}, std::tuple{0.0, 256.0, 3}, std::tuple{10.0, 250.0, 7},
                                      std::tuple{-0.5, 255.5, 256}, std::tuple{0.0, 0.3, 3}, std::tuple{0.0, 256.0, 1 << 24}})
     expect_device_equals_cpu(bytes, bins, lo, hi, 0, "uint8");
+}
+
+TEST_F(Histogram, RepeatedBytesWithinAWordAreAllCounted) {
+  // The byte kernel loads the counters of a word's four bytes before it stores any; bytes 0 and 2
+  // (1 and 3) share a counter copy, so equal bytes there must add up, not overwrite each other.
+  std::mt19937 random(13);
+  std::vector<std::uint8_t> bytes;
+  for (int group = 0; group < 50000; ++group) {
+    const std::uint8_t a = std::uint8_t(random()), b = std::uint8_t(random()), c = std::uint8_t(random());
+    const std::uint8_t patterns[][4] = {{a, a, a, a}, {a, b, a, b}, {a, b, a, c}, {a, b, c, b},
+                                        {a, a, b, b}, {a, b, b, a}, {a, b, c, a}, {a, b, c, c}};
+    for (const std::uint8_t byte : patterns[group % 8]) bytes.push_back(byte);
+  }
+  for (std::size_t offset = 0; offset < 4; ++offset) {
+    expect_device_equals_cpu(bytes, 256, 0, 256, offset, "repeated bytes (seed 13)");
+    expect_device_equals_cpu(bytes, 7, 10, 250, offset, "repeated bytes (seed 13)");
+  }
 }
 
 TEST_F(Histogram, NaNAndInfinitiesAreNotCounted) {

@@ -1,0 +1,175 @@
+#pragma once
+// The bin rule of rooflab::histogram_even, the constants of its fast evaluations, and the
+// single-precision evaluation itself, in plain C++ where nvcc is not compiling: the CPU tests run
+// the very same steps on the host against the rule (the device-only parts are in even_bins.cuh).
+//
+//   a value v with lo <= v < hi falls into bin min(bins - 1, floor((double(v) - lo) * bins / (hi - lo)))
+//
+// evaluated in double precision exactly as written; call its quotient q.
+//
+// Single precision (fast_bin_single, int32 and float data where make_even_bins allows it):
+//   t = fl(float(v) * float(scale) + float(1 - lo * scale)), one fused multiply-add, scale = bins / (hi - lo).
+//   t estimates q + 1; the + 1 keeps t >= 1/2 for every counted value, so that one addition of
+//   2^23 rounded down gives 2^23 + floor(t) exactly (the integer sits in the encoding's low bits,
+//   no conversion instruction), and one more subtraction gives d = t - floor(t) - 1/2 exactly.
+//   Error: float(v) (int32 data only), float(scale) and the FMA each round once (2^-24), the
+//   offset twice in double and once to float; with r = (v - lo) bins / (hi - lo) the real quotient,
+//   |q - r| <= 4 * 2^-53 * bins, and |v| <= M = max(|lo|, |hi|) for counted values,
+//     |t - (q + 1)| < E = 2^-24 (2 M scale + |lo| scale + bins + 2) (1 + 2^-22).
+//   Whenever |d| < 1/2 - E, t is more than E away from both neighbouring integers, so q + 1 lies
+//   in the same unit interval: floor(q) = floor(t) - 1, and that is at most bins - 1 and at least
+//   0 (a q at or just above bins puts t within E of bins + 1), so no clamp. Values with
+//   |d| >= 1/2 - 2E (the limit keeps a factor 2 of margin) are binned by the rule itself.
+//   The host takes this path only when 2E <= 2^-8 (at most a few values in a thousand near an
+//   edge), bins <= 2^21 and the magnitudes stay far from float's range. Five FP32 instructions
+//   and a range test per value, no division, no branch on the common path.
+// Double precision (fast_bin_double in even_bins.cuh, every other case): the same idea in double.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/random_stream.hpp"  // ROOFLAB_HOST_DEVICE
+
+namespace rooflab::detail {
+
+struct EvenBins {
+  double lo = 0;
+  double hi = 0;
+  double range = 0;   // hi - lo, rounded as the rule rounds it
+  double bins_d = 0;  // bins, as the rule multiplies by it
+  double scale = 0;   // bins / range
+  int bins = 0;
+  // The counted range in the data's own type: int32 data is counted iff first_int <= v <= last_int
+  // (first_int = 1, last_int = 0 when no integer is counted), float data iff
+  // first_float <= v < end_float (the same test as lo <= v < hi in double).
+  std::int32_t first_int = 0, last_int = 0;
+  float first_float = 0, end_float = 0;
+  // The single-precision evaluation, where the argument above holds.
+  bool single_precision = false;
+  float scale_single = 0, offset_single = 0;  // t = v * scale_single + offset_single
+  float middle_limit = 0;                     // fast only where |t - floor(t) - 1/2| < middle_limit
+};
+
+// The smallest float that is >= x (x finite).
+inline float float_at_or_above(double x) {
+  if (x > FLT_MAX) return INFINITY;
+  if (x < -FLT_MAX) return -FLT_MAX;
+  float f = float(x);
+  if (double(f) < x) f = std::nextafter(f, INFINITY);
+  return f;
+}
+
+// lo < hi finite, 1 <= bins <= 2^24, range * bins and bins / range finite (histogram_even checks).
+inline EvenBins make_even_bins(int bins, double lo, double hi) {
+  EvenBins rule;
+  rule.lo = lo;
+  rule.hi = hi;
+  rule.range = hi - lo;
+  rule.bins_d = double(bins);
+  rule.scale = rule.bins_d / rule.range;
+  rule.bins = bins;
+  // Integers in [lo, hi): from ceil(lo) to ceil(hi) - 1, within int32.
+  const double first = std::max(std::ceil(lo), -2147483648.0), last = std::min(std::ceil(hi) - 1, 2147483647.0);
+  if (first <= last) {
+    rule.first_int = std::int32_t(first);
+    rule.last_int = std::int32_t(last);
+  } else {
+    rule.first_int = 1;
+    rule.last_int = 0;
+  }
+  rule.first_float = float_at_or_above(lo);
+  rule.end_float = float_at_or_above(hi);
+  const double largest = std::max(std::fabs(lo), std::fabs(hi));
+  if (bins <= (1 << 21) && largest <= 0x1p100 && rule.scale >= 0x1p-100 && rule.scale <= 0x1p100) {
+    const double error =
+        (2 * largest * rule.scale + std::fabs(lo) * rule.scale + bins + 2) * 0x1p-24 * (1 + 0x1p-22);
+    if (2 * error <= 0x1p-8) {
+      rule.single_precision = true;
+      rule.scale_single = float(rule.scale);
+      rule.offset_single = float(1 - lo * rule.scale);
+      // The largest float at most 1/2 - 2 error: rounding must not widen the fast band.
+      const double limit = 0.5 - 2 * error;
+      rule.middle_limit = float(limit);
+      if (double(rule.middle_limit) > limit) rule.middle_limit = std::nextafter(rule.middle_limit, 0.0f);
+    }
+  }
+  return rule;
+}
+
+// IEEE single-precision steps, each rounded once, with the same results on the host and the
+// device (the intrinsics also keep nvcc from contracting or reassociating them).
+ROOFLAB_HOST_DEVICE inline float fused_multiply_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+ROOFLAB_HOST_DEVICE inline float add_nearest(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// a + b rounded towards minus infinity. On the host from the double sum, which is exact for the
+// operands used here (a in [1/2, 2^22), b = 2^23: 48 significant bits at most).
+ROOFLAB_HOST_DEVICE inline float add_down(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rd(a, b);
+#else
+  const double sum = double(a) + double(b);
+  float rounded = float(sum);
+  if (double(rounded) > sum) rounded = std::nextafter(rounded, -INFINITY);
+  return rounded;
+#endif
+}
+
+ROOFLAB_HOST_DEVICE inline std::int32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_int(f);
+#else
+  std::int32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+#endif
+}
+
+// int32 data in single precision: float(v) rounded to nearest, as the error bound assumes.
+ROOFLAB_HOST_DEVICE inline float to_single(std::int32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __int2float_rn(v);
+#else
+  return float(v);
+#endif
+}
+
+ROOFLAB_HOST_DEVICE inline float to_single(float v) { return v; }
+
+// A fast evaluation's answer for a counted value: its bin, unless the value lies too close to
+// an edge for the evaluation to decide, in which case the rule itself must.
+struct FastBin {
+  int bin;
+  bool near_edge;
+};
+
+// For a counted value v (as a float) with rule.single_precision: the argument at the top.
+ROOFLAB_HOST_DEVICE inline FastBin fast_bin_single(float v, const EvenBins& rule) {
+  constexpr float two_to_23 = 0x1p23f;
+  constexpr float two_to_23_less_half = 0x1.fffffep22f;  // 2^23 - 1/2, a float
+  const float t = fused_multiply_add(v, rule.scale_single, rule.offset_single);
+  const float floor_shifted = add_down(t, two_to_23);  // 2^23 + floor(t)
+  const float middle = add_nearest(floor_shifted, -two_to_23_less_half);  // floor(t) + 1/2
+  const float from_middle = add_nearest(t, -middle);
+  FastBin result;
+  // In unsigned arithmetic: a value that is not counted may give anything, but no overflow.
+  result.bin = int(std::uint32_t(float_bits(floor_shifted)) - std::uint32_t(float_bits(two_to_23)) - 1u);
+  result.near_edge = !(std::fabs(from_middle) < rule.middle_limit);
+  return result;
+}
+
+}  // namespace rooflab::detail
