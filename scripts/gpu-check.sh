@@ -97,6 +97,8 @@ if [[ " $stages " == *" bench "* ]]; then
     # shellcheck disable=SC2086  # the spec is an op and its options, split on purpose
     step "bench $spec" "$out/bench.log" "$build/rooflab" bench $spec --out "$build/bench-$index.json"
     [ -f "$build/bench-$index.json" ] && runs+=("$build/bench-$index.json")
+    # Merged after every benchmark, so a run stopped by a time limit keeps what it measured.
+    python3 scripts/merge_results.py "$out/results.json" "${runs[@]}" >/dev/null 2>&1
   done
   if [ -n "${ROOFLAB_NCU:-}" ]; then
     metrics=dram__throughput.avg.pct_of_peak_sustained_elapsed
