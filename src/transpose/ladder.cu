@@ -202,8 +202,8 @@ ROOFLAB_VARIANT(Variant{
       });
     })});
 
-// Rung 6 — production: rooflab::transpose, the wide rung generalized (every element size, edge
-// tiles, unaligned rows, 1 x N as a copy).
+// Rung 6 — production: rooflab::transpose, the wide rung generalized (every element size, any
+// row pitch, edge tiles, bands for a short side, 1 x N as a copy).
 ROOFLAB_VARIANT(Variant{
     "transpose", 6, "production", "rooflab::transpose: any shape and element size, 64-bit sizes",
     Where::gpu, false, no_limit, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {

@@ -1,6 +1,6 @@
 // transpose and its ladder, element for element: every rung at awkward shapes, every element size,
 // round trips, unaligned pointers, 1 x N and N x 1, and more than 2^31 elements.
-// TransposeHuge.* moves gigabytes: leave it out of compute-sanitizer runs.
+// TransposeHuge.* moves hundreds of megabytes to gigabytes: leave it out of compute-sanitizer runs.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -100,6 +100,29 @@ TEST_F(TransposeLadder, ProductionMovesEveryElementSize) {
       expect_variants_exact(resolved(rows, cols, dtype), seed, {"production"});
 }
 
+TEST_F(TransposeLadder, RowPitchesOfEveryAlignmentTakeWholeTiles) {
+  // Full tiles whose rows start at every offset from a 16-byte boundary, on both sides: each
+  // row's packets are shifted by its own misalignment and the ends moved lane by lane.
+  std::uint64_t seed = 7500;
+  for (const auto& [rows, cols] : {std::pair{129, 131}, std::pair{130, 257}, std::pair{259, 133}, std::pair{385, 387},
+                                   std::pair{262, 390}, std::pair{257, 263}})
+    for (const char* dtype : {"uint8", "uint16", "float", "double", "float4"})
+      expect_variants_exact(resolved(rows, cols, dtype), seed, {"production"});
+}
+
+TEST_F(TransposeLadder, BandsOfEveryShortSideMatchTheReference) {
+  // A side shorter than a tile: one band per slab, the last slab partial, both orientations,
+  // long sides at every alignment.
+  std::uint64_t seed = 7700;
+  for (const auto& [rows, cols] : {std::pair{2, 100003}, std::pair{3, 4099}, std::pair{17, 12345},
+                                   std::pair{31, 5003}, std::pair{32, 4096}, std::pair{33, 70001},
+                                   std::pair{63, 4101}, std::pair{127, 3001}})
+    for (const char* dtype : {"uint8", "uint16", "float", "double", "float4"}) {
+      expect_variants_exact(resolved(rows, cols, dtype), seed, {"production"});
+      expect_variants_exact(resolved(cols, rows, dtype), seed, {"production"});
+    }
+}
+
 TEST_F(TransposeLadder, TheRunnerValidatesAndTimesEveryRung) {
   Environment environment;
   environment.device = query_device();
@@ -145,7 +168,8 @@ TEST_F(Transpose, RoundTripReturnsTheInput) {
 
 TEST_F(Transpose, UnalignedPointersAreStillCorrect) {
   std::mt19937 random(22);
-  for (const auto& [rows, cols] : {std::pair{64, 64}, std::pair{65, 130}, std::pair{1, 100}, std::pair{300, 7}}) {
+  for (const auto& [rows, cols] : {std::pair{64, 64}, std::pair{65, 130}, std::pair{1, 100}, std::pair{300, 7},
+                                   std::pair{33, 1000}, std::pair{1000, 33}, std::pair{3, 5000}}) {
     for (const std::size_t offset : {0, 1, 2, 4, 8}) {
       expect_transpose_at_offset<2>(rows, cols, offset, random);
       expect_transpose_at_offset<4>(rows, cols, offset, random);
@@ -153,10 +177,18 @@ TEST_F(Transpose, UnalignedPointersAreStillCorrect) {
       expect_transpose_at_offset<16>(rows, cols, offset, random);
     }
   }
-  // Aligned to the element but not to 16 bytes: the full tiles of 4- and 8-byte elements then
-  // take their scalar path.
-  for (const std::size_t offset : {4, 8, 12}) expect_transpose_at_offset<4>(256, 512, offset, random);
-  expect_transpose_at_offset<8>(256, 512, 8, random);
+  // Aligned to the element but not to 16 bytes: every run of the full tiles and bands starts
+  // off a packet boundary.
+  for (const std::size_t offset : {4, 8, 12}) {
+    expect_transpose_at_offset<4>(256, 512, offset, random);
+    expect_transpose_at_offset<4>(33, 4096, offset, random);
+    expect_transpose_at_offset<4>(4096, 33, offset, random);
+  }
+  for (const auto& [rows, cols] : {std::pair{256, 512}, std::pair{33, 4096}, std::pair{4096, 33}}) {
+    expect_transpose_at_offset<8>(rows, cols, 8, random);
+    expect_transpose_at_offset<2>(rows, cols, 6, random);
+    expect_transpose_at_offset<1>(rows, cols, 5, random);
+  }
 }
 
 TEST_F(Transpose, OneByNAndNByOneAreCopies) {
@@ -173,11 +205,19 @@ TEST_F(Transpose, OneByNAndNByOneAreCopies) {
   }
 }
 
+TEST_F(TransposeHuge, TheOddTargetShapesMatchTheReference) {
+  std::uint64_t seed = 8500;
+  for (const auto& [rows, cols] : {std::pair{4097, 4099}, std::pair{33, 1 << 20}, std::pair{1 << 20, 33}})
+    expect_variants_exact(resolved(rows, cols, "float"), seed, {"production", "cublas-geam"});
+}
+
 TEST_F(TransposeHuge, MoreThanTwoTo31Elements) {
-  // 46349^2 bytes > 2^31: every index of the kernel past 32 bits, odd shape, edge tiles included.
+  // 46349^2 bytes > 2^31: every index of the tiles past 32 bits, odd shape, edge tiles included;
+  // 3 x N and N x 3: the bands' slabs past 2^31 elements, on each side.
   std::uint64_t seed = 8000;
   expect_variants_exact(resolved(46349, 46349, "uint8"), seed, {"production"});
   expect_variants_exact(resolved(3, (std::int64_t(1) << 31) / 3 + 5, "uint16"), seed, {"production"});
+  expect_variants_exact(resolved((std::int64_t(1) << 31) / 3 + 5, 3, "uint8"), seed, {"production"});
 }
 
 }  // namespace
