@@ -488,6 +488,8 @@ TEST_F(Reduce, StreamScratchGrowsWithoutDisturbingEarlierOrLaterCalls) {
   DeviceBuffer<std::int64_t> in(values), out(64);
   DeviceBuffer<float> float_in(floats), float_out(1);
   out.fill_bytes(0xFF);
+  // The poison is queued on the default stream, which a non-blocking stream does not wait for.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::int64_t slot = 0;
   std::vector<std::int64_t> want;
   for (const Shape shape : shapes) {
@@ -531,6 +533,8 @@ TEST_F(Reduce, ScratchStaysBoundedAcrossManyStreams) {
       rows_out(static_cast<std::size_t>(calls * split.rows));
   out.fill_bytes(0xFF);
   rows_out.fill_bytes(0xFF);
+  // The poison is queued on the default stream, which a non-blocking stream does not wait for.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   int call = 0;
   for (int s = 0; s < short_lived; ++s, ++call) {
     cudaStream_t stream = nullptr;

@@ -253,6 +253,9 @@ struct QueuedScan {
   QueuedScan(ScanKind kind_, std::int64_t n_, std::uint64_t seed_)
       : kind(kind_), n(n_), seed(seed_), in(random_input<T>(n_, seed_)), out(std::size_t(n_)) {
     out.fill_bytes(0xFF);
+    // The input and the poison are queued on the default stream, which the tests' non-blocking
+    // streams do not wait for: set-up must be complete before a scan is queued.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   void enqueue(cudaStream_t stream) {
     if (kind == ScanKind::inclusive)
