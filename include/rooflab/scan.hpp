@@ -2,11 +2,8 @@
 // Prefix sums. Device pointers; asynchronous on `stream`. Instantiated for float, double, int32_t,
 // int64_t, uint32_t.
 //
-// - One pass over the data (n elements read, n written), one kernel launch. The look-back state
-//   (about 8 bytes per 4096 elements, per 1024 for 8-byte types) lives in per-stream scratch that
-//   the kernel leaves zeroed for the next call: the first call on a stream, or one larger than any
-//   before it, allocates and zeroes it (stream-ordered); later calls need neither. Make one call
-//   before capturing a stream into a CUDA graph.
+// - One pass over the data (n elements read, n written), with stream-ordered temporary storage of
+//   about 8 bytes per 4096 elements (per 1024 for 8-byte types), zeroed by one memset.
 // - in == out is allowed (in place); otherwise the two ranges must not overlap.
 // - Any n >= 0 (n = 0 does nothing, whatever the pointers), any element-aligned pointers.
 // - Deterministic: the same input at the same addresses gives the same bits on every run and every

@@ -426,13 +426,10 @@ ROOFLAB_VARIANT(Variant{"scan", 7, "decoupled-lookback",
 
 // Rung 8 — the production path, rooflab::inclusive_scan (src/scan/scan.cu).
 // Rung 7 made deterministic: partial sums form a fixed radix-32 tree over tile indices, read by
-// one warp per level at once, so a tile's prefix has the same bits on every run. And made to hide
-// the look-back: one resident wave of blocks loops over tiles by ticket, the next tile's loads in
-// flight while the current one waits on its predecessors; the tree and tickets stay in per-stream
-// scratch that the kernel leaves zeroed (no allocation, no memset per call). Any alignment, every
-// type, n beyond 2^31.
+// one warp per level at once, so a tile's prefix has the same bits on every run. Any alignment
+// (tiles shifted so that 16-byte vectors stay aligned), every type, n beyond 2^31.
 ROOFLAB_VARIANT(Variant{
-    "scan", 8, "production", "rung 7, fixed radix-32 look-back tree, next tile loads meanwhile",
+    "scan", 8, "production", "rung 7 with a fixed radix-32 look-back tree: same bits every run",
     Where::gpu, false, no_limit, on_every_scan_type([](auto& w, cudaStream_t stream) {
       inclusive_scan(w.in.data(), w.out.data(), w.n, stream);
     })});
