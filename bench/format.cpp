@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <ostream>
 
 #include "rooflab/error.hpp"
@@ -114,6 +115,19 @@ nlohmann::json to_json(const Row& row) {
           {"speedup_vs_cpu", row.speedup_vs_cpu}};
 }
 
+namespace {
+
+// JSON has no infinity or NaN: nlohmann writes them as null. A tolerance of null was infinite
+// (a check that only requires a finite result); any other null number was NaN.
+double number(const nlohmann::json& json, const char* key) {
+  const auto& value = json.at(key);
+  if (!value.is_null()) return value.get<double>();
+  return std::string(key) == "tolerance" ? std::numeric_limits<double>::infinity()
+                                         : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
 Row row_from_json(const nlohmann::json& json) {
   Row row;
   row.op = json.at("op");
@@ -126,20 +140,20 @@ Row row_from_json(const nlohmann::json& json) {
   const std::string status = json.at("status");
   row.status = status == "ok" ? Status::ok : status == "skipped" ? Status::skipped : Status::failed;
   row.note = json.at("note");
-  row.error = json.at("error");
-  row.tolerance = json.at("tolerance");
+  row.error = number(json, "error");
+  row.tolerance = number(json, "tolerance");
   row.reps = json.at("reps");
-  row.median_ms = json.at("median_ms");
-  row.min_ms = json.at("min_ms");
-  row.max_ms = json.at("max_ms");
-  row.bytes = json.at("bytes");
-  row.flops = json.at("flops");
-  row.gbps = json.at("gbps");
-  row.gflops = json.at("gflops");
+  row.median_ms = number(json, "median_ms");
+  row.min_ms = number(json, "min_ms");
+  row.max_ms = number(json, "max_ms");
+  row.bytes = number(json, "bytes");
+  row.flops = number(json, "flops");
+  row.gbps = number(json, "gbps");
+  row.gflops = number(json, "gflops");
   row.ceiling = json.at("ceiling");
-  row.percent_of_ceiling = json.at("percent_of_ceiling");
-  row.speedup_vs_previous = json.at("speedup_vs_previous");
-  row.speedup_vs_cpu = json.at("speedup_vs_cpu");
+  row.percent_of_ceiling = number(json, "percent_of_ceiling");
+  row.speedup_vs_previous = number(json, "speedup_vs_previous");
+  row.speedup_vs_cpu = number(json, "speedup_vs_cpu");
   return row;
 }
 

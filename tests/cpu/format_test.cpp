@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <sstream>
 
 #include "bench/format.hpp"
@@ -132,6 +133,13 @@ TEST(Formats, RowsReadBackFromJsonAsWritten) {
   row.error = 0.5;
   const Row back = row_from_json(nlohmann::json::parse(to_json(row).dump()));
   EXPECT_EQ(to_json(back), to_json(row));
+}
+
+TEST(Formats, AnInfiniteToleranceSurvivesTheTripThroughJson) {
+  Row row = measured("cpu", 1.0, true);
+  row.tolerance = std::numeric_limits<double>::infinity();
+  const Row back = row_from_json(nlohmann::json::parse(to_json(row).dump()));
+  EXPECT_EQ(back.tolerance, std::numeric_limits<double>::infinity());
 }
 
 TEST(Formats, MarkdownTablesFromAResultsFileNameTheirProvenance) {
