@@ -698,11 +698,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   detail::check_launch(op, "global_report");
 }
 
-// The dispatch, from the ladders' estimates (docs/svd.md): when the batch fills the GPU, small
-// matrices stay in one warp's shared memory (no block barriers, many per SM) and larger ones in a
-// block's; fewer matrices than SMs want short rounds instead, so a block per matrix while it is
-// small; a larger matrix, or one beyond shared memory, goes to the blocked schedule, which spreads
-// its pairs of column blocks over the SMs.
+// The dispatch (docs/svd.md): when the batch fills the GPU, small matrices stay in one warp's
+// shared memory (no block barriers, many per SM); any other matrix that fits stays in a block's
+// (on the H200 a single 100 x 100 double matrix took 3.16 ms there against 6.5 ms blocked);
+// a matrix beyond shared memory goes to the blocked schedule, which spreads its pairs of column
+// blocks over the SMs.
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
@@ -710,8 +710,7 @@ Path production_path(int m, int n, int batch, bool uv) {
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
-    if (batch >= sms || N <= 64 || !blocked_fits<T>(m, n)) return Path::block_per_matrix;
-    return Path::blocked;
+    return Path::block_per_matrix;
   }
   return blocked_fits<T>(m, n) ? Path::blocked : Path::global_rounds;
 }
