@@ -9,6 +9,9 @@
 # OUTDIR receives: summary.txt, build.log, test.log, sanitizer.log, bench.log, results.json
 # (every benchmark's runs in one results file) and info.json; with ROOFLAB_NCU set, ncu.log too.
 #
+# ROOFLAB_GIT_COMMIT=<sha> names the commit in the results where the tree is a copy git cannot
+# read (the build otherwise records "unknown").
+#
 # ROOFLAB_NCU="OP [options];OP [options]" profiles those benchmarks under Nsight Compute (one rep
 # each, clocks left as they are): DRAM throughput, global-load sectors per request, shared-memory
 # bank conflicts and local-memory traffic per kernel.
