@@ -98,7 +98,8 @@ struct Run {
   __device__ int slots() const { return (length + width - 1) / width; }
   // The slot is one aligned 16-byte access.
   __device__ bool whole(int slot) const { return head + width * (slot + 1) <= length; }
-  // The lane holds an element (only the last slot of a run of odd length has empty lanes).
+  // The lane holds an element (only the last slot has empty lanes, when lanes does not divide
+  // length).
   __device__ bool holds(int slot, int lane) const { return width * slot + lane < length; }
   // Index in the run of the lane's element; head <= length keeps it below 2 x length.
   __device__ int position(int slot, int lane) const {
