@@ -116,6 +116,7 @@ ROOFLAB_OP(Op{
                                   transpose_problem(8192, 16384, "double"),
                                   transpose_problem(4097, 4099, "float"),
                                   transpose_problem(33, 1 << 20, "float"),
+                                  transpose_problem(1 << 20, 33, "float"),
                                   transpose_problem(1, 1 << 24, "float"),
                                   transpose_problem(8192, 8192, "uint8"),
                                   transpose_problem(8192, 8192, "uint16"),
