@@ -123,9 +123,7 @@ TEST_F(HistogramLadder, ProductionAndCubMatchTheReferenceForEveryType) {
 }
 
 TEST_F(HistogramLadder, TheRunnerValidatesAndTimesEveryRung) {
-  Environment environment;
-  environment.device = query_device();
-  environment.commit = "test";
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.warmup = 1;

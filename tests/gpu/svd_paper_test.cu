@@ -183,9 +183,7 @@ TEST_F(SvdPaperLadder, UnrunWorkspaceFailsTheCheck) {
 }
 
 TEST_F(SvdPaperHarness, RunsTheRungsOfTheTableAndSkipsTheOthersSayingWhy) {
-  Environment environment;
-  environment.device = query_device();
-  environment.commit = "test";
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.warmup = 0;

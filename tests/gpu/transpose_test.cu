@@ -124,9 +124,7 @@ TEST_F(TransposeLadder, BandsOfEveryShortSideMatchTheReference) {
 }
 
 TEST_F(TransposeLadder, TheRunnerValidatesAndTimesEveryRung) {
-  Environment environment;
-  environment.device = query_device();
-  environment.commit = "test";
+  const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;
   options.warmup = 1;
