@@ -7,7 +7,8 @@
 #   scripts/gpu-check.sh results "add --n 2^28" "reduce --n 2^24"
 #
 # OUTDIR receives: summary.txt, build.log, test.log, sanitizer.log, bench.log, results.json
-# (every benchmark's runs in one results file) and info.json; with ROOFLAB_NCU set, ncu.log too.
+# (every benchmark's runs in one results file) and info.json; with ROOFLAB_NCU set, ncu.log and
+# ncu.md (scripts/ncu_table.py's table per profiled benchmark) too.
 #
 # ROOFLAB_GIT_COMMIT=<sha> names the commit in the results where the tree is a copy git cannot
 # read (the build otherwise records "unknown").
@@ -109,11 +110,16 @@ if [[ " $stages " == *" bench "* ]]; then
     metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
     metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
     metrics+=,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum
+    metrics+=,gpu__time_duration.sum
     IFS=';' read -r -a profiled <<<"$ROOFLAB_NCU"
+    index=0
     for spec in "${profiled[@]}"; do
+      index=$((index + 1))
       # shellcheck disable=SC2086
-      step "ncu $spec" "$out/ncu.log" ncu --clock-control none --csv --metrics "$metrics" \
-        "$build/rooflab" bench $spec --reps 1 --warmup 0
+      step "ncu $spec" "$out/ncu.log" ncu --clock-control none --csv --log-file "$build/ncu-$index.csv" \
+        --metrics "$metrics" "$build/rooflab" bench $spec --reps 1 --warmup 0
+      { echo "#### ncu: $spec"; echo; python3 scripts/ncu_table.py "$build/ncu-$index.csv"; echo; } \
+        >>"$out/ncu.md" 2>&1
     done
   fi
   if [ ${#runs[@]} -gt 0 ]; then
