@@ -720,7 +720,15 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
   switch (path) {
     case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
-    case Path::blocked: return run_global(problem, GlobalSchedule::blocked_persistent, report, stream);
+    case Path::blocked: {
+      // Measured on the H200 (docs/svd.md): from 256 columns a round's work dwarfs a launch and
+      // per-round launches win (60.6 against 64.1 ms at 512, 146 against 157 ms at 1024; 71.1
+      // against 72.1 ms for 100 matrices of 256); below, one persistent launch saves the
+      // launches (9.3 against 10.0 ms at 125).
+      const bool wide = std::min(problem.m, problem.n) >= 256;
+      return run_global(problem, wide ? GlobalSchedule::blocked : GlobalSchedule::blocked_persistent,
+                        report, stream);
+    }
     case Path::global_rounds: return run_global(problem, GlobalSchedule::launch_per_round, report, stream);
   }
 }
