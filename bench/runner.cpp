@@ -154,7 +154,7 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
     row.vendor = variant->vendor;
     row.cpu = variant->where == Where::cpu;
     row.expected_failure = variant->expected_failure;
-    row.note = variant->limit ? variant->limit(problem) : std::string();
+    row.note = variant->limit && !options_.ignore_limits ? variant->limit(problem) : std::string();
     if (!row.note.empty()) {
       row.status = Status::skipped;
     } else {

@@ -15,6 +15,7 @@ struct RunOptions {
   int reps = 20;        // timed repetitions (fewer when a variant would exceed the time budget)
   int warmup = 2;       // untimed runs before timing
   bool hot = false;     // true: keep L2 warm between repetitions
+  bool ignore_limits = false;  // true: run variants beyond their size limits too
   std::vector<std::string> only;  // rung numbers or names; empty: every variant
   std::uint64_t seed = 1;         // inputs of variant i are drawn with seed + i
   double seconds_per_variant = 4;  // time budget for one variant's timed repetitions

@@ -24,6 +24,8 @@ void add_run_options(CLI::App* command, rooflab::bench::RunOptions& options, std
   command->add_option("--warmup", options.warmup, "untimed runs before timing")
       ->check(CLI::Range(0, 1000));
   command->add_flag("--hot", options.hot, "keep L2 warm between repetitions (default: flushed)");
+  command->add_flag("--ignore-limits", options.ignore_limits,
+                    "also run rungs beyond their size limits (slow rungs; you accept the wait)");
   command->add_option("--seed", seed, "seed of the random inputs (default: drawn at start)");
 }
 
