@@ -324,7 +324,7 @@ ROOFLAB_VARIANT(Variant{
     on<TransposeWorkspace>(run_scalar_tiles<32, 4, TileOrder::row_major>)});
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 8, "tile32-rows8-column-order",
+    "transpose", 8, "tile32-col-order",
     "tile32-rows8 with tiles column-major: consecutive blocks fill consecutive output segments",
     Where::gpu, false, float_or_double,
     on<TransposeWorkspace>(run_scalar_tiles<32, 4, TileOrder::column_major>)});
@@ -335,13 +335,13 @@ ROOFLAB_VARIANT(Variant{
     on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::row_major>)});
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 10, "tile64-scalar-column-order",
+    "transpose", 10, "tile64-col-order",
     "tile64-scalar with tiles column-major: consecutive blocks fill consecutive output segments",
     Where::gpu, false, float_or_double,
     on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::column_major>)});
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 11, "tile64-scalar-grouped",
+    "transpose", 11, "tile64-grouped",
     "tile64-scalar with tiles grouped: column-major within bands of 4 tile rows (256 rows)",
     Where::gpu, false, float_or_double,
     on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::grouped>)});
