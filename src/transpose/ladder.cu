@@ -3,6 +3,7 @@
 // accesses per thread; the production path, and cuBLAS geam for comparison.
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -219,6 +220,131 @@ ROOFLAB_VARIANT(Variant{
         default: return run(float4{});
       }
     })});
+
+// Candidates 7-11 — scalar tiles, each a design to measure against production and cuBLAS at
+// 16384^2 and 4097 x 4099 (production's weak shapes). All use 4-byte (8-byte) accesses, a
+// padded tile (a column is conflict-free), a 2-D grid (no 64-bit division per tile) and all of
+// a thread's loads issued before the first lands in shared memory. They differ in:
+// - the tile side: 32 (128-byte row segments; 32 x 4 threads, 8 elements each, up to 16 blocks
+//   and 64 KB in flight per SM) or 64 (256-byte segments, so a segment that straddles 32-byte
+//   sectors at an odd pitch costs 1 sector in 9 instead of 1 in 5; 64 x 4 threads, 16 elements
+//   each, 128 KB in flight per SM);
+// - the tile order: row-major (consecutive blocks read consecutive tiles of an input row),
+//   column-major (consecutive blocks write consecutive tiles of an output row, so the block that
+//   completes a sector another one wrote partly at an odd pitch runs right after it), or grouped
+//   (column-major within bands of tile_group tile rows, row-major over the bands, as GEMMs
+//   order their output tiles: the blocks in flight cover a compact rectangle on both sides, so
+//   the neighbours that share a sector, across and down, run at about the same time).
+enum class TileOrder { row_major, column_major, grouped };
+constexpr int tile_group = 4;
+
+// Tile (row, column) of the b-th tile in the grouped order over a tiles_down x tiles_across grid.
+// Index is unsigned when every tile number fits in 32 bits: three divisions per tile, cheap.
+template <class Index>
+__device__ void grouped_tile(Index b, Index tiles_across, Index tiles_down, std::int64_t& row, std::int64_t& column) {
+  const Index band_tiles = Index(tile_group) * tiles_across, band = b / band_tiles, k = b - band * band_tiles;
+  const Index band_rows = tiles_down - band * tile_group < tile_group ? tiles_down - band * tile_group : tile_group;
+  row = std::int64_t(band * tile_group + k % band_rows);
+  column = std::int64_t(k / band_rows);
+}
+
+// Registers sized for a full SM (2048 threads, 32 registers each), or half of it where a
+// thread's loads take more than 16 registers (16 doubles).
+template <class T, int Side, int ThreadRows>
+constexpr int scalar_tile_blocks() {
+  constexpr int threads = Side * ThreadRows, words_per_thread = Side / ThreadRows * int(sizeof(T)) / 4;
+  return (words_per_thread > 16 ? 1024 : 2048) / threads;
+}
+
+template <class T, int Side, int ThreadRows, TileOrder Order>
+__global__ void __launch_bounds__(Side * ThreadRows, (scalar_tile_blocks<T, Side, ThreadRows>()))
+    transpose_scalar_tiles(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows, std::int64_t cols,
+                           std::int64_t tiles_x, std::int64_t tiles_y) {
+  constexpr int per_thread = Side / ThreadRows;
+  __shared__ T block_tile[Side][Side + 1];
+  const int x = int(threadIdx.x), y = int(threadIdx.y);
+  for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y)
+    for (std::int64_t tx = blockIdx.x; tx < tiles_x; tx += gridDim.x) {
+      std::int64_t tile_row = Order == TileOrder::column_major ? tx : ty;
+      std::int64_t tile_column = Order == TileOrder::column_major ? ty : tx;
+      if constexpr (Order == TileOrder::grouped) {  // the grid's (tx, ty), renumbered
+        const std::int64_t b = ty * tiles_x + tx;
+        if (tile_group * tiles_x * tiles_y <= std::int64_t(UINT_MAX))
+          grouped_tile<unsigned>(unsigned(b), unsigned(tiles_x), unsigned(tiles_y), tile_row, tile_column);
+        else
+          grouped_tile<std::int64_t>(b, tiles_x, tiles_y, tile_row, tile_column);
+      }
+      const std::int64_t row0 = tile_row * Side, col0 = tile_column * Side;
+      const T* source = in + row0 * cols + col0;
+      T* target = out + col0 * rows + row0;
+      if (row0 + Side <= rows && col0 + Side <= cols) {
+        T values[per_thread];
+#pragma unroll
+        for (int k = 0; k < per_thread; ++k) values[k] = source[(y + k * ThreadRows) * cols + x];
+#pragma unroll
+        for (int k = 0; k < per_thread; ++k) block_tile[y + k * ThreadRows][x] = values[k];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < per_thread; ++k) target[(y + k * ThreadRows) * rows + x] = block_tile[x][y + k * ThreadRows];
+      } else {  // edge tile: only its valid elements
+        const int tile_rows = int(rows - row0 < Side ? rows - row0 : Side);
+        const int tile_cols = int(cols - col0 < Side ? cols - col0 : Side);
+#pragma unroll
+        for (int k = 0; k < per_thread; ++k)
+          if (y + k * ThreadRows < tile_rows && x < tile_cols)
+            block_tile[y + k * ThreadRows][x] = source[(y + k * ThreadRows) * cols + x];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < per_thread; ++k)
+          if (y + k * ThreadRows < tile_cols && x < tile_rows)
+            target[(y + k * ThreadRows) * rows + x] = block_tile[x][y + k * ThreadRows];
+      }
+      __syncthreads();  // the next tile overwrites block_tile
+    }
+}
+
+template <int Side, int ThreadRows, TileOrder Order>
+void run_scalar_tiles(TransposeWorkspace& w, cudaStream_t stream) {
+  on_float_or_double(w, [&](auto zero) {
+    using T = decltype(zero);
+    const std::int64_t tiles_down = (w.rows + Side - 1) / Side, tiles_across = (w.cols + Side - 1) / Side;
+    const std::int64_t tiles_x = Order == TileOrder::column_major ? tiles_down : tiles_across;
+    const std::int64_t tiles_y = Order == TileOrder::column_major ? tiles_across : tiles_down;
+    // Blocks loop over tiles only past the grid's limits (2^31 - 1 across, 65535 down).
+    const dim3 blocks(unsigned(std::min<std::int64_t>(tiles_x, INT_MAX)), unsigned(std::min<std::int64_t>(tiles_y, 65535)));
+    transpose_scalar_tiles<T, Side, ThreadRows, Order><<<blocks, dim3(Side, ThreadRows), 0, stream>>>(
+        w.input<T>(), w.output<T>(), w.rows, w.cols, tiles_x, tiles_y);
+    detail::check_launch("bench transpose", "transpose_scalar_tiles");
+  });
+}
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 7, "tile32-rows8", "32 x 32 padded tile, 32 x 4 threads, 8 elements each, tiles row-major",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>(run_scalar_tiles<32, 4, TileOrder::row_major>)});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 8, "tile32-col-order",
+    "tile32-rows8 with tiles column-major: consecutive blocks fill consecutive output segments",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>(run_scalar_tiles<32, 4, TileOrder::column_major>)});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 9, "tile64-scalar", "64 x 64 padded tile, 64 x 4 threads, 16 4-byte elements each, tiles row-major",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::row_major>)});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 10, "tile64-col-order",
+    "tile64-scalar with tiles column-major: consecutive blocks fill consecutive output segments",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::column_major>)});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 11, "tile64-grouped",
+    "tile64-scalar with tiles grouped: column-major within bands of 4 tile rows (256 rows)",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::grouped>)});
 
 // cuBLAS geam, C = alpha op(A) + beta op(B), with op(A) = A^T, beta = 0 and B = C (cuBLAS's
 // documented in-place form): the vendor's transpose. A row-major rows x cols matrix is a

@@ -69,7 +69,9 @@ TEST(TransposeOp, ResolvesSeed000DefaultsAndNamesEveryElementType) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("transpose")) names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive", "shared-tile", "padded-tile", "block-rows",
-                                             "wide-access", "production", "cublas-geam"}));
+                                             "wide-access", "production", "tile32-rows8", "tile32-col-order",
+                                             "tile64-scalar", "tile64-col-order", "tile64-grouped",
+                                             "cublas-geam"}));
 }
 
 TEST(TransposeOp, CpuRungIsLimitedAndOddShapesSkipTheWideRung) {
