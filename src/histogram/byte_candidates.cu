@@ -9,6 +9,8 @@
 //   9  private-8bit:    production's loads and stores into 8-bit counters: 8 KB per warp, so
 //                       24 warps per SM hide the chain 4x better; flushed every 192 bytes.
 //   10 private-16bit:   one copy of 16-bit counters: 12 warps per SM, almost no flushes.
+//   11 hybrid:          half the bytes by 8's atomics, half by 9's counters, in case the atomic
+//                       unit and the load/store path are separate limits.
 // Integer instructions matter as much as shared memory: an SM issues 64 integer lanes per clock,
 // so 1.5x CUB (~12 bytes per SM and clock) allows about 5 per byte. Production spends about that
 // (extract, address, add, and a compare per pair of bytes); 8 spends 2 (extract, address).
@@ -148,17 +150,19 @@ __device__ __forceinline__ Counter* counter_of(unsigned char* lane_base, std::ui
 // equal to the first carries both increments (one compare per pair; four bytes at a time would
 // take six, and the compares, not shared memory, would then bound the rate).
 template <class Counter>
+__device__ __forceinline__ void count_private_pair(std::uint32_t first, std::uint32_t second, unsigned char* lane_base) {
+  Counter* const first_counter = counter_of<Counter>(lane_base, first);
+  Counter* const second_counter = counter_of<Counter>(lane_base, second);
+  const std::uint32_t first_count = *first_counter;
+  const std::uint32_t second_count = *second_counter + (first == second);
+  *first_counter = Counter(first_count + 1);
+  *second_counter = Counter(second_count + 1);
+}
+
+template <class Counter>
 __device__ __forceinline__ void count_private_word(std::uint32_t word, unsigned char* lane_base) {
-#pragma unroll
-  for (int k = 0; k < 4; k += 2) {
-    const std::uint32_t first = byte_of(word, k), second = byte_of(word, k + 1);
-    Counter* const first_counter = counter_of<Counter>(lane_base, first);
-    Counter* const second_counter = counter_of<Counter>(lane_base, second);
-    const std::uint32_t first_count = *first_counter;
-    const std::uint32_t second_count = *second_counter + (first == second);
-    *first_counter = Counter(first_count + 1);
-    *second_counter = Counter(second_count + 1);
-  }
+  count_private_pair<Counter>(byte_of(word, 0), byte_of(word, 1), lane_base);
+  count_private_pair<Counter>(byte_of(word, 2), byte_of(word, 3), lane_base);
 }
 
 // Field f of word `owned * lane + i` is value owned * lane + i + f * words.
@@ -196,6 +200,19 @@ __device__ __forceinline__ void flush_private(std::uint32_t* warp_table, std::ui
     }
   }
   __syncwarp();
+}
+
+// Adds a lane's flushed totals (values as flush_private numbers them) into the block's.
+template <class Counter>
+__device__ void add_lane_totals(unsigned long long* block_totals,
+                                const std::uint64_t (&totals)[PrivateCounters<Counter>::owned][PrivateCounters<Counter>::fields]) {
+  using C = PrivateCounters<Counter>;
+  const int lane = int(threadIdx.x) % 32;
+#pragma unroll
+  for (int i = 0; i < C::owned; ++i)
+#pragma unroll
+    for (int f = 0; f < C::fields; ++f)
+      if (totals[i][f] != 0) atomicAdd(block_totals + C::owned * lane + i + f * C::words, totals[i][f]);
 }
 
 template <class Counter>
@@ -253,12 +270,93 @@ __global__ void __launch_bounds__(PrivateCounters<Counter>::max_threads, 1)
     }
   }
   flush_private<Counter>(warp_table, totals);
-#pragma unroll
-  for (int i = 0; i < C::owned; ++i)
-#pragma unroll
-    for (int f = 0; f < C::fields; ++f)
-      if (totals[i][f] != 0) atomicAdd(block_totals + C::owned * lane + i + f * C::words, totals[i][f]);
+  add_lane_totals<Counter>(block_totals, totals);
   __syncthreads();
+  for (int v = int(threadIdx.x); v < byte_values; v += int(blockDim.x))
+    if (block_totals[v] != 0 && bin_of_value[v] >= 0) detail::add_count(counts, bin_of_value[v], block_totals[v]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Candidate 11 — hybrid: bytes 0 and 1 of every data word go to candidate 9's private 8-bit
+// counters (a shared load and store each, a compare per pair), bytes 2 and 3 to candidate 8's
+// lane-column atomics. Should the atomic unit and the load/store path each be a separate limit
+// (the first design's atomics and production's loads and stores both stalled near 8 bytes per
+// SM and clock), splitting the bytes between them adds their rates. One block per SM: the
+// 32 KB column table and 8 KB of private counters per warp, 20 warps in 192 KB.
+constexpr int hybrid_max_threads = 640;
+constexpr int hybrid_loads = 4;
+// The private counters take 2 bytes of every 4: 32 per lane and round, flushed every 7 rounds.
+constexpr int hybrid_rounds_per_flush = 255 / (hybrid_loads * 8);
+
+__global__ void __launch_bounds__(hybrid_max_threads, 1)
+    count_bytes_hybrid(const std::uint8_t* __restrict__ in, VectorSplit split, EvenBins rule,
+                       unsigned long long* __restrict__ counts) {
+  using C = PrivateCounters<std::uint8_t>;
+  extern __shared__ std::uint32_t hybrid_shared[];  // byte_values x 32 columns, then warps x words x 32
+  __shared__ int bin_of_value[byte_values];
+  __shared__ unsigned long long block_totals[byte_values];
+  std::uint32_t* const columns = hybrid_shared;
+  const int lane = int(threadIdx.x) % 32;
+  std::uint32_t* const warp_table = hybrid_shared + byte_values * 32 + int(threadIdx.x) / 32 * (C::words * 32);
+  for (int w = int(threadIdx.x); w < byte_values * 32; w += int(blockDim.x)) columns[w] = 0;
+  for (int w = 0; w < C::words; ++w) warp_table[w * 32 + lane] = 0;
+  for (int v = int(threadIdx.x); v < byte_values; v += int(blockDim.x)) block_totals[v] = 0;
+  fill_bin_table(bin_of_value, rule);
+  __syncthreads();
+  unsigned char* const lane_base = reinterpret_cast<unsigned char*>(warp_table + lane);
+  std::uint32_t* const my_column = columns + lane;
+
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (thread < split.head) atomicAdd(block_totals + in[thread], 1ull);
+  if (thread < split.tail) atomicAdd(block_totals + in[split.tail_start + thread], 1ull);
+
+  // A column counter gains at most 8 bytes per warp, load and round (bytes 2 and 3 of 4 words).
+  const std::uint32_t column_gain = blockDim.x / 32 * hybrid_loads * 8;
+  std::uint32_t column_bound = 0;
+  std::uint64_t totals[C::owned][C::fields] = {};
+  const auto* vectors = reinterpret_cast<const uint4*>(in + split.head);
+  const std::int64_t round = std::int64_t(blockDim.x) * hybrid_loads, stride = round * gridDim.x;
+  uint4 next[hybrid_loads] = {};
+  const auto load_round = [&](std::int64_t first) {
+#pragma unroll
+    for (int k = 0; k < hybrid_loads; ++k) {
+      const std::int64_t v = first + k * std::int64_t(blockDim.x) + threadIdx.x;
+      if (v < split.vectors) next[k] = vectors[v];
+    }
+  };
+  load_round(blockIdx.x * round);
+  int rounds = 0;
+  // Block-uniform trip count: the merges' __syncthreads and the flushes' __syncwarp meet everyone.
+  for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += stride) {
+    if (column_bound > atomic_counter_limit - column_gain) {
+      merge_lane_columns(columns, bin_of_value, counts);
+      column_bound = 0;
+    }
+    uint4 data[hybrid_loads];
+#pragma unroll
+    for (int k = 0; k < hybrid_loads; ++k) data[k] = next[k];
+    load_round(first + stride);
+#pragma unroll
+    for (int k = 0; k < hybrid_loads; ++k) {
+      if (first + k * std::int64_t(blockDim.x) + threadIdx.x < split.vectors) {
+        const std::uint32_t words[4] = {data[k].x, data[k].y, data[k].z, data[k].w};
+#pragma unroll
+        for (const std::uint32_t word : words) {
+          atomicAdd(my_column + byte_of(word, 2) * 32, 1u);
+          atomicAdd(my_column + byte_of(word, 3) * 32, 1u);
+          count_private_pair<std::uint8_t>(byte_of(word, 0), byte_of(word, 1), lane_base);
+        }
+      }
+    }
+    column_bound += column_gain;
+    if (++rounds == hybrid_rounds_per_flush) {  // 7 x 32 = 224 <= 255
+      flush_private<std::uint8_t>(warp_table, totals);
+      rounds = 0;
+    }
+  }
+  flush_private<std::uint8_t>(warp_table, totals);
+  add_lane_totals<std::uint8_t>(block_totals, totals);
+  merge_lane_columns(columns, bin_of_value, counts);  // its __syncthreads orders the totals too
   for (int v = int(threadIdx.x); v < byte_values; v += int(blockDim.x))
     if (block_totals[v] != 0 && bin_of_value[v] >= 0) detail::add_count(counts, bin_of_value[v], block_totals[v]);
 }
@@ -278,6 +376,22 @@ void launch_private(const std::uint8_t* in, std::int64_t n, const EvenBins& rule
                                                   split.vectors, std::int64_t(threads) * C::loads, op_name);
   kernel<<<blocks, threads, shared, stream>>>(in, split, rule, counts);
   detail::check_launch(op_name, "count_bytes_in_private_counters");
+}
+
+void launch_hybrid(const std::uint8_t* in, std::int64_t n, const EvenBins& rule, unsigned long long* counts,
+                   cudaStream_t stream) {
+  using C = PrivateCounters<std::uint8_t>;
+  const detail::DeviceLimits& limits = detail::device_limits(op_name);
+  const int static_shared = 3 * 1024, columns = byte_values * 32 * 4;
+  const int warps =
+      std::max(1, std::min(hybrid_max_threads / 32, (limits.shared_per_block - static_shared - columns) / C::warp_bytes));
+  const int threads = warps * 32;
+  const std::size_t shared = std::size_t(columns) + std::size_t(warps) * C::warp_bytes;
+  const VectorSplit split = detail::split_into_vectors(in, n);
+  const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(count_bytes_hybrid), threads, shared,
+                                                  split.vectors, std::int64_t(threads) * hybrid_loads, op_name);
+  count_bytes_hybrid<<<blocks, threads, shared, stream>>>(in, split, rule, counts);
+  detail::check_launch(op_name, "count_bytes_hybrid");
 }
 
 std::string bytes_only(const Problem& problem) {
@@ -306,6 +420,11 @@ ROOFLAB_VARIANT(Variant{
     "uint8: lane-private 16-bit counters, one copy (12 warps per SM), bytes counted in pairs",
     Where::gpu, false, bytes_only, on<HistogramWorkspace>(run_candidate<count_bytes_private_16bit>)});
 
+ROOFLAB_VARIANT(Variant{
+    "histogram", 11, "hybrid",
+    "uint8: half the bytes by lane-column atomics (8), half by private 8-bit counters (9), 20 warps per SM",
+    Where::gpu, false, bytes_only, on<HistogramWorkspace>(run_candidate<count_bytes_hybrid_split>)});
+
 }  // namespace
 
 void count_bytes_lane_atomics(const std::uint8_t* in, std::int64_t n, const EvenBins& rule,
@@ -327,6 +446,11 @@ void count_bytes_private_8bit(const std::uint8_t* in, std::int64_t n, const Even
 void count_bytes_private_16bit(const std::uint8_t* in, std::int64_t n, const EvenBins& rule,
                                unsigned long long* counts, cudaStream_t stream) {
   launch_private<std::uint16_t>(in, n, rule, counts, stream);
+}
+
+void count_bytes_hybrid_split(const std::uint8_t* in, std::int64_t n, const EvenBins& rule,
+                              unsigned long long* counts, cudaStream_t stream) {
+  launch_hybrid(in, n, rule, counts, stream);
 }
 
 }  // namespace rooflab::bench

@@ -1,6 +1,6 @@
 #pragma once
 // Candidate designs for counting uint8 data (byte_candidates.cu), registered as histogram
-// variants 8-10 next to production and CUB so that one device run measures them side by side.
+// variants 8-11 next to production and CUB so that one device run measures them side by side.
 // Each adds the counts of n bytes at `in` (any alignment, any n >= 1) to `counts`, binned by
 // `rule`: the caller zeroes `counts` first.
 #include <cuda_runtime.h>
@@ -22,5 +22,9 @@ void count_bytes_private_8bit(const std::uint8_t* in, std::int64_t n, const deta
 // 10: lane-private 16-bit counters, one copy (16 KB per warp, 12 warps per SM).
 void count_bytes_private_16bit(const std::uint8_t* in, std::int64_t n, const detail::EvenBins& rule,
                                unsigned long long* counts, cudaStream_t stream);
+
+// 11: bytes 0 and 1 of every word as in 9, bytes 2 and 3 as in 8 (20 warps per SM).
+void count_bytes_hybrid_split(const std::uint8_t* in, std::int64_t n, const detail::EvenBins& rule,
+                              unsigned long long* counts, cudaStream_t stream);
 
 }  // namespace rooflab::bench

@@ -77,7 +77,7 @@ void expect_device_equals_cpu(const std::vector<T>& values, int bins, double lo,
                           << (first >= 0 ? reference[std::size_t(first)] : 0);
 }
 
-// The uint8 candidate designs (variants 8-10) on `bytes` at `offset` bytes into a buffer against
+// The uint8 candidate designs (variants 8-11) on `bytes` at `offset` bytes into a buffer against
 // the CPU rule on the same bytes.
 void expect_byte_candidates_equal_cpu(const std::vector<std::uint8_t>& bytes, int bins, double lo, double hi,
                                       std::size_t offset, const std::string& what) {
@@ -85,7 +85,8 @@ void expect_byte_candidates_equal_cpu(const std::vector<std::uint8_t>& bytes, in
                          cudaStream_t);
   const std::pair<const char*, Count> candidates[] = {{"lane-atomics", count_bytes_lane_atomics},
                                                       {"private-8bit", count_bytes_private_8bit},
-                                                      {"private-16bit", count_bytes_private_16bit}};
+                                                      {"private-16bit", count_bytes_private_16bit},
+                                                      {"hybrid", count_bytes_hybrid_split}};
   std::vector<std::uint8_t> padded(bytes.size() + offset + 1);
   std::copy(bytes.begin(), bytes.end(), padded.begin() + std::ptrdiff_t(offset));
   const DeviceBuffer<std::uint8_t> in(padded);
@@ -153,7 +154,7 @@ TEST_F(HistogramLadder, ByteCandidatesMatchTheReference) {
   // Uniform bytes at awkward sizes and bins; all-equal bytes put every count on one counter of
   // every lane, the most the candidates' flushes must absorb (2^24 + 5 bytes: many flushes).
   std::uint64_t seed = 6000;
-  const std::vector<std::string> candidates{"lane-atomics", "private-8bit", "private-16bit"};
+  const std::vector<std::string> candidates{"lane-atomics", "private-8bit", "private-16bit", "hybrid"};
   for (const std::int64_t n : {1, 15, 17, 4099, (1 << 20) + 3, (1 << 24) + 5})
     for (const std::int64_t bins : {1, 7, 256, 5000})
       expect_variants_exact(resolved(n, "uint8", bins, "uniform"), seed, candidates);
