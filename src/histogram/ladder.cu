@@ -2,6 +2,7 @@
 // atomic per value to block, warp and packed counters in shared memory; the production path,
 // and CUB's HistogramEven for comparison. Every rung bins with the same exact rule
 // (even_bins.cuh): the ladder is about where and how the counting happens.
+// Candidates 8-11 for uint8 data are in byte_candidates.cu.
 #include <cub/device/device_histogram.cuh>
 
 #include <cstdint>

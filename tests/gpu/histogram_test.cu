@@ -8,11 +8,13 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/runner.hpp"
 #include "cpu/histogram.hpp"
 #include "gpu_test.hpp"
+#include "histogram/byte_candidates.hpp"
 #include "histogram/histogram_workspace.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/histogram.hpp"
@@ -75,6 +77,32 @@ void expect_device_equals_cpu(const std::vector<T>& values, int bins, double lo,
                           << (first >= 0 ? reference[std::size_t(first)] : 0);
 }
 
+// The uint8 candidate designs (variants 8-11) on `bytes` at `offset` bytes into a buffer against
+// the CPU rule on the same bytes.
+void expect_byte_candidates_equal_cpu(const std::vector<std::uint8_t>& bytes, int bins, double lo, double hi,
+                                      std::size_t offset, const std::string& what) {
+  using Count = void (*)(const std::uint8_t*, std::int64_t, const detail::EvenBins&, unsigned long long*,
+                         cudaStream_t);
+  const std::pair<const char*, Count> candidates[] = {{"lane-atomics", count_bytes_lane_atomics},
+                                                      {"private-8bit", count_bytes_private_8bit},
+                                                      {"private-16bit", count_bytes_private_16bit},
+                                                      {"hybrid", count_bytes_hybrid_split}};
+  std::vector<std::uint8_t> padded(bytes.size() + offset + 1);
+  std::copy(bytes.begin(), bytes.end(), padded.begin() + std::ptrdiff_t(offset));
+  const DeviceBuffer<std::uint8_t> in(padded);
+  const auto reference = cpu::histogram_reference<std::uint8_t>(std::int64_t(bytes.size()), bins, lo, hi,
+                                                                [&](std::int64_t i) { return bytes[std::size_t(i)]; });
+  for (const auto& [name, count] : candidates) {
+    DeviceBuffer<std::uint64_t> counts{std::size_t(bins)};
+    counts.fill_bytes(0);
+    count(in.data() + offset, std::int64_t(bytes.size()), detail::make_even_bins(bins, lo, hi),
+          reinterpret_cast<unsigned long long*>(counts.data()), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
+    EXPECT_EQ(counts.download(), reference) << name << ", " << what << ", lo " << lo << " hi " << hi << " bins "
+                                            << bins << " n " << bytes.size() << " offset " << offset;
+  }
+}
+
 // The largest T below hi (the last value the rule counts).
 template <class T>
 T largest_below(double hi) {
@@ -120,6 +148,20 @@ TEST_F(HistogramLadder, ProductionAndCubMatchTheReferenceForEveryType) {
       }
   for (const char* dtype : {"uint8", "float", "double"})
     expect_variants_exact(resolved((1 << 20) + 1, dtype, 256, "equal"), seed, production_and_cub);
+}
+
+TEST_F(HistogramLadder, ByteCandidatesMatchTheReference) {
+  // Uniform bytes at awkward sizes and bins; all-equal bytes put every count on one counter of
+  // every lane, the most the candidates' flushes must absorb (2^24 + 5 bytes: many flushes).
+  std::uint64_t seed = 6000;
+  const std::vector<std::string> candidates{"lane-atomics", "private-8bit", "private-16bit", "hybrid"};
+  for (const std::int64_t n : {1, 15, 17, 4099, (1 << 20) + 3, (1 << 24) + 5})
+    for (const std::int64_t bins : {1, 7, 256, 5000})
+      expect_variants_exact(resolved(n, "uint8", bins, "uniform"), seed, candidates);
+  for (const std::int64_t bins : {7, 256}) {
+    expect_variants_exact(resolved((1 << 20) + 1, "uint8", bins, "equal"), seed, candidates);
+    expect_variants_exact(resolved((1 << 24) + 5, "uint8", bins, "equal"), seed, candidates);
+  }
 }
 
 TEST_F(HistogramLadder, TheRunnerValidatesAndTimesEveryRung) {
@@ -211,6 +253,31 @@ TEST_F(Histogram, RepeatedBytesWithinAWordAreAllCounted) {
     expect_device_equals_cpu(bytes, 256, 0, 256, offset, "repeated bytes (seed 13)");
     expect_device_equals_cpu(bytes, 7, 10, 250, offset, "repeated bytes (seed 13)");
   }
+}
+
+TEST_F(Histogram, ByteCandidatesCountUnalignedRepeatedAndEqualBytes) {
+  // Random bytes at every offset of a 16-byte vector (heads and tails), runs of equal bytes
+  // within words (the private counters' load-all-then-store-all), and long runs of one value.
+  std::mt19937 random(14);
+  for (const std::size_t n : {1, 5, 16, 17, 1000, 65539, 3000017}) {
+    std::vector<std::uint8_t> bytes(n);
+    for (auto& b : bytes) b = std::uint8_t(random());
+    for (std::size_t offset = 0; offset < 16; ++offset)
+      expect_byte_candidates_equal_cpu(bytes, 256, 0, 256, offset, "random bytes (seed 14)");
+    expect_byte_candidates_equal_cpu(bytes, 7, 10, 250, 3, "random bytes (seed 14)");
+  }
+  std::vector<std::uint8_t> repeated;
+  for (int group = 0; group < 50000; ++group) {
+    const std::uint8_t a = std::uint8_t(random()), b = std::uint8_t(random()), c = std::uint8_t(random());
+    const std::uint8_t patterns[][4] = {{a, a, a, a}, {a, b, a, b}, {a, b, a, c}, {a, b, c, b},
+                                        {a, a, b, b}, {a, b, b, a}, {a, b, c, a}, {a, b, c, c}};
+    for (const std::uint8_t byte : patterns[group % 8]) repeated.push_back(byte);
+  }
+  for (std::size_t offset = 0; offset < 4; ++offset)
+    expect_byte_candidates_equal_cpu(repeated, 256, 0, 256, offset, "repeated bytes (seed 14)");
+  const std::vector<std::uint8_t> equal((std::size_t(1) << 24) + 9, 200);
+  expect_byte_candidates_equal_cpu(equal, 256, 0, 256, 7, "all bytes 200");
+  expect_byte_candidates_equal_cpu(equal, 3, 0, 256, 0, "all bytes 200");
 }
 
 TEST_F(Histogram, NaNAndInfinitiesAreNotCounted) {
