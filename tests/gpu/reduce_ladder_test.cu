@@ -50,7 +50,10 @@ class ReduceLadder : public testing::GpuTest {};
 class ReduceRowsLadder : public testing::GpuTest {};
 class RaceByDesign : public testing::GpuTest {};
 
-const std::int64_t awkward_sizes[] = {1, 2, 31, 32, 33, 1023, 1025, (1 << 20) + 7, (1 << 22) + 3};
+// The last: 4100 rows of 256 float4s (the last one partial) and a scalar tail of 3, which the
+// candidate rungs deal to about a wave of blocks in batches of 4 or 8 rows.
+const std::int64_t awkward_sizes[] = {1,    2,    31,           32,           33,
+                                      1023, 1025, (1 << 20) + 7, (1 << 22) + 3, (1 << 24) + 4003};
 
 TEST_F(ReduceLadder, EveryRungIsExactAtAwkwardSizes) {
   std::uint64_t seed = 2000;
@@ -86,6 +89,20 @@ TEST_F(ReduceRowsLadder, EveryRungIsExactAtAwkwardShapes) {
     Problem problem;
     problem.rows = shape.rows;
     problem.cols = shape.cols;
+    expect_every_rung_exact("reduce-rows", problem, seed);
+  }
+}
+
+// Rows of 32 floats, the shape of the candidate rungs (a warp's pass covers 32 or 64 of them):
+// fewer rows than a pass, a pass and a row more or less, more passes than one wave of warps.
+TEST_F(ReduceRowsLadder, EveryRungIsExactForRowsOf32Floats) {
+  std::uint64_t seed = 4500;
+  for (const std::int64_t rows : {std::int64_t(1), std::int64_t(31), std::int64_t(33),
+                                  std::int64_t(63), std::int64_t(65), std::int64_t(100003),
+                                  std::int64_t((1 << 20) + 5)}) {
+    Problem problem;
+    problem.rows = rows;
+    problem.cols = 32;
     expect_every_rung_exact("reduce-rows", problem, seed);
   }
 }
