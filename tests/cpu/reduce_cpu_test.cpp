@@ -2,6 +2,7 @@
 // inputs and the two ops' definitions. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -242,6 +243,7 @@ TEST(ReduceInputs, Int32InputsCoverBothSignsAndWrapWhenSummed) {
   EXPECT_GT(magnitude, std::uint64_t(std::numeric_limits<std::int32_t>::max()));
 }
 
+// The seeds' rungs, production, the candidates for its next version, CUB.
 TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce"))
@@ -251,15 +253,39 @@ TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
                        "interleaved-strided", "sequential", "first-add", "last-warp-volatile",
                        "last-warp-syncwarp", "complete-unroll", "multiple-adds", "unroll2",
                        "unroll4", "unroll8", "unroll8-complete", "unroll8-template",
-                       "shuffle-one-pass", "production", "cub"}));
+                       "shuffle-one-pass", "production", "plain-grid-stride", "even-share",
+                       "even-share-evict-first", "even-share-evict-first-half-wave", "cub"}));
 }
 
-TEST(ReduceOps, RowsLadderEndsWithProductionAndCub) {
+// Production, the candidates for rows of 32 floats, CUB.
+TEST(ReduceOps, RowsLadderEndsWithProductionCandidatesAndCub) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce-rows"))
     names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-parallel", "thread-per-row", "block-per-row",
-                                             "production", "cub-segmented"}));
+                                             "production", "flat-32-plain", "flat-32-16-loads",
+                                             "flat-32-evict-first-64k", "cub-segmented"}));
+}
+
+TEST(ReduceOps, RowCandidatesRunOnlyOnRowsOf32FloatsSayingWhy) {
+  const std::vector<std::string> candidates{"flat-32-plain", "flat-32-16-loads",
+                                            "flat-32-evict-first-64k"};
+  bench::Problem problem;
+  problem.rows = 1000;
+  problem.dtype = "float";
+  for (const bench::Variant* variant : bench::registry().variants("reduce-rows")) {
+    const auto is = [&](const std::string& name) { return variant->name == name; };
+    if (std::none_of(candidates.begin(), candidates.end(), is)) continue;
+    for (const std::int64_t cols : {1, 31, 33, 64}) {
+      problem.cols = cols;
+      EXPECT_FALSE(variant->limit(problem).empty()) << variant->name << ", cols " << cols;
+    }
+    problem.cols = 32;
+    EXPECT_EQ(variant->limit(problem), "") << variant->name;
+    problem.dtype = "double";
+    EXPECT_FALSE(variant->limit(problem).empty()) << variant->name << ", double";
+    problem.dtype = "float";
+  }
 }
 
 TEST(ReduceOps, SeedRungsSkipOtherTypesSayingWhy) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -24,9 +25,11 @@ namespace {
 
 constexpr const char* race_by_design = "last-warp-volatile";
 
-// Every rung of `op` that can run `problem` (except the race), on fresh inputs, checked.
+// Every rung of `op` that can run `problem` (except the race; with `only`, only the rungs named
+// there), on fresh inputs, checked.
 void expect_every_rung_exact(const std::string& op, Problem problem, std::uint64_t& seed,
-                             bool vendor_and_production_only = false) {
+                             bool vendor_and_production_only = false,
+                             const std::vector<std::string>& only = {}) {
   const Op& definition = registry().op(op);
   problem = definition.resolve(problem);
   const auto workspace = definition.make_workspace(problem);
@@ -35,6 +38,7 @@ void expect_every_rung_exact(const std::string& op, Problem problem, std::uint64
     if (variant->name == race_by_design) continue;
     if (variant->limit && !variant->limit(problem).empty()) continue;
     if (vendor_and_production_only && !variant->vendor && variant->name != "production") continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), variant->name) == only.end()) continue;
     workspace->refill(seed++);
     variant->run(*workspace, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << variant->name;
@@ -58,6 +62,20 @@ TEST_F(ReduceLadder, EveryRungIsExactAtAwkwardSizes) {
     Problem problem;
     problem.n = n;
     expect_every_rung_exact("reduce", problem, seed);
+  }
+}
+
+// The candidate rungs view the input as rows of 256 float4s and deal them to at most a wave of
+// blocks in batches of 4: 4100 rows (the last partial) and a scalar tail of 3, then 8196 rows, give
+// every candidate blocks with several batches, a short last batch and the partial row.
+TEST_F(ReduceLadder, CandidatesAreExactWhenBlocksTakeSeveralBatches) {
+  std::uint64_t seed = 2500;
+  for (const std::int64_t n : {(std::int64_t(1) << 24) + 4003, (std::int64_t(1) << 25) + 4003}) {
+    Problem problem;
+    problem.n = n;
+    expect_every_rung_exact("reduce", problem, seed, false,
+                            {"production", "plain-grid-stride", "even-share",
+                             "even-share-evict-first", "even-share-evict-first-half-wave", "cub"});
   }
 }
 
@@ -88,6 +106,29 @@ TEST_F(ReduceRowsLadder, EveryRungIsExactAtAwkwardShapes) {
     problem.cols = shape.cols;
     expect_every_rung_exact("reduce-rows", problem, seed);
   }
+}
+
+// Rows of 32 floats, the shape of the candidate rungs (a warp's pass covers 32 or 64 of them):
+// fewer rows than a pass, a pass and a row more or less, a partial last pass.
+TEST_F(ReduceRowsLadder, EveryRungIsExactForRowsOf32Floats) {
+  std::uint64_t seed = 4500;
+  for (const std::int64_t rows : {1, 31, 33, 63, 65, 100003}) {
+    Problem problem;
+    problem.rows = rows;
+    problem.cols = 32;
+    expect_every_rung_exact("reduce-rows", problem, seed);
+  }
+}
+
+// More passes than one wave of warps holds, so every warp of the candidates strides on.
+TEST_F(ReduceRowsLadder, CandidatesAreExactWhenWarpsTakeSeveralPasses) {
+  std::uint64_t seed = 4600;
+  Problem problem;
+  problem.rows = (std::int64_t(1) << 20) + 5;
+  problem.cols = 32;
+  expect_every_rung_exact(
+      "reduce-rows", problem, seed, false,
+      {"production", "flat-32-plain", "flat-32-16-loads", "flat-32-evict-first-64k"});
 }
 
 TEST_F(ReduceRowsLadder, ProductionAndCubAreExactForEveryType) {
