@@ -486,7 +486,7 @@ ROOFLAB_VARIANT(Variant{"scan", 10, "lookback-blockidx",
 // Candidate 11 — both: block-index order and CUB's 128 x 24 tile, 10 blocks an SM. The closest
 // to CUB's own kernel (which transposes 4-byte loads through shared memory where this loads
 // 16-byte vectors straight into registers).
-ROOFLAB_VARIANT(Variant{"scan", 11, "lookback-blockidx-128x24",
+ROOFLAB_VARIANT(Variant{"scan", 11, "blockidx-128x24",
                         "block-index order and CUB's 128 x 24 tile, 10 blocks an SM", Where::gpu,
                         false, ladder_types_only,
                         run_decoupled_lookback<4, 6, 10, TileOrder::block_index>()});
@@ -494,7 +494,7 @@ ROOFLAB_VARIANT(Variant{"scan", 11, "lookback-blockidx-128x24",
 // Candidate 12 — block-index order and a tile twice rung 7's: 8 warps x 8 rows (8192 elements,
 // 32 KB, 128 bytes in flight a thread), 4 blocks an SM (128 KB in flight). Halves the number of
 // look-backs, barriers and block starts per byte.
-ROOFLAB_VARIANT(Variant{"scan", 12, "lookback-blockidx-256x32",
+ROOFLAB_VARIANT(Variant{"scan", 12, "blockidx-256x32",
                         "block-index order, 8192-element tiles (32 KB), 4 blocks an SM",
                         Where::gpu, false, ladder_types_only,
                         run_decoupled_lookback<8, 8, 4, TileOrder::block_index>()});
