@@ -165,8 +165,8 @@ __global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
 
-  // Tile indices in the order blocks start (dynamic, not blockIdx.x): every lower index belongs to
-  // a block already running, so waiting on it cannot deadlock.
+  // With the ticket, tile indices follow the order blocks start: every lower index belongs to a
+  // block already running, so waiting on it cannot deadlock.
   std::int64_t tile_index = blockIdx.x;
   if (Order == TileOrder::ticket && lookback.levels > 0) {
     if (threadIdx.x == 0) tile_index_shared = atomicAdd(lookback.tile_counter, 1u);
