@@ -15,6 +15,7 @@
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/scan.hpp"
+#include "scan/scan_candidates.hpp"
 #include "scan/scan_workspace.hpp"
 
 namespace rooflab::bench {
@@ -345,26 +346,42 @@ __device__ __forceinline__ T tile_status_value(unsigned long long word) {
   return value;
 }
 
-template <class T>
-__global__ void __launch_bounds__(tile_threads)
+// How a block learns which tile it scans. `ticket`: an atomic counter, in the order blocks start,
+// so every lower index belongs to a block already running (a guarantee, at the price of an L2
+// round trip before the first load). `block_index`: blockIdx.x, as CUB's DeviceScan does; this
+// relies on the hardware starting blocks in increasing index order (true in practice, not
+// promised by the programming model), and lets the loads start at once.
+enum class TileOrder { ticket, block_index };
+
+// The rung's kernel, shaped by the tile (Warps x 32 lanes x Rows 16-byte vectors), the resident
+// blocks asked of the compiler (MinBlocks caps the registers a thread may use) and the tile order.
+template <class T, int Warps, int Rows, int MinBlocks, TileOrder Order>
+__global__ void __launch_bounds__(Warps * 32, MinBlocks)
     decoupled_lookback_scan(const T* in, T* out, std::int64_t n, unsigned long long* tile_status,
                             unsigned int* tile_counter) {
   static_assert(sizeof(T) == 4, "status and value packed into one 64-bit word");
-  using Tile = RegisterTile<T>;
+  using Tile = detail::TileScan<T, Warps, Rows>;
   using Word = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
   __shared__ typename Tile::Shared shared;
-  __shared__ unsigned int tile_index_shared;
   __shared__ T exclusive_shared;
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
-  if (threadIdx.x == 0) tile_index_shared = atomicAdd(tile_counter, 1u);
-  __syncthreads();
-  const std::int64_t tile_index = tile_index_shared;
+  std::int64_t tile_index = blockIdx.x;
+  if constexpr (Order == TileOrder::ticket) {
+    __shared__ unsigned int tile_index_shared;
+    if (threadIdx.x == 0) tile_index_shared = atomicAdd(tile_counter, 1u);
+    __syncthreads();
+    tile_index = tile_index_shared;
+  }
   const std::int64_t first = tile_index * Tile::tile_elements;
 
   Tile tile;
   tile.load(in, first, n, warp, lane);
-  const T aggregate = tile.template scan<true>(shared, warp, lane);
+  // The aggregate is known once the warps' totals are combined: warp 0 publishes it and looks back
+  // while the other warps finish their slices.
+  const T slice_total = tile.template scan_warp_slice<true>(lane);
+  T aggregate;
+  const T before_warp = tile.combine_warps(shared, slice_total, warp, lane, aggregate);
   if (warp == 0) {
     T exclusive = T(0);
     if (tile_index == 0) {
@@ -400,29 +417,39 @@ __global__ void __launch_bounds__(tile_threads)
     }
     if (lane == 0) exclusive_shared = exclusive;
   }
+  if (warp > 0) tile.add(before_warp);
   __syncthreads();
   if (tile_index > 0) tile.add(exclusive_shared);
   tile.store(out, first, n, true, warp, lane);
 }
 
-template <class T>
+template <class T, int Warps, int Rows, int MinBlocks, TileOrder Order>
 void decoupled_lookback(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
-  const std::int64_t tiles =
-      (n + RegisterTile<T>::tile_elements - 1) / RegisterTile<T>::tile_elements;
+  using Tile = detail::TileScan<T, Warps, Rows>;
+  const std::int64_t tiles = (n + Tile::tile_elements - 1) / Tile::tile_elements;
   // Counter and tile states start at zero (status_invalid): one memset of stream-ordered scratch.
   const std::size_t bytes = sizeof(unsigned long long) * std::size_t(1 + tiles);
   StreamBuffer scratch(bytes, stream, bench_scan);
   ROOFLAB_CUDA(bench_scan, cudaMemsetAsync(scratch.data(), 0, bytes, stream));
-  decoupled_lookback_scan<<<unsigned(tiles), tile_threads, 0, stream>>>(
-      in, out, n, scratch.as<unsigned long long>() + 1, scratch.as<unsigned int>());
+  decoupled_lookback_scan<T, Warps, Rows, MinBlocks, Order>
+      <<<unsigned(tiles), Tile::threads, 0, stream>>>(
+          in, out, n, scratch.as<unsigned long long>() + 1, scratch.as<unsigned int>());
   detail::check_launch(bench_scan, "decoupled_lookback_scan");
 }
 
+template <int Warps, int Rows, int MinBlocks, TileOrder Order>
+std::function<void(Workspace&, cudaStream_t)> run_decoupled_lookback() {
+  return on_ladder_types([](auto& w, cudaStream_t stream) {
+    using T = typename std::decay_t<decltype(w)>::value_type;
+    decoupled_lookback<T, Warps, Rows, MinBlocks, Order>(w.in.data(), w.out.data(), w.n, stream);
+  });
+}
+
+// 8 warps x 4 rows: the tiles of rungs 6 and 8 (4096 elements, 48 registers, 5 blocks an SM).
 ROOFLAB_VARIANT(Variant{"scan", 7, "decoupled-lookback",
                         "one pass (2n): tiles look back over predecessors' partials", Where::gpu,
-                        false, ladder_types_only, on_ladder_types([](auto& w, cudaStream_t stream) {
-                          decoupled_lookback(w.in.data(), w.out.data(), w.n, stream);
-                        })});
+                        false, ladder_types_only,
+                        run_decoupled_lookback<8, 4, 1, TileOrder::ticket>()});
 
 // Rung 8 — the production path, rooflab::inclusive_scan (src/scan/scan.cu).
 // Rung 7 made deterministic: partial sums form a fixed radix-32 tree over tile indices, read by
@@ -434,11 +461,59 @@ ROOFLAB_VARIANT(Variant{
       inclusive_scan(w.in.data(), w.out.data(), w.n, stream);
     })});
 
-// Rung 9 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
+// Candidates for the production path at 2^28, where rungs 7 and 8 reach ~2.4-2.5 TB/s and CUB
+// ~3 TB/s. A block has loads in flight only between its start and its scan: whatever comes before
+// the loads (the ticket's L2 round trip) or after them (look-back, stores) leaves the memory pipe
+// idle unless other resident blocks fill it. Each candidate is rung 7 with one thing changed.
+
+// Candidate 9 — CUB's sm90 tile shape with the ticket: 4 warps x 6 rows (128 threads x 24 items,
+// 3072 elements, 12 KB), up to 10 blocks an SM (120 KB of loads in flight an SM instead of 80 KB),
+// smaller blocks so that the SM refills in finer steps. Tells whether the shape alone closes the
+// gap while keeping the ticket's guarantee.
+ROOFLAB_VARIANT(Variant{"scan", 9, "lookback-128x24",
+                        "rung 7 with CUB's sm90 tile: 128 threads x 24 items, 10 blocks an SM",
+                        Where::gpu, false, ladder_types_only,
+                        run_decoupled_lookback<4, 6, 10, TileOrder::ticket>()});
+
+// Candidate 10 — rung 7 with tiles in block-index order, as CUB: no atomic before the loads, so
+// a block's 16 KB are requested as soon as it starts. Predicts most of the gap to CUB if the
+// ticket's round trip (~1 us of a ~5 us block life) is what idles the memory pipe.
+ROOFLAB_VARIANT(Variant{"scan", 10, "lookback-blockidx",
+                        "rung 7, tile = blockIdx.x (as CUB): loads start without an atomic",
+                        Where::gpu, false, ladder_types_only,
+                        run_decoupled_lookback<8, 4, 1, TileOrder::block_index>()});
+
+// Candidate 11 — both: block-index order and CUB's 128 x 24 tile, 10 blocks an SM. The closest
+// to CUB's own kernel (which transposes 4-byte loads through shared memory where this loads
+// 16-byte vectors straight into registers).
+ROOFLAB_VARIANT(Variant{"scan", 11, "blockidx-128x24",
+                        "block-index order and CUB's 128 x 24 tile, 10 blocks an SM", Where::gpu,
+                        false, ladder_types_only,
+                        run_decoupled_lookback<4, 6, 10, TileOrder::block_index>()});
+
+// Candidate 12 — block-index order and a tile twice rung 7's: 8 warps x 8 rows (8192 elements,
+// 32 KB, 128 bytes in flight a thread), 4 blocks an SM (128 KB in flight). Halves the number of
+// look-backs, barriers and block starts per byte.
+ROOFLAB_VARIANT(Variant{"scan", 12, "blockidx-256x32",
+                        "block-index order, 8192-element tiles (32 KB), 4 blocks an SM",
+                        Where::gpu, false, ladder_types_only,
+                        run_decoupled_lookback<8, 8, 4, TileOrder::block_index>()});
+
+// Candidate 13 — the production path (rung 8, deterministic look-back tree) with tiles in
+// block-index order instead of from the ticket: the change of candidate 10 where it has to end up.
+ROOFLAB_VARIANT(Variant{"scan", 13, "production-blockidx",
+                        "rung 8 with tiles in block-index order (as CUB): no atomic before loads",
+                        Where::gpu, false, ladder_types_only,
+                        on_ladder_types([](auto& w, cudaStream_t stream) {
+                          detail::inclusive_scan_in_block_order(w.in.data(), w.out.data(), w.n,
+                                                                stream);
+                        })});
+
+// Rung 14 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
 // look-back, tuned per architecture. Its temporary storage is queried and allocated on the
 // stream inside the timing, as a user of CUB would.
 ROOFLAB_VARIANT(Variant{
-    "scan", 9, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
+    "scan", 14, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
     Where::gpu, true, at_most_n(INT_MAX, "CUB comparator built with 32-bit sizes"),
     on_every_scan_type([](auto& w, cudaStream_t stream) {
       const int n = int(w.n);

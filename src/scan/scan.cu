@@ -25,6 +25,7 @@
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
 #include "rooflab/scan.hpp"
+#include "scan/scan_candidates.hpp"
 
 namespace rooflab {
 namespace {
@@ -145,11 +146,16 @@ __device__ T sum_of_earlier_groups(const Lookback& lookback, int level, std::int
       read_published<T>(lookback, level, lane < digit ? position - digit + lane : -1));
 }
 
+// How a block learns its tile: from the ticket counter (the library's path: every lower index is
+// guaranteed to belong to a running block), or from blockIdx.x as CUB does (no atomic round trip
+// before the loads; relies on blocks starting in increasing index order, as they do in practice).
+enum class TileOrder { ticket, block_index };
+
 // One tile per block. `shift` places the tiles so that in + (tile start) is 16-byte aligned: tile t
 // covers elements [t * tile_elements - shift, (t + 1) * tile_elements - shift).
 // 5 resident blocks an SM for 4-byte types (48 registers, 80 KB of loads in flight an SM); 8-byte
 // types need a few more registers and get 4.
-template <class T, bool Inclusive>
+template <class T, bool Inclusive, TileOrder Order>
 __global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
     scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store,
                Lookback lookback) {
@@ -159,10 +165,10 @@ __global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
 
-  // Tile indices in the order blocks start (dynamic, not blockIdx.x): every lower index belongs to
-  // a block already running, so waiting on it cannot deadlock.
-  std::int64_t tile_index = 0;
-  if (lookback.levels > 0) {
+  // With the ticket, tile indices follow the order blocks start: every lower index belongs to a
+  // block already running, so waiting on it cannot deadlock.
+  std::int64_t tile_index = blockIdx.x;
+  if (Order == TileOrder::ticket && lookback.levels > 0) {
     if (threadIdx.x == 0) tile_index_shared = atomicAdd(lookback.tile_counter, 1u);
     __syncthreads();
     tile_index = tile_index_shared;
@@ -194,7 +200,7 @@ __global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
   tile.store(out, first, n, vector_store, warp, lane);
 }
 
-template <class T, bool Inclusive>
+template <class T, bool Inclusive, TileOrder Order = TileOrder::ticket>
 void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream) {
   require(n >= 0, op, "n", "must not be negative (got " + std::to_string(n) + ")");
   if (n == 0) return;
@@ -231,7 +237,7 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
     lookback.tile_counter = scratch->as<unsigned int>();
     lookback.words = scratch->as<unsigned long long>() + 1;
   }
-  scan_tiles<T, Inclusive>
+  scan_tiles<T, Inclusive, Order>
       <<<unsigned(tiles), Tile<T>::threads, 0, stream>>>(in, out, n, shift, vector_store, lookback);
   detail::check_launch(op, Inclusive ? "scan_tiles<inclusive>" : "scan_tiles<exclusive>");
 }
@@ -257,5 +263,19 @@ ROOFLAB_INSTANTIATE_SCAN(std::int32_t)
 ROOFLAB_INSTANTIATE_SCAN(std::int64_t)
 ROOFLAB_INSTANTIATE_SCAN(std::uint32_t)
 #undef ROOFLAB_INSTANTIATE_SCAN
+
+namespace detail {
+
+template <class T>
+void inclusive_scan_in_block_order(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  scan<T, true, TileOrder::block_index>("inclusive_scan", in, out, n, stream);
+}
+
+template void inclusive_scan_in_block_order<float>(const float*, float*, std::int64_t,
+                                                    cudaStream_t);
+template void inclusive_scan_in_block_order<std::int32_t>(const std::int32_t*, std::int32_t*,
+                                                           std::int64_t, cudaStream_t);
+
+}  // namespace detail
 
 }  // namespace rooflab

@@ -234,7 +234,9 @@ TEST(ScanOp, LadderHasEveryRungInOrder) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"cpu-serial", "cpu-threads", "hillis-steele", "blelloch",
                                       "blelloch-padded", "warp-shuffle", "reduce-then-scan",
-                                      "decoupled-lookback", "production", "cub"}));
+                                      "decoupled-lookback", "production", "lookback-128x24",
+                                      "lookback-blockidx", "blockidx-128x24",
+                                      "blockidx-256x32", "production-blockidx", "cub"}));
 }
 
 TEST(ScanOp, LadderRungsSkipTypesTheyAreNotBuiltFor) {

@@ -27,9 +27,11 @@ class ScanLadder : public testing::GpuTest {};
 class InclusiveScan : public testing::GpuTest {};
 class ExclusiveScan : public testing::GpuTest {};
 
-// Sizes around every boundary of the ladder: warps (32), blocks (1024), production tiles (2048
-// and 4096 elements) and its look-back groups (32 tiles), and the block rungs' third level.
-const std::int64_t ladder_sizes[] = {1, 31, 32, 33, 1025, 4097, 32 * 4096 + 1, (1 << 20) + 7};
+// Sizes around every boundary of the ladder: warps (32), blocks (1024), tiles (2048, 3072, 4096
+// and 8192 elements), the production look-back groups (32 tiles), more than one look-back window
+// of 32 tiles for every tile size, and the block rungs' third level.
+const std::int64_t ladder_sizes[] = {1,    31,   32,   33,   1025,           3071,          3073,
+                                     4097, 8191, 8193, 32 * 4096 + 1, 70 * 3072 + 5, (1 << 20) + 7};
 
 TEST_F(ScanLadder, EveryRungMatchesTheReferenceAtAwkwardSizesTwiceInARow) {
   std::uint64_t seed = 6000;
