@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Summarizes an Nsight Compute CSV log (ncu --csv) as a markdown table: one row per kernel, in the
-order the kernels first ran, with the median over its launches of each metric present: time,
+order the kernels first ran (a kernel launched with different grids, such as the two stages of
+a two-pass reduction, gets a row per grid), with the median over its launches of each metric present: time,
 DRAM throughput (% of peak), global-load sectors per request, and shared-memory bank conflicts
 (loads and stores together) per launch. Lines that are not CSV (the program's own output, when
 ncu writes to stdout) are skipped.
@@ -12,7 +13,9 @@ import re
 import statistics
 import sys
 
-TIME_SCALE = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+# Nsight Compute spells time units long ("nsecond") or short ("ns") depending on its version.
+TIME_SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
+              "second": 1e6, "s": 1e6}
 COLUMNS = [
     ("time (us)", "gpu__time_duration.sum"),
     ("DRAM % of peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
@@ -43,7 +46,7 @@ def kernel_base(name: str) -> str:
 
 
 def read_launches(path: str):
-    """{launch id: (kernel, {metric: value})}, in launch order."""
+    """{launch id: ((kernel, grid), {metric: value})}, in launch order."""
     with open(path, newline="") as handle:
         lines = [line for line in handle if line.startswith('"')]
     launches = {}
@@ -56,8 +59,11 @@ def read_launches(path: str):
             continue
         unit = record.get("Metric Unit", "")
         if record["Metric Name"] == "gpu__time_duration.sum":
-            value *= TIME_SCALE.get(unit, 1.0)
-        kernel, metrics = launches.setdefault(record["ID"], (kernel_base(record["Kernel Name"]), {}))
+            if unit not in TIME_SCALE:
+                raise SystemExit(f"{path}: unknown time unit {unit!r}")
+            value *= TIME_SCALE[unit]
+        key = (kernel_base(record["Kernel Name"]), record.get("Grid Size", ""))
+        _, metrics = launches.setdefault(record["ID"], (key, {}))
         metrics[record["Metric Name"]] = value
     return launches
 
@@ -86,24 +92,24 @@ def main() -> int:
     args = parser.parse_args()
     launches = read_launches(args.log)
     by_kernel = {}
-    for kernel, metrics in launches.values():
+    for (kernel, grid), metrics in launches.values():
         if re.search(args.kernel, kernel):
-            by_kernel.setdefault(kernel, []).append(metrics)
+            by_kernel.setdefault((kernel, grid), []).append(metrics)
     if not by_kernel:
         print(f"no kernel launches with metrics in {args.log}", file=sys.stderr)
         return 1
     shown = [(title, name) for title, name in COLUMNS
              if any((metrics.get(name) if name else derived(metrics, title)) is not None
                     for runs in by_kernel.values() for metrics in runs)]
-    print("| kernel | launches | " + " | ".join(title for title, _ in shown) + " |")
-    print("|---|---:|" + "---:|" * len(shown))
-    for kernel, runs in by_kernel.items():
+    print("| kernel | grid | launches | " + " | ".join(title for title, _ in shown) + " |")
+    print("|---|---|---:|" + "---:|" * len(shown))
+    for (kernel, grid), runs in by_kernel.items():
         cells = []
         for title, name in shown:
             values = [metrics.get(name) if name else derived(metrics, title) for metrics in runs]
             values = [value for value in values if value is not None]
             cells.append(format_value(statistics.median(values)) if values else "-")
-        print(f"| `{kernel}` | {len(runs)} | " + " | ".join(cells) + " |")
+        print(f"| `{kernel}` | {grid} | {len(runs)} | " + " | ".join(cells) + " |")
     return 0
 
 
