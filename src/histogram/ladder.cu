@@ -2,7 +2,7 @@
 // atomic per value to block, warp and packed counters in shared memory; the production path,
 // and CUB's HistogramEven for comparison. Every rung bins with the same exact rule
 // (even_bins.cuh): the ladder is about where and how the counting happens.
-// Candidates 8-11 for uint8 data are in byte_candidates.cu.
+// Rung 8 counts uint8 data, production's byte kernel by itself.
 #include <cub/device/device_histogram.cuh>
 
 #include <cstdint>
@@ -243,7 +243,7 @@ ROOFLAB_VARIANT(Variant{
 
 // Rung 7 — production: rooflab::histogram_even (histogram.cu): rung 4's per-warp 32-bit counters
 // and loads with the values binned and added without a branch (predicated reductions), packed
-// or global counters for many bins, and lane-private byte counters without atomics for uint8.
+// or global counters for many bins, and rung 8's lane-column table for uint8.
 ROOFLAB_VARIANT(Variant{
     "histogram", 7, "production", "rooflab::histogram_even: every type, any n, up to 2^24 bins",
     Where::gpu, false, no_limit, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
@@ -251,6 +251,25 @@ ROOFLAB_VARIANT(Variant{
         using T = decltype(zero);
         histogram_even(w.input<T>(), w.n, w.bins, w.lo, w.hi, w.counts.data(), stream);
       });
+    })});
+
+// Rung 8 — lane-atomics (uint8): the byte kernel production runs (counting.cuh), launched here by
+// itself. Shared atomics into one 256 x 32 table per block, counter (value, lane) in the lane's
+// own bank: no bank conflicts whatever the bytes, and no thread ever waits on shared memory (the
+// atomics return nothing), so 48 warps per SM keep the atomic unit busy. It replaced
+// lane-private counters bumped by load, add and store, which ran half as fast: each byte waited
+// for its counter's load (docs/histogram.md has the four designs measured side by side).
+std::string bytes_only(const Problem& problem) {
+  if (problem.dtype == "uint8") return {};
+  return "the lane-column table counts bytes (uint8)";
+}
+
+ROOFLAB_VARIANT(Variant{
+    "histogram", 8, "lane-atomics",
+    "uint8: one 256 x 32 table per block, column = lane: conflict-free shared atomics, 48 warps per SM",
+    Where::gpu, false, bytes_only, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+      zero_counts(w, stream);
+      detail::count_bytes(w.input<std::uint8_t>(), w.n, rule_of(w), w.device_counts(), stream, op_name);
     })});
 
 // CUB's counts are 32-bit ints (its usual use, and its fastest); widened to the lab's uint64.

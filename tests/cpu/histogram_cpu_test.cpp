@@ -281,7 +281,7 @@ TEST(HistogramOp, ReportRegeneratesSeed000sTableFirst) {
   for (const bench::Variant* variant : bench::registry().variants("histogram")) names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive-global", "shared-block", "shared-warp",
                                              "vector-loads", "warp-aggregated", "packed-16bit", "production",
-                                             "lane-atomics", "private-8bit", "private-16bit", "hybrid", "cub"}));
+                                             "lane-atomics", "cub"}));
 }
 
 // histogram_even checks its arguments before it touches the GPU: these run without one.

@@ -8,13 +8,13 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "bench/runner.hpp"
 #include "cpu/histogram.hpp"
 #include "gpu_test.hpp"
-#include "histogram/byte_candidates.hpp"
 #include "histogram/histogram_workspace.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/histogram.hpp"
@@ -77,32 +77,6 @@ void expect_device_equals_cpu(const std::vector<T>& values, int bins, double lo,
                           << (first >= 0 ? reference[std::size_t(first)] : 0);
 }
 
-// The uint8 candidate designs (variants 8-11) on `bytes` at `offset` bytes into a buffer against
-// the CPU rule on the same bytes.
-void expect_byte_candidates_equal_cpu(const std::vector<std::uint8_t>& bytes, int bins, double lo, double hi,
-                                      std::size_t offset, const std::string& what) {
-  using Count = void (*)(const std::uint8_t*, std::int64_t, const detail::EvenBins&, unsigned long long*,
-                         cudaStream_t);
-  const std::pair<const char*, Count> candidates[] = {{"lane-atomics", count_bytes_lane_atomics},
-                                                      {"private-8bit", count_bytes_private_8bit},
-                                                      {"private-16bit", count_bytes_private_16bit},
-                                                      {"hybrid", count_bytes_hybrid_split}};
-  std::vector<std::uint8_t> padded(bytes.size() + offset + 1);
-  std::copy(bytes.begin(), bytes.end(), padded.begin() + std::ptrdiff_t(offset));
-  const DeviceBuffer<std::uint8_t> in(padded);
-  const auto reference = cpu::histogram_reference<std::uint8_t>(std::int64_t(bytes.size()), bins, lo, hi,
-                                                                [&](std::int64_t i) { return bytes[std::size_t(i)]; });
-  for (const auto& [name, count] : candidates) {
-    DeviceBuffer<std::uint64_t> counts{std::size_t(bins)};
-    counts.fill_bytes(0);
-    count(in.data() + offset, std::int64_t(bytes.size()), detail::make_even_bins(bins, lo, hi),
-          reinterpret_cast<unsigned long long*>(counts.data()), nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
-    EXPECT_EQ(counts.download(), reference) << name << ", " << what << ", lo " << lo << " hi " << hi << " bins "
-                                            << bins << " n " << bytes.size() << " offset " << offset;
-  }
-}
-
 // The largest T below hi (the last value the rule counts).
 template <class T>
 T largest_below(double hi) {
@@ -150,97 +124,24 @@ TEST_F(HistogramLadder, ProductionAndCubMatchTheReferenceForEveryType) {
     expect_variants_exact(resolved((1 << 20) + 1, dtype, 256, "equal"), seed, production_and_cub);
 }
 
-TEST_F(HistogramLadder, ByteCandidatesMatchTheReference) {
-  // Uniform bytes at awkward sizes and bins; all-equal bytes put every count on one counter of
-  // every lane, the most the candidates' flushes must absorb (2^24 + 5 bytes: many flushes).
+TEST_F(HistogramLadder, ByteRungsMatchTheReference) {
+  // Uniform bytes at awkward sizes and bins (300: more bins than byte values); all-equal bytes
+  // put every count on one counter of every lane (2^24 + 5 bytes: the most any counter holds
+  // at this size).
   std::uint64_t seed = 6000;
-  const std::vector<std::string> candidates{"lane-atomics", "private-8bit", "private-16bit", "hybrid"};
+  const std::vector<std::string> byte_rungs{"lane-atomics", "production"};
   for (const std::int64_t n : {1, 15, 17, 4099, (1 << 20) + 3, (1 << 24) + 5})
-    for (const std::int64_t bins : {1, 7, 256, 5000})
-      expect_variants_exact(resolved(n, "uint8", bins, "uniform"), seed, candidates);
-  for (const std::int64_t bins : {7, 256}) {
-    expect_variants_exact(resolved((1 << 20) + 1, "uint8", bins, "equal"), seed, candidates);
-    expect_variants_exact(resolved((1 << 24) + 5, "uint8", bins, "equal"), seed, candidates);
+    for (const std::int64_t bins : {1, 7, 256, 300, 5000})
+      expect_variants_exact(resolved(n, "uint8", bins, "uniform"), seed, byte_rungs);
+  for (const std::int64_t bins : {1, 7, 256, 300}) {
+    expect_variants_exact(resolved((1 << 20) + 1, "uint8", bins, "equal"), seed, byte_rungs);
+    expect_variants_exact(resolved((1 << 24) + 5, "uint8", bins, "equal"), seed, byte_rungs);
   }
-}
-
-TEST_F(HistogramLadder, TheRunnerValidatesAndTimesEveryRung) {
-  const Environment environment = testing::environment_without_ceilings();
-  RunOptions options;
-  options.reps = 3;
-  options.warmup = 1;
-  Runner runner(registry(), environment, options);
-  for (const char* dist : {"uniform", "equal"}) {
-    const auto rows = runner.run("histogram", resolved((1 << 20) + 5, "int32", 4096, dist));
-    ASSERT_EQ(rows.size(), registry().variants("histogram").size());
-    for (const Row& row : rows) {
-      EXPECT_NE(row.status, Status::failed) << row.name << " (" << dist << "): " << row.note;
-      if (row.status == Status::ok) EXPECT_GT(row.median_ms, 0) << row.name;
-    }
-  }
-}
-
-TEST_F(Histogram, ValueJustBelowHiLandsInLastBin) {
-  // For these bounds the rule's quotient for the last value below hi rounds up to bins (or past
-  // it): only the clamp to bins - 1 keeps it counted, on the device as on the host.
-  const struct {
-    double lo, hi;
-    int bins;
-  } cases[] = {{-1.0, 0.1, 10}, {0.2, 0.9, 1000}, {0.2, 0.9, (1 << 24) - 1}, {0.0, 1.0, 256}, {-1.0, 0.1, 65536}};
-  for (const auto& c : cases) {
-    const double last_double = largest_below<double>(c.hi);
-    const float last_float = largest_below<float>(c.hi);
-    expect_device_equals_cpu(std::vector<double>(100, last_double), c.bins, c.lo, c.hi, 0, "double");
-    expect_device_equals_cpu(std::vector<float>(100, last_float), c.bins, c.lo, c.hi, 0, "float");
-    DeviceBuffer<double> in(std::vector<double>{last_double});
-    DeviceBuffer<std::uint64_t> counts{std::size_t(c.bins)};
-    histogram_even(in.data(), 1, c.bins, c.lo, c.hi, counts.data());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(counts.download()[std::size_t(c.bins - 1)], 1u) << c.lo << " " << c.hi << " " << c.bins;
-  }
-  expect_device_equals_cpu(std::vector<std::int32_t>(50, 10), 3, -0.25, 10.5, 0, "int32");
-  expect_device_equals_cpu(std::vector<std::uint8_t>(50, 255), 7, 0, 256, 0, "uint8");
-}
-
-TEST_F(Histogram, ValuesOnAndAroundBinEdgesMatchTheCpuRule) {
-  const struct {
-    double lo, hi;
-    int bins;
-  } floating[] = {{0, 0.3, 3}, {0.1, 0.7, 7}, {-1, 0.1, 10}, {-3.5, 1e6, 4096}, {0, 1, 65536}, {1e-3, 1.5e-3, 100000},
-                  {-1e30, 1e30, 1 << 20}};
-  for (const auto& c : floating) {
-    const int stride = std::max(1, c.bins / 4096);
-    expect_device_equals_cpu(values_around_edges<double>(c.lo, c.hi, c.bins, stride), c.bins, c.lo, c.hi, 0, "double");
-    expect_device_equals_cpu(values_around_edges<float>(c.lo, c.hi, c.bins, stride), c.bins, c.lo, c.hi, 0, "float");
-  }
-  // Integers: width 1 (every value on an edge), integer widths, fractional bounds, the full range,
-  // and ranges that hold no int32 at all.
-  const struct {
-    double lo, hi;
-    int bins;
-  } integer[] = {{0, 256, 256}, {-7, 1e6 - 7, 1000}, {0.5, 1000.5, 999}, {-2147483648.0, 2147483648.0, 65536},
-                 {-3, 70000, 70003}, {-1e9, 1e9, 1 << 24}, {0.2, 0.7, 3}, {2147483647.5, 2147483650.0, 2}};
-  for (const auto& c : integer) {
-    std::vector<std::int32_t> values;
-    const int stride = std::max(1, c.bins / 4096);
-    for (int k = 0; k <= c.bins; k += stride) {
-      const double edge = std::floor(c.lo + k * ((c.hi - c.lo) / c.bins));
-      for (double v = edge - 2; v <= edge + 2; ++v)
-        if (v >= -2147483648.0 && v <= 2147483647.0) values.push_back(std::int32_t(v));
-    }
-    expect_device_equals_cpu(values, c.bins, c.lo, c.hi, 0, "int32");
-  }
-  std::vector<std::uint8_t> bytes;
-  for (int copy = 0; copy < 40; ++copy)
-    for (int v = 0; v < 256; ++v) bytes.push_back(std::uint8_t(v));
-  for (const auto& [lo, hi, bins] : {std::tuple{0.0, 256.0, 256}, std::tuple{0.0, 256.0, 3}, std::tuple{10.0, 250.0, 7},
-                                     std::tuple{-0.5, 255.5, 256}, std::tuple{0.0, 0.3, 3}, std::tuple{0.0, 256.0, 1 << 24}})
-    expect_device_equals_cpu(bytes, bins, lo, hi, 0, "uint8");
 }
 
 TEST_F(Histogram, RepeatedBytesWithinAWordAreAllCounted) {
-  // The byte kernel loads the counters of a word's four bytes before it stores any; bytes 0 and 2
-  // (1 and 3) share a counter copy, so equal bytes there must add up, not overwrite each other.
+  // Equal bytes within a word and within a warp's 16-byte loads hit one lane-column counter with
+  // several atomics in a row: every one must count.
   std::mt19937 random(13);
   std::vector<std::uint8_t> bytes;
   for (int group = 0; group < 50000; ++group) {
@@ -255,29 +156,30 @@ TEST_F(Histogram, RepeatedBytesWithinAWordAreAllCounted) {
   }
 }
 
-TEST_F(Histogram, ByteCandidatesCountUnalignedRepeatedAndEqualBytes) {
-  // Random bytes at every offset of a 16-byte vector (heads and tails), runs of equal bytes
-  // within words (the private counters' load-all-then-store-all), and long runs of one value.
+TEST_F(Histogram, BytesAtEveryOffsetAndTailAreCounted) {
+  // Random bytes starting at every offset of a 16-byte vector with lengths that leave every
+  // tail (heads and tails are counted apart from the vectors), over ranges that count every
+  // byte, leave bytes below lo and at or above hi uncounted, or split bytes unevenly.
   std::mt19937 random(14);
-  for (const std::size_t n : {1, 5, 16, 17, 1000, 65539, 3000017}) {
+  const struct {
+    int bins;
+    double lo, hi;
+  } ranges[] = {{256, 0, 256}, {1, 0, 256}, {7, 10, 250}, {300, -0.5, 255.5}, {300, 20, 21.5}, {3, 100.25, 101}};
+  for (const std::size_t n : {1, 5, 16, 17, 31, 1000, 65539, 3000017}) {
     std::vector<std::uint8_t> bytes(n);
     for (auto& b : bytes) b = std::uint8_t(random());
     for (std::size_t offset = 0; offset < 16; ++offset)
-      expect_byte_candidates_equal_cpu(bytes, 256, 0, 256, offset, "random bytes (seed 14)");
-    expect_byte_candidates_equal_cpu(bytes, 7, 10, 250, 3, "random bytes (seed 14)");
+      expect_device_equals_cpu(bytes, 256, 0, 256, offset, "random bytes (seed 14)");
+    for (const auto& r : ranges) expect_device_equals_cpu(bytes, r.bins, r.lo, r.hi, n % 16, "random bytes (seed 14)");
   }
-  std::vector<std::uint8_t> repeated;
-  for (int group = 0; group < 50000; ++group) {
-    const std::uint8_t a = std::uint8_t(random()), b = std::uint8_t(random()), c = std::uint8_t(random());
-    const std::uint8_t patterns[][4] = {{a, a, a, a}, {a, b, a, b}, {a, b, a, c}, {a, b, c, b},
-                                        {a, a, b, b}, {a, b, b, a}, {a, b, c, a}, {a, b, c, c}};
-    for (const std::uint8_t byte : patterns[group % 8]) repeated.push_back(byte);
-  }
-  for (std::size_t offset = 0; offset < 4; ++offset)
-    expect_byte_candidates_equal_cpu(repeated, 256, 0, 256, offset, "repeated bytes (seed 14)");
+}
+
+TEST_F(Histogram, AllEqualBytesAreCounted) {
+  // One value on one counter of every lane, at an unaligned start, inside and outside [lo, hi).
   const std::vector<std::uint8_t> equal((std::size_t(1) << 24) + 9, 200);
-  expect_byte_candidates_equal_cpu(equal, 256, 0, 256, 7, "all bytes 200");
-  expect_byte_candidates_equal_cpu(equal, 3, 0, 256, 0, "all bytes 200");
+  for (const auto& [bins, lo, hi] : {std::tuple{256, 0.0, 256.0}, std::tuple{3, 0.0, 256.0}, std::tuple{1, 0.0, 256.0},
+                                     std::tuple{300, -0.5, 255.5}, std::tuple{7, 0.0, 200.0}})
+    expect_device_equals_cpu(equal, bins, lo, hi, 7, "all bytes 200");
 }
 
 TEST_F(Histogram, NaNAndInfinitiesAreNotCounted) {
@@ -370,10 +272,13 @@ TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
 }
 
 TEST_F(HistogramHuge, MoreThanTwoTo32BytesAndTwoTo31Ints) {
-  // 2^32 + 17 bytes: 64-bit indexing, and more bytes per lane than its 16-bit counters hold, so
-  // the lane counters are merged during the run. 2^31 + 5 ints: past 32-bit element counts.
+  // 2^32 + 17 bytes: 64-bit indexing, and on a GPU of up to ~150 SMs more than 256 rounds per
+  // block, so the lane-column table is merged during the run (counting.cuh) as well as at its
+  // end, with spread and with all-equal bytes. 2^31 + 5 ints: past 32-bit element counts.
+  // Each case moves 4-8 GiB and takes seconds (the host reference dominates).
   std::uint64_t seed = 5000;
   expect_variants_exact(resolved((std::int64_t(1) << 32) + 17, "uint8", 256, "uniform"), seed, {"production"});
+  expect_variants_exact(resolved((std::int64_t(1) << 32) + 17, "uint8", 7, "equal"), seed, {"production"});
   expect_variants_exact(resolved((std::int64_t(1) << 31) + 5, "int32", 4096, "uniform"), seed, {"production"});
 }
 
