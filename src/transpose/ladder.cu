@@ -1,6 +1,7 @@
-// The transpose ladder (seed 000): the same bytes moved five ways. First with strided reads, then
+// The transpose ladder (seed 000): the same bytes moved seven ways. First with strided reads, then
 // through a shared-memory tile, without and with bank conflicts, then with more work and wider
-// accesses per thread; the production path, and cuBLAS geam for comparison.
+// accesses per thread, then in another tile order; the production path, two candidates for the
+// odd-pitch target, and cuBLAS geam for comparison.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "core/vendor.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/transpose.hpp"
+#include "transpose/scalar_tiles.cuh"
 #include "transpose/transpose_workspace.hpp"
 
 namespace rooflab::bench {
@@ -203,10 +205,43 @@ ROOFLAB_VARIANT(Variant{
       });
     })});
 
-// Rung 6 — production: rooflab::transpose, the wide rung generalized (every element size, any
-// row pitch, edge tiles, bands for a short side, 1 x N as a copy).
+// Rungs 6 and 7 — scalar tiles in row-major and column-major tile order (the kernel of
+// scalar_tiles.cuh at 32 x 32, 32 x 4 threads, 8 elements each, all loads issued before the
+// first lands in shared memory). Row-major: consecutive blocks read consecutive tiles of an
+// input row. Column-major: consecutive blocks write consecutive segments of the same output
+// rows, so at an odd pitch the block that completes a 32-byte sector another one wrote partly
+// runs right after it, while the sector is in L2 (on the H200: 4097 x 4099 63.3 -> 56.3 us).
+template <int TileRows, int TileCols, int Threads, scalar_transpose::TileOrder Order, class T>
+void run_scalar_tiles_as(TransposeWorkspace& w, cudaStream_t stream) {
+  scalar_transpose::launch_scalar_tiles<T, TileRows, TileCols, Threads, Order>(w.input<T>(), w.output<T>(), w.rows,
+                                                                               w.cols, stream, "bench transpose");
+}
+
+template <int TileRows, int TileCols, int Threads, scalar_transpose::TileOrder Order>
+void run_scalar_tiles(TransposeWorkspace& w, cudaStream_t stream) {
+  on_float_or_double(w, [&](auto zero) {
+    run_scalar_tiles_as<TileRows, TileCols, Threads, Order, decltype(zero)>(w, stream);
+  });
+}
+
+using scalar_transpose::TileOrder;
+
 ROOFLAB_VARIANT(Variant{
-    "transpose", 6, "production", "rooflab::transpose: any shape and element size, 64-bit sizes",
+    "transpose", 6, "tile32-rows8", "32 x 32 padded tile, 32 x 4 threads, 8 elements each, tiles row-major",
+    Where::gpu, false, float_or_double, on<TransposeWorkspace>(run_scalar_tiles<32, 32, 128, TileOrder::row_major>)});
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 7, "tile32-col-order",
+    "tile32-rows8 with tiles column-major: consecutive blocks complete each other's output sectors",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>(run_scalar_tiles<32, 32, 128, TileOrder::column_major>)});
+
+// Rung 8 — production: rooflab::transpose. 4- and 8-byte elements: the scalar tiles at 64 x 64
+// in column-major order (256-byte row segments: a segment straddling sectors at an odd pitch
+// costs 1 sector in 9 instead of 1 in 5); other sizes: 16-byte packets at any row pitch in
+// the same tile order; bands for a short side, 1 x N as a copy.
+ROOFLAB_VARIANT(Variant{
+    "transpose", 8, "production", "rooflab::transpose: any shape and element size, 64-bit sizes",
     Where::gpu, false, no_limit, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
       const auto run = [&](auto zero) {
         using T = decltype(zero);
@@ -221,136 +256,36 @@ ROOFLAB_VARIANT(Variant{
       }
     })});
 
-// Candidates 7-11 — scalar tiles, each a design to measure against production and cuBLAS at
-// 16384^2 and 4097 x 4099 (production's weak shapes). All use 4-byte (8-byte) accesses, a
-// padded tile (a column is conflict-free), a 2-D grid (no 64-bit division per tile) and all of
-// a thread's loads issued before the first lands in shared memory. They differ in:
-// - the tile side: 32 (128-byte row segments; 32 x 4 threads, 8 elements each, up to 16 blocks
-//   and 64 KB in flight per SM) or 64 (256-byte segments, so a segment that straddles 32-byte
-//   sectors at an odd pitch costs 1 sector in 9 instead of 1 in 5; 64 x 4 threads, 16 elements
-//   each, 128 KB in flight per SM);
-// - the tile order: row-major (consecutive blocks read consecutive tiles of an input row),
-//   column-major (consecutive blocks write consecutive tiles of an output row, so the block that
-//   completes a sector another one wrote partly at an odd pitch runs right after it), or grouped
-//   (column-major within bands of tile_group tile rows, row-major over the bands, as GEMMs
-//   order their output tiles: the blocks in flight cover a compact rectangle on both sides, so
-//   the neighbours that share a sector, across and down, run at about the same time).
-enum class TileOrder { row_major, column_major, grouped };
-constexpr int tile_group = 4;
-
-// Tile (row, column) of the b-th tile in the grouped order over a tiles_down x tiles_across grid.
-// Index is unsigned when every tile number fits in 32 bits: three divisions per tile, cheap.
-template <class Index>
-__device__ void grouped_tile(Index b, Index tiles_across, Index tiles_down, std::int64_t& row, std::int64_t& column) {
-  const Index band_tiles = Index(tile_group) * tiles_across, band = b / band_tiles, k = b - band * band_tiles;
-  const Index band_rows = tiles_down - band * tile_group < tile_group ? tiles_down - band * tile_group : tile_group;
-  row = std::int64_t(band * tile_group + k % band_rows);
-  column = std::int64_t(k / band_rows);
-}
-
-// Registers sized for a full SM (2048 threads, 32 registers each), or half of it where a
-// thread's loads take more than 16 registers (16 doubles).
-template <class T, int Side, int ThreadRows>
-constexpr int scalar_tile_blocks() {
-  constexpr int threads = Side * ThreadRows, words_per_thread = Side / ThreadRows * int(sizeof(T)) / 4;
-  return (words_per_thread > 16 ? 1024 : 2048) / threads;
-}
-
-template <class T, int Side, int ThreadRows, TileOrder Order>
-__global__ void __launch_bounds__(Side * ThreadRows, (scalar_tile_blocks<T, Side, ThreadRows>()))
-    transpose_scalar_tiles(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows, std::int64_t cols,
-                           std::int64_t tiles_x, std::int64_t tiles_y) {
-  constexpr int per_thread = Side / ThreadRows;
-  __shared__ T block_tile[Side][Side + 1];
-  const int x = int(threadIdx.x), y = int(threadIdx.y);
-  for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y)
-    for (std::int64_t tx = blockIdx.x; tx < tiles_x; tx += gridDim.x) {
-      std::int64_t tile_row = Order == TileOrder::column_major ? tx : ty;
-      std::int64_t tile_column = Order == TileOrder::column_major ? ty : tx;
-      if constexpr (Order == TileOrder::grouped) {  // the grid's (tx, ty), renumbered
-        const std::int64_t b = ty * tiles_x + tx;
-        if (tile_group * tiles_x * tiles_y <= std::int64_t(UINT_MAX))
-          grouped_tile<unsigned>(unsigned(b), unsigned(tiles_x), unsigned(tiles_y), tile_row, tile_column);
-        else
-          grouped_tile<std::int64_t>(b, tiles_x, tiles_y, tile_row, tile_column);
-      }
-      const std::int64_t row0 = tile_row * Side, col0 = tile_column * Side;
-      const T* source = in + row0 * cols + col0;
-      T* target = out + col0 * rows + row0;
-      if (row0 + Side <= rows && col0 + Side <= cols) {
-        T values[per_thread];
-#pragma unroll
-        for (int k = 0; k < per_thread; ++k) values[k] = source[(y + k * ThreadRows) * cols + x];
-#pragma unroll
-        for (int k = 0; k < per_thread; ++k) block_tile[y + k * ThreadRows][x] = values[k];
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < per_thread; ++k) target[(y + k * ThreadRows) * rows + x] = block_tile[x][y + k * ThreadRows];
-      } else {  // edge tile: only its valid elements
-        const int tile_rows = int(rows - row0 < Side ? rows - row0 : Side);
-        const int tile_cols = int(cols - col0 < Side ? cols - col0 : Side);
-#pragma unroll
-        for (int k = 0; k < per_thread; ++k)
-          if (y + k * ThreadRows < tile_rows && x < tile_cols)
-            block_tile[y + k * ThreadRows][x] = source[(y + k * ThreadRows) * cols + x];
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < per_thread; ++k)
-          if (y + k * ThreadRows < tile_cols && x < tile_rows)
-            target[(y + k * ThreadRows) * rows + x] = block_tile[x][y + k * ThreadRows];
-      }
-      __syncthreads();  // the next tile overwrites block_tile
-    }
-}
-
-template <int Side, int ThreadRows, TileOrder Order>
-void run_scalar_tiles(TransposeWorkspace& w, cudaStream_t stream) {
-  on_float_or_double(w, [&](auto zero) {
-    using T = decltype(zero);
-    const std::int64_t tiles_down = (w.rows + Side - 1) / Side, tiles_across = (w.cols + Side - 1) / Side;
-    const std::int64_t tiles_x = Order == TileOrder::column_major ? tiles_down : tiles_across;
-    const std::int64_t tiles_y = Order == TileOrder::column_major ? tiles_across : tiles_down;
-    // Blocks loop over tiles only past the grid's limits (2^31 - 1 across, 65535 down).
-    const dim3 blocks(unsigned(std::min<std::int64_t>(tiles_x, INT_MAX)), unsigned(std::min<std::int64_t>(tiles_y, 65535)));
-    transpose_scalar_tiles<T, Side, ThreadRows, Order><<<blocks, dim3(Side, ThreadRows), 0, stream>>>(
-        w.input<T>(), w.output<T>(), w.rows, w.cols, tiles_x, tiles_y);
-    detail::check_launch("bench transpose", "transpose_scalar_tiles");
-  });
+// Candidates 9 and 10 — taller tiles in column-major order, for 4097 x 4099 floats (production
+// 49.8 us against cuBLAS's 47.3 on the H200). An output row segment is a tile column, TileRows
+// elements: 128 rows make it 512 bytes, so a segment that starts and ends inside a sector at an
+// odd pitch leaves 2 partial sectors per 17 instead of 2 per 9, and half as many sectors are
+// completed across two blocks. 128 x 32: 16 floats per thread, 8 blocks per SM, 128-byte input
+// segments (reads straddle 1 sector in 5). 128 x 64: 32 floats per thread, 4 blocks per SM (the
+// same 128 KB in flight per SM), 256-byte input segments: production's tile with a second tile
+// below it in the same block.
+std::string float_candidate(const Problem& problem) {
+  if (problem.dtype == "float") return {};
+  return "a candidate for the float 4097 x 4099 target, built for float only";
 }
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 7, "tile32-rows8", "32 x 32 padded tile, 32 x 4 threads, 8 elements each, tiles row-major",
-    Where::gpu, false, float_or_double,
-    on<TransposeWorkspace>(run_scalar_tiles<32, 4, TileOrder::row_major>)});
+    "transpose", 9, "tile128x32-col-order",
+    "128 x 32 tile column-major: 512-byte output segments, half the partial sectors per byte written",
+    Where::gpu, false, float_candidate,
+    on<TransposeWorkspace>(run_scalar_tiles_as<128, 32, 256, TileOrder::column_major, float>)});
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 8, "tile32-col-order",
-    "tile32-rows8 with tiles column-major: consecutive blocks fill consecutive output segments",
-    Where::gpu, false, float_or_double,
-    on<TransposeWorkspace>(run_scalar_tiles<32, 4, TileOrder::column_major>)});
-
-ROOFLAB_VARIANT(Variant{
-    "transpose", 9, "tile64-scalar", "64 x 64 padded tile, 64 x 4 threads, 16 4-byte elements each, tiles row-major",
-    Where::gpu, false, float_or_double,
-    on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::row_major>)});
-
-ROOFLAB_VARIANT(Variant{
-    "transpose", 10, "tile64-col-order",
-    "tile64-scalar with tiles column-major: consecutive blocks fill consecutive output segments",
-    Where::gpu, false, float_or_double,
-    on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::column_major>)});
-
-ROOFLAB_VARIANT(Variant{
-    "transpose", 11, "tile64-grouped",
-    "tile64-scalar with tiles grouped: column-major within bands of 4 tile rows (256 rows)",
-    Where::gpu, false, float_or_double,
-    on<TransposeWorkspace>(run_scalar_tiles<64, 4, TileOrder::grouped>)});
+    "transpose", 10, "tile128x64-col-order",
+    "128 x 64 tile column-major: 512-byte output and 256-byte input segments, 32 floats per thread",
+    Where::gpu, false, float_candidate,
+    on<TransposeWorkspace>(run_scalar_tiles_as<128, 64, 256, TileOrder::column_major, float>)});
 
 // cuBLAS geam, C = alpha op(A) + beta op(B), with op(A) = A^T, beta = 0 and B = C (cuBLAS's
 // documented in-place form): the vendor's transpose. A row-major rows x cols matrix is a
 // column-major cols x rows one, so the output is column-major rows x cols with ldc = rows.
 ROOFLAB_VARIANT(Variant{
-    "transpose", 20, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu, true,
+    "transpose", 11, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu, true,
     [](const Problem& problem) -> std::string {
       if (problem.dtype != "float" && problem.dtype != "double") return "cuBLAS geam has float and double only";
       if (problem.rows > INT_MAX || problem.cols > INT_MAX) return "cuBLAS takes 32-bit sizes";

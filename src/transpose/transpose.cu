@@ -1,14 +1,24 @@
-// rooflab::transpose, the production path: the ladder's best rung (a padded shared-memory tile
-// with 16-byte global accesses) generalized to every element size, every row pitch, every shape
-// and 64-bit sizes. A transpose only moves bytes, so there is one kernel per element size and
-// shape class.
+// rooflab::transpose, the production path: shared-memory tiles in column-major tile order,
+// generalized to every element size, every row pitch, every shape and 64-bit sizes. A transpose
+// only moves bytes, so there is one kernel per element size and shape class.
 //
-// Square tiles: a block reads a side x side block of the input along its rows (coalesced), parks
-// it in shared memory, and writes it along the input's columns, which are the output's rows
-// (coalesced again). Every global access of a full tile moves 16 bytes whatever the row pitch:
-// a row segment is moved as the aligned 16-byte packets inside it, the few elements before the
-// first and after the last packet by one thread lane by lane (a Run, below). Edge tiles move
-// exactly their valid elements, one per access.
+// Tile order (measured on an H200): consecutive blocks take consecutive tiles down the input,
+// so they write consecutive segments of the same output rows. At an odd row pitch every output
+// segment begins and ends inside a 32-byte sector, and the block that completes a sector runs
+// right after the one that wrote it partly, while the sector is still in L2.
+//
+// 4- and 8-byte elements (aligned): a 64 x 64 padded tile moved with one element per access
+// (scalar_tiles.cuh). At 16384^2 and 4097 x 4099 floats it beat the 16-byte packets below: one
+// access per element costs nothing at those sizes, and a scalar row segment needs no packet
+// assembly whatever the row pitch.
+//
+// 1-, 2- and 16-byte elements, and unaligned ones: square tiles of 16-byte packets. A block
+// reads a side x side block of the input along its rows (coalesced), parks it in shared memory,
+// and writes it along the input's columns, which are the output's rows (coalesced again).
+// Every global access of a full tile moves 16 bytes whatever the row pitch: a row segment is
+// moved as the aligned 16-byte packets inside it, the few elements before the first and after
+// the last packet by one thread lane by lane (a Run, below). Edge tiles move exactly their
+// valid elements, one per access.
 //
 // Bands: when one side is shorter than a tile (33 x 2^20), square tiles would be mostly empty.
 // A block takes all of the short side and a slab of the long one instead; on the contiguous
@@ -27,6 +37,7 @@
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
 #include "rooflab/transpose.hpp"
+#include "transpose/scalar_tiles.cuh"
 
 namespace rooflab {
 namespace {
@@ -246,15 +257,16 @@ __device__ void store_edge_tile(const Tile<E>& tile, E* __restrict__ target, std
   }
 }
 
-// One tile per block iteration; the loop only matters beyond 2^31 - 1 tiles.
+// One tile per block iteration, tiles numbered column-major (down the input first); the loop
+// only matters beyond 2^31 - 1 tiles.
 template <class E>
 __global__ void __launch_bounds__(transpose_threads, resident_blocks<E>())
     transpose_tiles(const E* __restrict__ in, E* __restrict__ out, std::int64_t rows,
-                    std::int64_t cols, std::int64_t tiles_across, std::int64_t tiles) {
+                    std::int64_t cols, std::int64_t tiles_down, std::int64_t tiles) {
   constexpr int side = tile_side<E>();
   __shared__ Tile<E> tile;
   for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const std::int64_t row0 = t / tiles_across * side, col0 = t % tiles_across * side;
+    const std::int64_t row0 = t % tiles_down * side, col0 = t / tiles_down * side;
     const int tile_rows = int(rows - row0 < side ? rows - row0 : side);
     const int tile_cols = int(cols - col0 < side ? cols - col0 : side);
     const E* source = in + row0 * cols + col0;
@@ -275,10 +287,10 @@ __global__ void __launch_bounds__(transpose_threads, resident_blocks<E>())
 template <class E>
 void launch_tiles(const E* in, E* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   constexpr int side = tile_side<E>();
-  const std::int64_t tiles_across = (cols + side - 1) / side;
-  const std::int64_t tiles = (rows + side - 1) / side * tiles_across;
+  const std::int64_t tiles_down = (rows + side - 1) / side;
+  const std::int64_t tiles = (cols + side - 1) / side * tiles_down;
   const auto blocks = unsigned(std::min<std::int64_t>(tiles, INT_MAX));
-  transpose_tiles<E><<<blocks, transpose_threads, 0, stream>>>(in, out, rows, cols, tiles_across, tiles);
+  transpose_tiles<E><<<blocks, transpose_threads, 0, stream>>>(in, out, rows, cols, tiles_down, tiles);
   detail::check_launch("transpose", "transpose_tiles");
 }
 
@@ -461,8 +473,9 @@ bool aligned_to(const void* pointer, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
 }
 
-// Shapes with a side shorter than a tile take the band kernel; unaligned elements, which move
-// one at a time anyway, always take the tiles.
+// Shapes with a side shorter than a tile take the band kernel; the others take the scalar tiles
+// (aligned 4- and 8-byte elements) or the packet tiles. Unaligned elements, which move one at a
+// time anyway, always take the packet tiles.
 template <class E>
 void launch(const void* in, void* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   const auto* source = static_cast<const E*>(in);
@@ -470,7 +483,13 @@ void launch(const void* in, void* out, std::int64_t rows, std::int64_t cols, cud
   if constexpr (moves_16_bytes<E>) {
     if (std::min(rows, cols) < tile_side<E>()) return launch_band<E>(source, target, rows, cols, stream);
   }
-  launch_tiles<E>(source, target, rows, cols, stream);
+  if constexpr (std::is_same_v<E, std::uint32_t> || std::is_same_v<E, unsigned long long>) {
+    using scalar_transpose::TileOrder;
+    scalar_transpose::launch_scalar_tiles<E, 64, 64, transpose_threads, TileOrder::column_major>(
+        source, target, rows, cols, stream, "transpose");
+  } else {
+    launch_tiles<E>(source, target, rows, cols, stream);
+  }
 }
 
 }  // namespace

@@ -69,12 +69,14 @@ TEST(TransposeOp, ResolvesSeed000DefaultsAndNamesEveryElementType) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("transpose")) names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive", "shared-tile", "padded-tile", "block-rows",
-                                             "wide-access", "production", "tile32-rows8", "tile32-col-order",
-                                             "tile64-scalar", "tile64-col-order", "tile64-grouped",
-                                             "cublas-geam"}));
+                                             "wide-access", "tile32-rows8", "tile32-col-order", "production",
+                                             "tile128x32-col-order", "tile128x64-col-order", "cublas-geam"}));
+  std::vector<int> rungs;
+  for (const bench::Variant* variant : bench::registry().variants("transpose")) rungs.push_back(variant->rung);
+  EXPECT_EQ(rungs, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
 }
 
-TEST(TransposeOp, CpuRungIsLimitedAndOddShapesSkipTheWideRung) {
+TEST(TransposeOp, CpuRungIsLimitedOddShapesSkipTheWideRungAndCandidatesTakeFloat) {
   const bench::Op& op = bench::registry().op("transpose");
   bench::Problem big;
   big.rows = big.cols = 16384;
@@ -90,6 +92,11 @@ TEST(TransposeOp, CpuRungIsLimitedAndOddShapesSkipTheWideRung) {
       EXPECT_FALSE(variant->limit(odd).empty());
     } else if (variant->name == "production") {
       EXPECT_TRUE(variant->limit(odd).empty());
+    } else if (variant->name.find("tile128") == 0) {  // the float candidates
+      EXPECT_TRUE(variant->limit(odd).empty()) << variant->name;
+      bench::Problem odd_double = odd;
+      odd_double.dtype = "double";
+      EXPECT_FALSE(variant->limit(odd_double).empty()) << variant->name;
     }
   }
 }

@@ -100,6 +100,18 @@ TEST_F(TransposeLadder, ProductionMovesEveryElementSize) {
       expect_variants_exact(resolved(rows, cols, dtype), seed, {"production"});
 }
 
+TEST_F(TransposeLadder, ScalarTilesMatchTheReferenceAcrossManyTiles) {
+  // Several full tiles down and across at odd pitches plus edge tiles on both sides: production's
+  // scalar tiles (4- and 8-byte elements) and the tall candidates, whose 128-row tiles leave a
+  // 1-row edge at 4097 rows and none at 4096.
+  std::uint64_t seed = 7300;
+  const std::vector<std::string> scalar_tiles = {"tile32-rows8", "tile32-col-order", "production",
+                                                 "tile128x32-col-order", "tile128x64-col-order"};
+  for (const auto& [rows, cols] : {std::pair{4097, 4099}, std::pair{4096, 4096}, std::pair{257, 1031},
+                                   std::pair{1031, 257}, std::pair{128, 64}, std::pair{127, 65}})
+    for (const char* dtype : {"float", "double"}) expect_variants_exact(resolved(rows, cols, dtype), seed, scalar_tiles);
+}
+
 TEST_F(TransposeLadder, RowPitchesOfEveryAlignmentTakeWholeTiles) {
   // Full tiles whose rows start at every offset from a 16-byte boundary, on both sides: each
   // row's packets are shifted by its own misalignment and the ends moved lane by lane.
@@ -155,7 +167,10 @@ TEST_F(Transpose, RoundTripReturnsTheInput) {
     EXPECT_EQ(std::memcmp(got.data(), host.data(), count * sizeof(T)), 0)
         << sizeof(T) << "-byte elements, " << rows << " x " << cols << " (seed 21)";
   };
-  for (const auto& [rows, cols] : awkward_shapes) {
+  // awkward_shapes, then full tiles of every kernel at odd pitches, both orientations.
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes(std::begin(awkward_shapes), std::end(awkward_shapes));
+  shapes.insert(shapes.end(), {{129, 4099}, {4099, 129}, {385, 259}, {4097, 4099}});
+  for (const auto& [rows, cols] : shapes) {
     round_trip(std::uint8_t{}, rows, cols);
     round_trip(std::uint16_t{}, rows, cols);
     round_trip(float{}, rows, cols);
@@ -205,13 +220,15 @@ TEST_F(Transpose, OneByNAndNByOneAreCopies) {
 
 TEST_F(TransposeHuge, TheOddTargetShapesMatchTheReference) {
   std::uint64_t seed = 8500;
-  const std::vector<std::string> fast = {"production", "tile32-rows8", "tile32-col-order", "tile64-scalar",
-                                         "tile64-col-order", "tile64-grouped", "cublas-geam"};
+  const std::vector<std::string> fast = {"tile32-rows8", "tile32-col-order", "production", "tile128x32-col-order",
+                                         "tile128x64-col-order", "cublas-geam"};
   for (const auto& [rows, cols] : {std::pair{4097, 4099}, std::pair{33, 1 << 20}, std::pair{1 << 20, 33}})
     expect_variants_exact(resolved(rows, cols, "float"), seed, fast);
-  // The candidates' grids loop over tiles past 65535 tile rows (or columns, column-major).
+  // The scalar tiles' grids loop past 65535 tile rows (row-major) or tile columns (column-major,
+  // production's order; 64 rows, so that production takes the tiles, not a band).
   expect_variants_exact(resolved(65536 * 64 + 3, 2, "float"), seed, fast);
   expect_variants_exact(resolved(2, 65536 * 64 + 3, "float"), seed, fast);
+  expect_variants_exact(resolved(64, 65536 * 64 + 3, "float"), seed, {"production", "tile128x64-col-order"});
 }
 
 TEST_F(TransposeHuge, MoreThanTwoTo31Elements) {
