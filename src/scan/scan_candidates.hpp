@@ -7,8 +7,9 @@
 
 namespace rooflab::detail {
 
-// rooflab::inclusive_scan with tiles taken in blockIdx.x order instead of from the ticket counter.
+// rooflab::inclusive_scan with tiles of 16 warps x 8 rows (16384 4-byte elements, 512 threads,
+// 2 blocks an SM) instead of 8 warps x 8 rows.
 template <class T>
-void inclusive_scan_in_block_order(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t stream);
 
 }  // namespace rooflab::detail
