@@ -1,6 +1,6 @@
 // The scan ladder (the parallel prefix sum lecture 003 announces): from a block-wide scan in shared
 // memory to a single pass at copy speed. Rungs 2-5 scan blocks of 1024 elements and share one
-// second level; rungs 6-10 scan tiles held in registers (core/warp_scan.cuh) and differ in how a
+// second level; rungs 6-11 scan tiles held in registers (core/warp_scan.cuh) and differ in how a
 // tile learns the sum of the tiles before it, in the order tiles are taken, and in tile size.
 #include <cub/device/device_scan.cuh>
 #include <cuda/atomic>
@@ -483,11 +483,22 @@ ROOFLAB_VARIANT(Variant{"scan", 10, "production-16k",
                                                            stream);
                         })});
 
-// Rung 11 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
+// Candidate 11 — production polling a late entry every 64 ns, as rung 7 does, instead of doubling
+// the pause from 64 ns up to 512 ns. With tiles in block-index order a tile mostly waits for its
+// predecessor's aggregate, due within a few hundred ns: a long pause may oversleep it.
+ROOFLAB_VARIANT(Variant{"scan", 11, "production-poll64",
+                        "production polling late look-back entries every 64 ns, no back-off",
+                        Where::gpu, false, ladder_types_only,
+                        on_ladder_types([](auto& w, cudaStream_t stream) {
+                          detail::inclusive_scan_polling_every_64ns(w.in.data(), w.out.data(),
+                                                                    w.n, stream);
+                        })});
+
+// Rung 12 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
 // look-back, tuned per architecture. Its temporary storage is queried and allocated on the
 // stream inside the timing, as a user of CUB would.
 ROOFLAB_VARIANT(Variant{
-    "scan", 11, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
+    "scan", 12, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
     Where::gpu, true, at_most_n(INT_MAX, "CUB comparator built with 32-bit sizes"),
     on_every_scan_type([](auto& w, cudaStream_t stream) {
       const int n = int(w.n);

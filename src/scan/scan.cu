@@ -64,7 +64,8 @@ constexpr unsigned long long ready_tag = 1ull << 32;
 struct Lookback {
   unsigned long long* words;  // zero at launch
   unsigned tiles;             // fewer than 2^31
-  int levels;  // 0: a single tile, nothing to look back on
+  int levels;                 // 0: a single tile, nothing to look back on
+  unsigned max_sleep_ns;      // the longest pause between polls of a late entry
 };
 
 template <class T>
@@ -118,9 +119,10 @@ __device__ __forceinline__ T read_published(const Lookback& lookback, int level,
     }
     if (__all_sync(detail::full_warp_mask, ready)) break;
     // A late entry belongs to a tile still loading or summing: give L2 a rest, doubling up to
-    // half a microsecond (a few L2 round trips), instead of hammering it with polls.
+    // max_sleep_ns (production: half a microsecond, a few L2 round trips), instead of hammering
+    // it with polls.
     __nanosleep(sleep_ns);
-    sleep_ns = sleep_ns < 512 ? 2 * sleep_ns : sleep_ns;
+    sleep_ns = sleep_ns < lookback.max_sleep_ns ? 2 * sleep_ns : sleep_ns;
   }
   std::uint32_t payload[words_per_entry<T>];
 #pragma unroll
@@ -162,7 +164,7 @@ __device__ T sum_of_earlier_groups(const Lookback& lookback, int level, unsigned
 // 16-byte aligned: tile t covers elements
 // [t * tile_elements - shift, (t + 1) * tile_elements - shift).
 // 1024 resident threads an SM (4 blocks of 256 or 2 of 512): 64 registers a thread. The inclusive
-// 4-byte forms fit without spills; the exclusive ones and 8-byte types spill a few words, in the
+// forms fit without spills; the exclusive ones spill a few words (sm_90, CUDA 12), in the
 // look-back, after the loads are issued.
 template <class T, bool Inclusive, int Warps, int Rows>
 __global__ void __launch_bounds__(Warps * 32, 1024 / (Warps * 32))
@@ -203,7 +205,8 @@ __global__ void __launch_bounds__(Warps * 32, 1024 / (Warps * 32))
 }
 
 template <class T, bool Inclusive, int Warps = scan_warps, int Rows = scan_rows>
-void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream,
+          unsigned max_sleep_ns = 512) {
   require(n >= 0, op, "n", "must not be negative (got " + std::to_string(n) + ")");
   if (n == 0) return;
   require(in != nullptr, op, "in", "is null");
@@ -227,6 +230,7 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
 
   Lookback lookback{};
   lookback.tiles = unsigned(tiles);
+  lookback.max_sleep_ns = max_sleep_ns;
   std::optional<StreamBuffer> scratch;
   if (tiles > 1) {
     std::int64_t entries = 0;
@@ -273,9 +277,18 @@ void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t 
   scan<T, true, 2 * scan_warps, scan_rows>("inclusive_scan", in, out, n, stream);
 }
 
+template <class T>
+void inclusive_scan_polling_every_64ns(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  scan<T, true>("inclusive_scan", in, out, n, stream, 64);
+}
+
 template void inclusive_scan_16k_tiles<float>(const float*, float*, std::int64_t, cudaStream_t);
 template void inclusive_scan_16k_tiles<std::int32_t>(const std::int32_t*, std::int32_t*,
                                                      std::int64_t, cudaStream_t);
+template void inclusive_scan_polling_every_64ns<float>(const float*, float*, std::int64_t,
+                                                       cudaStream_t);
+template void inclusive_scan_polling_every_64ns<std::int32_t>(const std::int32_t*, std::int32_t*,
+                                                              std::int64_t, cudaStream_t);
 
 }  // namespace detail
 

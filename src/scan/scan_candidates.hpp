@@ -1,5 +1,5 @@
 #pragma once
-// A candidate form of the production scan, measured by the lab next to rooflab::inclusive_scan
+// Candidate forms of the production scan, measured by the lab next to rooflab::inclusive_scan
 // (src/scan/ladder.cu): not part of the public API. Instantiated for float and int32_t.
 #include <cuda_runtime_api.h>
 
@@ -11,5 +11,10 @@ namespace rooflab::detail {
 // 2 blocks an SM) instead of 8 warps x 8 rows.
 template <class T>
 void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+
+// rooflab::inclusive_scan polling a late look-back entry every 64 ns instead of backing off from
+// 64 ns to 512 ns between polls.
+template <class T>
+void inclusive_scan_polling_every_64ns(const T* in, T* out, std::int64_t n, cudaStream_t stream);
 
 }  // namespace rooflab::detail
