@@ -1,7 +1,7 @@
 // The scan ladder (the parallel prefix sum lecture 003 announces): from a block-wide scan in shared
 // memory to a single pass at copy speed. Rungs 2-5 scan blocks of 1024 elements and share one
-// second level; rungs 6-8 scan 4096-element tiles held in registers (core/warp_scan.cuh) and
-// differ in how a tile learns the sum of the tiles before it.
+// second level; rungs 6-11 scan tiles held in registers (core/warp_scan.cuh) and differ in how a
+// tile learns the sum of the tiles before it, in the order tiles are taken, and in tile size.
 #include <cub/device/device_scan.cuh>
 #include <cuda/atomic>
 
@@ -217,8 +217,8 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 // ---------------------------------------------------------------------------------------------
-// Tiles in registers, as in the production path: 8 warps x 32 lanes x 4 rows of 16-byte vectors,
-// 4096 elements of 4 bytes.
+// Tiles in registers for rungs 6 and 7: 8 warps x 32 lanes x 4 rows of 16-byte vectors, 4096
+// elements of 4 bytes.
 template <class T>
 using RegisterTile = detail::TileScan<T, 8, 4>;
 constexpr int tile_threads = RegisterTile<float>::threads;
@@ -445,75 +445,60 @@ std::function<void(Workspace&, cudaStream_t)> run_decoupled_lookback() {
   });
 }
 
-// 8 warps x 4 rows: the tiles of rungs 6 and 8 (4096 elements, 48 registers, 5 blocks an SM).
+// 8 warps x 4 rows: the tiles of rung 6 (4096 elements, 48 registers, 5 blocks an SM).
 ROOFLAB_VARIANT(Variant{"scan", 7, "decoupled-lookback",
                         "one pass (2n): tiles look back over predecessors' partials", Where::gpu,
                         false, ladder_types_only,
                         run_decoupled_lookback<8, 4, 1, TileOrder::ticket>()});
 
-// Rung 8 — the production path, rooflab::inclusive_scan (src/scan/scan.cu).
-// Rung 7 made deterministic: partial sums form a fixed radix-32 tree over tile indices, read by
+// Rung 8 — rung 7 in block-index order with tiles twice as large (the shape production takes).
+// Tile = blockIdx.x, as in CUB: no atomic ticket before the loads, so a block's loads are
+// requested as soon as it starts (forward progress relies on blocks starting in index order; see
+// src/scan/scan.cu). 8 warps x 8 rows: 8192 elements (32 KB), 128 bytes in flight a thread,
+// 4 blocks an SM, half the look-backs, barriers and block starts per byte. Still not
+// reproducible for floats: the measure of what production's deterministic tree costs.
+ROOFLAB_VARIANT(Variant{"scan", 8, "lookback-blockidx-8k",
+                        "rung 7 in block-index order (as CUB) with 8192-element tiles",
+                        Where::gpu, false, ladder_types_only,
+                        run_decoupled_lookback<8, 8, 4, TileOrder::block_index>()});
+
+// Rung 9 — the production path, rooflab::inclusive_scan (src/scan/scan.cu).
+// Rung 8 made deterministic: partial sums form a fixed radix-32 tree over tile indices, read by
 // one warp per level at once, so a tile's prefix has the same bits on every run. Any alignment
 // (tiles shifted so that 16-byte vectors stay aligned), every type, n beyond 2^31.
 ROOFLAB_VARIANT(Variant{
-    "scan", 8, "production", "rung 7 with a fixed radix-32 look-back tree: same bits every run",
+    "scan", 9, "production", "rung 8 with a fixed radix-32 look-back tree: same bits every run",
     Where::gpu, false, no_limit, on_every_scan_type([](auto& w, cudaStream_t stream) {
       inclusive_scan(w.in.data(), w.out.data(), w.n, stream);
     })});
 
-// Candidates for the production path at 2^28, where rungs 7 and 8 reach ~2.4-2.5 TB/s and CUB
-// ~3 TB/s. A block has loads in flight only between its start and its scan: whatever comes before
-// the loads (the ticket's L2 round trip) or after them (look-back, stores) leaves the memory pipe
-// idle unless other resident blocks fill it. Each candidate is rung 7 with one thing changed.
-
-// Candidate 9 — CUB's sm90 tile shape with the ticket: 4 warps x 6 rows (128 threads x 24 items,
-// 3072 elements, 12 KB), up to 10 blocks an SM (120 KB of loads in flight an SM instead of 80 KB),
-// smaller blocks so that the SM refills in finer steps. Tells whether the shape alone closes the
-// gap while keeping the ticket's guarantee.
-ROOFLAB_VARIANT(Variant{"scan", 9, "lookback-128x24",
-                        "rung 7 with CUB's sm90 tile: 128 threads x 24 items, 10 blocks an SM",
-                        Where::gpu, false, ladder_types_only,
-                        run_decoupled_lookback<4, 6, 10, TileOrder::ticket>()});
-
-// Candidate 10 — rung 7 with tiles in block-index order, as CUB: no atomic before the loads, so
-// a block's 16 KB are requested as soon as it starts. Predicts most of the gap to CUB if the
-// ticket's round trip (~1 us of a ~5 us block life) is what idles the memory pipe.
-ROOFLAB_VARIANT(Variant{"scan", 10, "lookback-blockidx",
-                        "rung 7, tile = blockIdx.x (as CUB): loads start without an atomic",
-                        Where::gpu, false, ladder_types_only,
-                        run_decoupled_lookback<8, 4, 1, TileOrder::block_index>()});
-
-// Candidate 11 — both: block-index order and CUB's 128 x 24 tile, 10 blocks an SM. The closest
-// to CUB's own kernel (which transposes 4-byte loads through shared memory where this loads
-// 16-byte vectors straight into registers).
-ROOFLAB_VARIANT(Variant{"scan", 11, "blockidx-128x24",
-                        "block-index order and CUB's 128 x 24 tile, 10 blocks an SM", Where::gpu,
-                        false, ladder_types_only,
-                        run_decoupled_lookback<4, 6, 10, TileOrder::block_index>()});
-
-// Candidate 12 — block-index order and a tile twice rung 7's: 8 warps x 8 rows (8192 elements,
-// 32 KB, 128 bytes in flight a thread), 4 blocks an SM (128 KB in flight). Halves the number of
-// look-backs, barriers and block starts per byte.
-ROOFLAB_VARIANT(Variant{"scan", 12, "blockidx-256x32",
-                        "block-index order, 8192-element tiles (32 KB), 4 blocks an SM",
-                        Where::gpu, false, ladder_types_only,
-                        run_decoupled_lookback<8, 8, 4, TileOrder::block_index>()});
-
-// Candidate 13 — the production path (rung 8, deterministic look-back tree) with tiles in
-// block-index order instead of from the ticket: the change of candidate 10 where it has to end up.
-ROOFLAB_VARIANT(Variant{"scan", 13, "production-blockidx",
-                        "rung 8 with tiles in block-index order (as CUB): no atomic before loads",
+// Candidate 10 — production with tiles twice as large again: 16 warps x 8 rows (16384 elements of
+// 4 bytes, 64 KB, 512 threads), 2 blocks an SM (still 128 KB in flight). Halves the look-backs and
+// block starts once more; tells whether the gap to CUB left at 8192 is per-tile overhead.
+ROOFLAB_VARIANT(Variant{"scan", 10, "production-16k",
+                        "production with 16384-element tiles (512 threads), 2 blocks an SM",
                         Where::gpu, false, ladder_types_only,
                         on_ladder_types([](auto& w, cudaStream_t stream) {
-                          detail::inclusive_scan_in_block_order(w.in.data(), w.out.data(), w.n,
-                                                                stream);
+                          detail::inclusive_scan_16k_tiles(w.in.data(), w.out.data(), w.n,
+                                                           stream);
                         })});
 
-// Rung 14 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
+// Candidate 11 — production polling a late entry every 64 ns, as rung 7 does, instead of doubling
+// the pause from 64 ns up to 512 ns. With tiles in block-index order a tile mostly waits for its
+// predecessor's aggregate, due within a few hundred ns: a long pause may oversleep it.
+ROOFLAB_VARIANT(Variant{"scan", 11, "production-poll64",
+                        "production polling late look-back entries every 64 ns, no back-off",
+                        Where::gpu, false, ladder_types_only,
+                        on_ladder_types([](auto& w, cudaStream_t stream) {
+                          detail::inclusive_scan_polling_every_64ns(w.in.data(), w.out.data(),
+                                                                    w.n, stream);
+                        })});
+
+// Rung 12 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
 // look-back, tuned per architecture. Its temporary storage is queried and allocated on the
 // stream inside the timing, as a user of CUB would.
 ROOFLAB_VARIANT(Variant{
-    "scan", 14, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
+    "scan", 12, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
     Where::gpu, true, at_most_n(INT_MAX, "CUB comparator built with 32-bit sizes"),
     on_every_scan_type([](auto& w, cudaStream_t stream) {
       const int n = int(w.n);

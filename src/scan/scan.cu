@@ -10,8 +10,18 @@
 // the tile closing a group of 32 publishes the group's sum (a fixed warp tree), and tile t's
 // exclusive prefix is the sum, level by level from the top, of the complete groups before it in
 // its ancestors' groups (the base-32 digits of t). Same input, same bits, on every run and every
-// GPU. A tile waits only on entries of lower tile indices, and tile indices come from an atomic
-// counter in the order blocks start, so a tile never waits on a block that is not running.
+// GPU. There is no chain: a group's sum is published by the tile that closes it as soon as its 31
+// siblings have published theirs, and every level is read at once, so a tile waits about as long
+// as in the classic form (for its predecessor's aggregate). Integer types take the same path:
+// wrapping addition is associative, so any order would give the same bits, and the tree costs
+// no more than the classic look-back (docs/scan.md, "Measured candidates").
+//
+// Tile t is block t (blockIdx.x), as in CUB: the loads start as soon as a block starts, without
+// an atomic ticket first. Forward progress: a tile only ever waits on entries published by tiles
+// of lower index, and the hardware dispatches the blocks of a 1-D grid in increasing index order,
+// so when block t runs, every block before it has been dispatched, holds its SM until it
+// finishes, and (by induction on the index) finishes. The programming model does not promise
+// this order; CUB's DeviceScan relies on it on every GPU, and so does this path.
 #include <cuda/atomic>
 
 #include <climits>
@@ -30,31 +40,32 @@
 namespace rooflab {
 namespace {
 
-// 8 warps x 4 rows x one 16-byte vector per lane: 16 KB a tile (4096 floats, 2048 doubles), with
-// 64 bytes in flight per thread while the tile loads.
+// 8 warps x 8 rows x one 16-byte vector per lane: 32 KB a tile (8192 floats, 4096 doubles), with
+// 128 bytes in flight per thread while the tile loads and 4 blocks (128 KB) an SM. Measured on an
+// H200, 8192-element tiles beat 4096 (fewer look-backs, barriers and block starts per byte).
 constexpr int scan_warps = 8;
-constexpr int scan_rows = 4;
-template <class T>
-using Tile = detail::TileScan<T, scan_warps, scan_rows>;
+constexpr int scan_rows = 8;
 
 constexpr int radix_bits = 5;  // a warp reads a whole group of 32 entries at once
 constexpr int radix = 1 << radix_bits;
 // Fewer than 2^31 tiles need at most 7 levels (32^7 = 2^35). Warp 0 publishes; warps 1 to 7
 // each read one level, so the whole look-back costs one round trip to L2 when nobody is late.
 constexpr int max_levels = 7;
-static_assert(scan_warps >= max_levels + 1, "one warp per level plus the publishing warp");
 
 // An entry of the tree is stored as one 64-bit word per 32 bits of T: a ready tag in the high half,
 // the payload in the low half. Each word is written once, with one atomic store, so a reader that
 // sees the tag sees its payload; no fence is needed, and 8-byte types need no 128-bit atomics.
 constexpr unsigned long long ready_tag = 1ull << 32;
 
+// Tile and entry indices are 32-bit (fewer than 2^31 tiles, fewer than 2^32 entries in all): the
+// look-back runs while a thread holds its whole tile in registers, and 64-bit index arithmetic
+// there pushed the kernel into spills.
 // Level m of the tree holds floor(tiles / 32^m) entries; the levels are stored one after another.
 struct Lookback {
-  unsigned long long* words;   // zero at launch
-  unsigned int* tile_counter;  // zero at launch
-  std::int64_t tiles;
-  int levels;  // 0: a single tile, nothing to look back on
+  unsigned long long* words;  // zero at launch
+  unsigned tiles;             // fewer than 2^31
+  int levels;                 // 0: a single tile, nothing to look back on
+  unsigned max_sleep_ns;      // the longest pause between polls of a late entry
 };
 
 template <class T>
@@ -62,16 +73,19 @@ constexpr int words_per_entry = int(sizeof(T)) / 4;
 
 template <class T>
 __device__ __forceinline__ unsigned long long* entry_words(const Lookback& lookback, int level,
-                                                           std::int64_t index) {
-  std::int64_t level_begin = 0;
-  for (std::int64_t count = lookback.tiles; level > 0; --level, count /= radix)
+                                                           unsigned index) {
+  unsigned level_begin = 0;
+  for (unsigned count = lookback.tiles; level > 0; --level, count >>= radix_bits)
     level_begin += count;
-  return lookback.words + (level_begin + index) * words_per_entry<T>;
+  return lookback.words + std::size_t(level_begin + index) * words_per_entry<T>;
 }
+
+// The index a lane passes to read_published when it asks for no entry.
+constexpr unsigned no_entry = ~0u;
 
 // Lane c < words_per_entry stores word c of the entry; every lane holds `value`.
 template <class T>
-__device__ __forceinline__ void publish(const Lookback& lookback, int level, std::int64_t index,
+__device__ __forceinline__ void publish(const Lookback& lookback, int level, unsigned index,
                                         T value, int lane) {
   std::uint32_t payload[words_per_entry<T>];
   std::memcpy(payload, &value, sizeof(T));
@@ -83,14 +97,14 @@ __device__ __forceinline__ void publish(const Lookback& lookback, int level, std
   }
 }
 
-// Entry `index` of `level` in each lane that asks for one (index >= 0), once it is published;
-// zero in the other lanes. Warp-collective: polls, backing off, until every asking lane has its
-// entry.
+// Entry `index` of `level` in each lane that asks for one (index != no_entry), once it is
+// published; zero in the other lanes. Warp-collective: polls, backing off, until every asking
+// lane has its entry.
 template <class T>
 __device__ __forceinline__ T read_published(const Lookback& lookback, int level,
-                                            std::int64_t index) {
+                                            unsigned index) {
   unsigned long long word[words_per_entry<T>] = {};
-  bool ready = index < 0;
+  bool ready = index == no_entry;
   unsigned long long* const entry = ready ? nullptr : entry_words<T>(lookback, level, index);
   unsigned sleep_ns = 64;
   while (true) {
@@ -105,9 +119,10 @@ __device__ __forceinline__ T read_published(const Lookback& lookback, int level,
     }
     if (__all_sync(detail::full_warp_mask, ready)) break;
     // A late entry belongs to a tile still loading or summing: give L2 a rest, doubling up to
-    // half a microsecond (a few L2 round trips), instead of hammering it with polls.
+    // max_sleep_ns (production: half a microsecond, a few L2 round trips), instead of hammering
+    // it with polls.
     __nanosleep(sleep_ns);
-    sleep_ns = sleep_ns < 512 ? 2 * sleep_ns : sleep_ns;
+    sleep_ns = sleep_ns < lookback.max_sleep_ns ? 2 * sleep_ns : sleep_ns;
   }
   std::uint32_t payload[words_per_entry<T>];
 #pragma unroll
@@ -120,16 +135,16 @@ __device__ __forceinline__ T read_published(const Lookback& lookback, int level,
 // Warp 0: publishes the tile's total as level-0 entry `tile`; then, for as long as the entry just
 // published closes a group of 32, publishes the group's sum (a fixed warp tree) one level up.
 template <class T>
-__device__ void publish_and_close_groups(const Lookback& lookback, std::int64_t tile, T total,
+__device__ void publish_and_close_groups(const Lookback& lookback, unsigned tile, T total,
                                          int lane) {
   publish(lookback, 0, tile, total, lane);
-  std::int64_t index = tile;
+  unsigned index = tile;
   T value = total;
   for (int level = 0; level + 1 < lookback.levels && index % radix == radix - 1; ++level) {
-    const T sibling =
-        read_published<T>(lookback, level, lane < radix - 1 ? index - (radix - 1) + lane : -1);
+    const T sibling = read_published<T>(
+        lookback, level, lane < radix - 1 ? index - (radix - 1) + unsigned(lane) : no_entry);
     value = detail::warp_sum(lane < radix - 1 ? sibling : value);
-    index /= radix;
+    index >>= radix_bits;
     publish(lookback, level + 1, index, value, lane);
   }
 }
@@ -137,45 +152,34 @@ __device__ void publish_and_close_groups(const Lookback& lookback, std::int64_t 
 // Warp 1 + level: the sum of the complete groups of `level` that precede the tile inside its
 // ancestor's group (as many as the tile index's base-32 digit at that level).
 template <class T>
-__device__ T sum_of_earlier_groups(const Lookback& lookback, int level, std::int64_t tile,
-                                   int lane) {
-  const std::int64_t position = tile >> (radix_bits * level);
+__device__ T sum_of_earlier_groups(const Lookback& lookback, int level, unsigned tile, int lane) {
+  const unsigned position = tile >> (radix_bits * level);
   const int digit = int(position % radix);
   if (digit == 0) return T(0);
-  return detail::warp_sum(
-      read_published<T>(lookback, level, lane < digit ? position - digit + lane : -1));
+  return detail::warp_sum(read_published<T>(
+      lookback, level, lane < digit ? position - unsigned(digit) + unsigned(lane) : no_entry));
 }
 
-// How a block learns its tile: from the ticket counter (the library's path: every lower index is
-// guaranteed to belong to a running block), or from blockIdx.x as CUB does (no atomic round trip
-// before the loads; relies on blocks starting in increasing index order, as they do in practice).
-enum class TileOrder { ticket, block_index };
-
-// One tile per block. `shift` places the tiles so that in + (tile start) is 16-byte aligned: tile t
-// covers elements [t * tile_elements - shift, (t + 1) * tile_elements - shift).
-// 5 resident blocks an SM for 4-byte types (48 registers, 80 KB of loads in flight an SM); 8-byte
-// types need a few more registers and get 4.
-template <class T, bool Inclusive, TileOrder Order>
-__global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
+// One tile per block, tile t = block t. `shift` places the tiles so that in + (tile start) is
+// 16-byte aligned: tile t covers elements
+// [t * tile_elements - shift, (t + 1) * tile_elements - shift).
+// 1024 resident threads an SM (4 blocks of 256 or 2 of 512): 64 registers a thread. The inclusive
+// forms fit without spills; the exclusive ones spill a few words (sm_90, CUDA 12), in the
+// look-back, after the loads are issued.
+template <class T, bool Inclusive, int Warps, int Rows>
+__global__ void __launch_bounds__(Warps * 32, 1024 / (Warps * 32))
     scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store,
                Lookback lookback) {
-  __shared__ typename Tile<T>::Shared tile_shared;
-  __shared__ unsigned int tile_index_shared;
+  static_assert(Warps >= max_levels + 1, "one warp per level plus the publishing warp");
+  using Tile = detail::TileScan<T, Warps, Rows>;
+  __shared__ typename Tile::Shared tile_shared;
   __shared__ T level_sums[max_levels];
   const int warp = int(threadIdx.x) / 32;
   const int lane = int(threadIdx.x) % 32;
+  const unsigned tile_index = blockIdx.x;  // see "Forward progress" at the top
+  const std::int64_t first = std::int64_t(tile_index) * Tile::tile_elements - shift;
 
-  // With the ticket, tile indices follow the order blocks start: every lower index belongs to a
-  // block already running, so waiting on it cannot deadlock.
-  std::int64_t tile_index = blockIdx.x;
-  if (Order == TileOrder::ticket && lookback.levels > 0) {
-    if (threadIdx.x == 0) tile_index_shared = atomicAdd(lookback.tile_counter, 1u);
-    __syncthreads();
-    tile_index = tile_index_shared;
-  }
-  const std::int64_t first = tile_index * Tile<T>::tile_elements - shift;
-
-  Tile<T> tile;
+  Tile tile;
   tile.load(in, first, n, warp, lane);
   const T slice_total = tile.template scan_warp_slice<Inclusive>(lane);
   T tile_total;
@@ -200,8 +204,9 @@ __global__ void __launch_bounds__(Tile<T>::threads, sizeof(T) == 4 ? 5 : 4)
   tile.store(out, first, n, vector_store, warp, lane);
 }
 
-template <class T, bool Inclusive, TileOrder Order = TileOrder::ticket>
-void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+template <class T, bool Inclusive, int Warps = scan_warps, int Rows = scan_rows>
+void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream,
+          unsigned max_sleep_ns = 512) {
   require(n >= 0, op, "n", "must not be negative (got " + std::to_string(n) + ")");
   if (n == 0) return;
   require(in != nullptr, op, "in", "is null");
@@ -211,7 +216,8 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
   require(in_address % sizeof(T) == 0, op, "in", "is not aligned to its element size");
   require(out_address % sizeof(T) == 0, op, "out", "is not aligned to its element size");
   // One block per tile: the grid's x dimension holds fewer than 2^31 blocks.
-  constexpr std::int64_t tile_elements = Tile<T>::tile_elements;
+  using Tile = detail::TileScan<T, Warps, Rows>;
+  constexpr std::int64_t tile_elements = Tile::tile_elements;
   const std::int64_t max_n = std::int64_t(INT_MAX - 1) * tile_elements;
   require(n <= max_n, op, "n", "exceeds " + std::to_string(max_n) + " elements");
   const std::uintptr_t bytes = std::uintptr_t(n) * sizeof(T);
@@ -223,22 +229,22 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
   const std::int64_t tiles = (n + shift + tile_elements - 1) / tile_elements;
 
   Lookback lookback{};
-  lookback.tiles = tiles;
+  lookback.tiles = unsigned(tiles);
+  lookback.max_sleep_ns = max_sleep_ns;
   std::optional<StreamBuffer> scratch;
   if (tiles > 1) {
     std::int64_t entries = 0;
     for (std::int64_t count = tiles; count > 0; count /= radix, ++lookback.levels) entries += count;
-    // The tile counter and every entry start at zero, in one memset on the stream (stream-ordered
+    // Every entry starts at zero (no ready tag), in one memset on the stream (stream-ordered
     // scratch is reused, so it holds the previous call's tags).
     const std::size_t scratch_bytes =
-        sizeof(unsigned long long) * std::size_t(1 + entries * words_per_entry<T>);
+        sizeof(unsigned long long) * std::size_t(entries * words_per_entry<T>);
     scratch.emplace(scratch_bytes, stream, op);
     ROOFLAB_CUDA(op, cudaMemsetAsync(scratch->data(), 0, scratch_bytes, stream));
-    lookback.tile_counter = scratch->as<unsigned int>();
-    lookback.words = scratch->as<unsigned long long>() + 1;
+    lookback.words = scratch->as<unsigned long long>();
   }
-  scan_tiles<T, Inclusive, Order>
-      <<<unsigned(tiles), Tile<T>::threads, 0, stream>>>(in, out, n, shift, vector_store, lookback);
+  scan_tiles<T, Inclusive, Warps, Rows>
+      <<<unsigned(tiles), Tile::threads, 0, stream>>>(in, out, n, shift, vector_store, lookback);
   detail::check_launch(op, Inclusive ? "scan_tiles<inclusive>" : "scan_tiles<exclusive>");
 }
 
@@ -267,14 +273,22 @@ ROOFLAB_INSTANTIATE_SCAN(std::uint32_t)
 namespace detail {
 
 template <class T>
-void inclusive_scan_in_block_order(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
-  scan<T, true, TileOrder::block_index>("inclusive_scan", in, out, n, stream);
+void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  scan<T, true, 2 * scan_warps, scan_rows>("inclusive_scan", in, out, n, stream);
 }
 
-template void inclusive_scan_in_block_order<float>(const float*, float*, std::int64_t,
-                                                    cudaStream_t);
-template void inclusive_scan_in_block_order<std::int32_t>(const std::int32_t*, std::int32_t*,
-                                                           std::int64_t, cudaStream_t);
+template <class T>
+void inclusive_scan_polling_every_64ns(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+  scan<T, true>("inclusive_scan", in, out, n, stream, 64);
+}
+
+template void inclusive_scan_16k_tiles<float>(const float*, float*, std::int64_t, cudaStream_t);
+template void inclusive_scan_16k_tiles<std::int32_t>(const std::int32_t*, std::int32_t*,
+                                                     std::int64_t, cudaStream_t);
+template void inclusive_scan_polling_every_64ns<float>(const float*, float*, std::int64_t,
+                                                       cudaStream_t);
+template void inclusive_scan_polling_every_64ns<std::int32_t>(const std::int32_t*, std::int32_t*,
+                                                              std::int64_t, cudaStream_t);
 
 }  // namespace detail
 

@@ -1,5 +1,5 @@
 #pragma once
-// A candidate form of the production scan, measured by the lab next to rooflab::inclusive_scan
+// Candidate forms of the production scan, measured by the lab next to rooflab::inclusive_scan
 // (src/scan/ladder.cu): not part of the public API. Instantiated for float and int32_t.
 #include <cuda_runtime_api.h>
 
@@ -7,8 +7,14 @@
 
 namespace rooflab::detail {
 
-// rooflab::inclusive_scan with tiles taken in blockIdx.x order instead of from the ticket counter.
+// rooflab::inclusive_scan with tiles of 16 warps x 8 rows (16384 4-byte elements, 512 threads,
+// 2 blocks an SM) instead of 8 warps x 8 rows.
 template <class T>
-void inclusive_scan_in_block_order(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+
+// rooflab::inclusive_scan polling a late look-back entry every 64 ns instead of backing off from
+// 64 ns to 512 ns between polls.
+template <class T>
+void inclusive_scan_polling_every_64ns(const T* in, T* out, std::int64_t n, cudaStream_t stream);
 
 }  // namespace rooflab::detail

@@ -234,9 +234,9 @@ TEST(ScanOp, LadderHasEveryRungInOrder) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"cpu-serial", "cpu-threads", "hillis-steele", "blelloch",
                                       "blelloch-padded", "warp-shuffle", "reduce-then-scan",
-                                      "decoupled-lookback", "production", "lookback-128x24",
-                                      "lookback-blockidx", "blockidx-128x24",
-                                      "blockidx-256x32", "production-blockidx", "cub"}));
+                                      "decoupled-lookback", "lookback-blockidx-8k",
+                                      "production", "production-16k", "production-poll64",
+                                      "cub"}));
 }
 
 TEST(ScanOp, LadderRungsSkipTypesTheyAreNotBuiltFor) {
