@@ -568,7 +568,8 @@ __global__ void __launch_bounds__(harris_threads, 8)
 #pragma unroll
     for (int k = 0; k < plain_loads; ++k) {
       const std::int64_t v = vector_of(j + k);
-      loaded[k] = j + k < count && v < vectors ? __ldg(in4 + v) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      loaded[k] =
+          j + k < count && v < vectors ? __ldg(in4 + v) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
 #pragma unroll
     for (int k = 0; k < plain_loads; ++k) sum += sum_of(loaded[k]);

@@ -257,8 +257,14 @@ void expect_sum_within_tree_bound(std::int64_t n, std::uint64_t seed) {
   }
   const double exact = double(sum + compensation);
   constexpr int width = detail::vector_width<T>();
-  const int blocks = detail::reduce_blocks(
-      n, width, detail::resident_blocks<detail::reduce_kernel<T, Sum>>("test"));
+  using detail::LoadPolicy;
+  constexpr auto hinted = detail::reduce_kernel<T, Sum, LoadPolicy::evict_first>;
+  constexpr auto plain = detail::reduce_kernel<T, Sum, LoadPolicy::plain>;
+  const LoadPolicy policy =
+      detail::reduce_load_policy(n * std::int64_t(sizeof(T)), current_l2_bytes());
+  const int resident = policy == LoadPolicy::evict_first ? detail::resident_blocks<hinted>("test")
+                                                         : detail::resident_blocks<plain>("test");
+  const int blocks = detail::reduce_blocks(n, width, resident);
   const std::int64_t lanes = std::int64_t(blocks) * detail::reduce_block_threads;
   const double depth = double(n / (width * lanes) + 3 + 24 + blocks / detail::reduce_block_threads);
   const double u = std::numeric_limits<T>::epsilon() / 2;

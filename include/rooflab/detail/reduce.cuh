@@ -14,8 +14,9 @@
 //    allocation and no memset per call.
 //  - reduce_rows: three shapes of work, chosen by reduce_plan.hpp: a group of lanes per small row
 //    (a grid of warps keeping 64 KiB in flight per SM, each folding 8 loads of rows at a time by
-//    a reduce-scatter and storing 32 consecutive totals at once), a warp per medium row, a block per long row or per part of
-//    one (the last part to finish a row folds the parts' partials, through a ticket per row).
+//    a reduce-scatter and storing 32 consecutive totals at once), a warp per medium row, a block
+//    per long row or per part of one (the last part to finish a row folds the parts' partials,
+//    through a ticket per row).
 //  - Any alignment: 16-byte vectors on the aligned body of each range, scalar head and tail.
 //  - Reproducible: the grid and the order of every combination depend only on the sizes, the
 //    alignment and the device, and partials are combined in index order, not in arrival order;
@@ -184,7 +185,8 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     const std::int64_t vectors = (length - head_length) / width;
     const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
     acc = strided_fold<LoadsInFlight>(
-        acc, lane, vectors, lanes, op, [&](std::int64_t v) { return load_vector<Policy>(body + v); },
+        acc, lane, vectors, lanes, op,
+        [&](std::int64_t v) { return load_vector<Policy>(body + v); },
         [&](const Vector<T>& vector) { return fold_vector(vector, op); });
     scalar_begin = head_length + vectors * width;
   }

@@ -97,8 +97,8 @@ constexpr int small_row_stored(int lanes_per_row, int lane, int kept) {
 }
 
 // Blocks of the small-rows path: a warp per pass of rows, no more per SM than keep
-// small_rows_bytes_in_flight_per_sm in flight (each lane's loads being unit_bytes wide), at most one
-// wave of resident blocks (the warps stride over the passes beyond), at least one.
+// small_rows_bytes_in_flight_per_sm in flight (each lane's loads unit_bytes wide), at most one wave
+// of resident blocks (the warps stride over the passes beyond), at least one.
 inline int small_rows_blocks(std::int64_t rows, int lanes_per_row, int unit_bytes, int sm_count,
                              int resident_blocks) {
   const std::int64_t per_block = small_rows_per_pass(lanes_per_row) * (reduce_block_threads / 32);
