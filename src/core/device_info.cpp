@@ -91,4 +91,16 @@ int current_sm_count() {
   return cached[device];
 }
 
+std::int64_t current_l2_bytes() {
+  constexpr int max_devices = 64;
+  static int cached[max_devices] = {};
+  int device = 0;
+  ROOFLAB_CUDA("current_l2_bytes", cudaGetDevice(&device));
+  if (device >= max_devices) device = max_devices - 1;
+  if (cached[device] == 0)
+    ROOFLAB_CUDA("current_l2_bytes",
+                 cudaDeviceGetAttribute(&cached[device], cudaDevAttrL2CacheSize, device));
+  return cached[device];
+}
+
 }  // namespace rooflab

@@ -1,6 +1,7 @@
 #pragma once
 // What the device is and what it can do at most: the numbers every table is measured against.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace rooflab {
@@ -58,4 +59,7 @@ namespace rooflab {
 // The current device's multiprocessor count, queried once per device and cached: launch
 // configurations that fill the GPU need it on every call.
 int current_sm_count();
+// The current device's L2 size in bytes, queried once per device and cached likewise
+// (rooflab::reduce picks its loads by the input's size against it).
+std::int64_t current_l2_bytes();
 }  // namespace rooflab

@@ -1,6 +1,7 @@
 // The reduce ladder: one sum over n floats, from one atomic per element to the production path.
 // Rungs 3-10 are seed 001's V0-V6 (Harris's "Optimizing Parallel Reduction in CUDA"), rungs 11-15
-// seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads, one pass).
+// seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads, one pass),
+// rung 17 production; rungs 18-19 measure production's L2 hint and CUB's dealing, rung 20 is CUB.
 // The seeds' kernels leave one partial per block; their run() finishes on the device by running
 // the same kernel again over the partials (reduce_in_passes), so every rung's time includes it.
 #include <cub/device/device_reduce.cuh>
@@ -13,7 +14,6 @@
 
 #include "core/device_info.hpp"
 #include "reduce/block_trees.cuh"
-#include "reduce/float4_loads.cuh"
 #include "reduce/reduce_workspace.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/detail/reduce.cuh"
@@ -496,7 +496,8 @@ ROOFLAB_VARIANT(Variant{
 
 // Rung 17 — rooflab::reduce: rung 16 generalized (every type and operator, any alignment and n,
 // reproducible) and without per-call set-up: the grid is one wave from the occupancy API, the
-// partials and the ticket stay in per-stream scratch that the last block leaves zeroed.
+// partials and the ticket stay in per-stream scratch that the last block leaves zeroed. Its loads
+// carry the L2 evict-first hint while the input is at most 4x the L2 size, plain beyond.
 ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
                         "rooflab::reduce: rung 16, any type/alignment, no per-call setup",
                         Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
@@ -506,32 +507,33 @@ ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
                         }});
 
 // ---------------------------------------------------------------------------------------------
-// Rungs 18-21 — candidates for production's next version, measured side by side with rung 17 and
-// CUB (production missed 1.00x CUB at 2^28 and 1.3x at 2^24 on an H200). Each is one pass like
-// production, with its per-stream scratch (no allocation, no memset per call), 256 threads and 4
-// 16-byte loads in flight per thread, and they differ step by step in: the L2 evict-first hint on
-// the loads, how the input is dealt to blocks, the blocks per SM. They sum floats and need a
-// 16-byte-aligned input (the workspace's buffer is 256-byte aligned); the winner gets production's
-// generality.
+// Rungs 18-19 — production's kernel without its L2 hint, and CUB's way of dealing the input,
+// measured side by side with rung 17 and CUB. Each is one pass like production, with its
+// per-stream scratch (no allocation, no memset per call), 256 threads and 4 plain 16-byte loads in
+// flight per thread; they differ in how the input is dealt to blocks. They sum floats and need a
+// 16-byte-aligned input (the workspace's buffer is 256-byte aligned).
 
 // 16-byte loads in flight per thread (production's and CUB's number), 64 KiB per SM per 4 blocks.
-constexpr int candidate_loads = 4;
+constexpr int plain_loads = 4;
 
-// How a candidate deals the input's rows (harris_threads 16-byte vectors, 4 KiB) to its blocks.
+// How a rung deals the input's rows (harris_threads 16-byte vectors, 4 KiB) to its blocks.
 enum class Dealing {
   grid_stride,  // production's: row r to block r % blocks; a batch of loads spans the whole grid
   even_share,   // CUB's: each block a contiguous range of rows, so a batch is one 16 KiB run
 };
 
-// Each block folds its rows in batches of candidate_loads (every load of a batch issued before any
+// The four lanes of a float4, added as a balanced tree (production's fold_vector order).
+__device__ __forceinline__ float sum_of(const float4& v) { return (v.x + v.y) + (v.z + v.w); }
+
+// Each block folds its rows in batches of plain_loads (every load of a batch issued before any
 // add; bounds checks only in the batch holding the last, partial row), then the vectors' scalar
 // tail; then production's block fold and ticket: the last block folds the per-block partials in
 // block order and resets the ticket.
 // At most 32 registers, so that 8 blocks fill an SM as they do for production's float kernel.
-template <Dealing Deal, bool EvictFirst>
+template <Dealing Deal>
 __global__ void __launch_bounds__(harris_threads, 8)
-    reduce_candidate(const float* in, std::int64_t n, float* out, float* partials,
-                     unsigned* ticket) {
+    reduce_plain_loads(const float* in, std::int64_t n, float* out, float* partials,
+                       unsigned* ticket) {
   __shared__ detail::BlockReduceStorage<float, harris_threads> storage;
   __shared__ bool last_block;
   const auto* in4 = reinterpret_cast<const float4*>(in);
@@ -553,25 +555,24 @@ __global__ void __launch_bounds__(harris_threads, 8)
   };
   float sum = 0.0f;
   std::int64_t j = 0;
-  for (; j + candidate_loads <= count && first + (j + candidate_loads - 1) * step < full_rows;
-       j += candidate_loads) {
-    float4 loaded[candidate_loads];
+  for (; j + plain_loads <= count && first + (j + plain_loads - 1) * step < full_rows;
+       j += plain_loads) {
+    float4 loaded[plain_loads];
 #pragma unroll
-    for (int k = 0; k < candidate_loads; ++k)
-      loaded[k] = load_float4<EvictFirst>(in4 + vector_of(j + k));
+    for (int k = 0; k < plain_loads; ++k) loaded[k] = __ldg(in4 + vector_of(j + k));
 #pragma unroll
-    for (int k = 0; k < candidate_loads; ++k) sum += sum_of(loaded[k]);
+    for (int k = 0; k < plain_loads; ++k) sum += sum_of(loaded[k]);
   }
-  for (; j < count; j += candidate_loads) {
-    float4 loaded[candidate_loads];
+  for (; j < count; j += plain_loads) {
+    float4 loaded[plain_loads];
 #pragma unroll
-    for (int k = 0; k < candidate_loads; ++k) {
+    for (int k = 0; k < plain_loads; ++k) {
       const std::int64_t v = vector_of(j + k);
-      loaded[k] = j + k < count && v < vectors ? load_float4<EvictFirst>(in4 + v)
-                                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      loaded[k] =
+          j + k < count && v < vectors ? __ldg(in4 + v) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
 #pragma unroll
-    for (int k = 0; k < candidate_loads; ++k) sum += sum_of(loaded[k]);
+    for (int k = 0; k < plain_loads; ++k) sum += sum_of(loaded[k]);
   }
   for (std::int64_t i = vectors * 4 + block * harris_threads + threadIdx.x; i < n;
        i += blocks * harris_threads)
@@ -592,57 +593,44 @@ __global__ void __launch_bounds__(harris_threads, 8)
   }
 }
 
-// Runs a candidate on enough blocks for candidate_loads rows each, at most blocks_per_sm per SM and
-// never more than fit at once (one wave at most).
-template <Dealing Deal, bool EvictFirst>
-std::function<void(Workspace&, cudaStream_t)> candidate(int blocks_per_sm) {
+// Runs a plain-loads rung on enough blocks for plain_loads rows each, one wave at most.
+template <Dealing Deal>
+void run_plain_loads(FloatWorkspace& w, cudaStream_t stream) {
   static_assert(harris_threads == detail::reduce_block_threads, "production's block fold");
-  return on<FloatWorkspace>([blocks_per_sm](FloatWorkspace& w, cudaStream_t stream) {
-    constexpr auto kernel = reduce_candidate<Deal, EvictFirst>;
-    const std::int64_t rows = (w.cols / 4 + harris_threads - 1) / harris_threads;
-    const int most =
-        std::min(detail::resident_blocks<kernel>(op_name), blocks_per_sm * current_sm_count());
-    const int blocks =
-        int(std::clamp<std::int64_t>((rows + candidate_loads - 1) / candidate_loads, 1, most));
-    const detail::StreamScratch scratch(blocks > 1 ? sizeof(float) * std::size_t(blocks) : 0,
-                                        blocks > 1 ? 1 : 0, stream, op_name);
-    kernel<<<blocks, harris_threads, 0, stream>>>(w.in.data(), w.cols, w.out.data(),
-                                                  static_cast<float*>(scratch.bytes()),
-                                                  scratch.counters());
-    detail::check_launch(op_name, "reduce_candidate");
-  });
+  constexpr auto kernel = reduce_plain_loads<Deal>;
+  const std::int64_t rows = (w.cols / 4 + harris_threads - 1) / harris_threads;
+  const int blocks = int(std::clamp<std::int64_t>((rows + plain_loads - 1) / plain_loads, 1,
+                                                  detail::resident_blocks<kernel>(op_name)));
+  const detail::StreamScratch scratch(blocks > 1 ? sizeof(float) * std::size_t(blocks) : 0,
+                                      blocks > 1 ? 1 : 0, stream, op_name);
+  kernel<<<blocks, harris_threads, 0, stream>>>(w.in.data(), w.cols, w.out.data(),
+                                                static_cast<float*>(scratch.bytes()),
+                                                scratch.counters());
+  detail::check_launch(op_name, "reduce_plain_loads");
 }
 
-// Rung 18 — production without the L2 hint: the same dealing, loads in flight and grid, plain
-// loads. Before the hint, production measured 0.997x CUB at 2^28: does dropping it win that back
-// (and what does it cost at 2^24, where the hint spares write-backs of the flush's dirty lines)?
+// Rung 18 — production's kernel with plain loads at every size. It teaches what the evict-first
+// hint is worth: on an H200 it was 10% slower than rung 17 at 2^24 (64 MiB: the hint spares the
+// write-back of the dirty lines an L2 flush leaves) and 9% faster than the hinted kernel at 2^28
+// (1 GiB), which is why production drops the hint beyond a few times the L2 size.
 ROOFLAB_VARIANT(Variant{"reduce", 18, "plain-grid-stride",
-                        "production without the evict-first hint: plain 16-byte loads", Where::gpu,
-                        false, float_only, candidate<Dealing::grid_stride, false>(8)});
+                        "production's grid-stride kernel with plain 16-byte loads at every size",
+                        Where::gpu, false, float_only,
+                        on<FloatWorkspace>(run_plain_loads<Dealing::grid_stride>)});
 
 // Rung 19 — CUB's dealing in one pass: each block a contiguous range of rows, 4 vectors per
 // thread in flight (CUB's 256 threads x 16 floats per tile on sm_90), plain loads, one wave. A
-// batch reads 16 KiB in one run instead of 4 KiB at four places 4 MiB apart.
+// batch reads 16 KiB in one run instead of 4 KiB at four places 4 MiB apart; on an H200 that gave
+// nothing measurable over rung 18 (246 against 247 us at 2^28): DRAM pages don't care.
 ROOFLAB_VARIANT(Variant{"reduce", 19, "even-share",
                         "CUB's dealing: a contiguous range per block, 4 loads, plain, one pass",
-                        Where::gpu, false, float_only, candidate<Dealing::even_share, false>(8)});
+                        Where::gpu, false, float_only,
+                        on<FloatWorkspace>(run_plain_loads<Dealing::even_share>)});
 
-// Rung 20 — rung 19 with production's evict-first hint: the hint's effect under even share.
-ROOFLAB_VARIANT(Variant{"reduce", 20, "even-share-evict-first",
-                        "even share with the evict-first hint, 4 loads, one wave, one pass",
-                        Where::gpu, false, float_only, candidate<Dealing::even_share, true>(8)});
-
-// Rung 21 — for 2^24: rung 20 on half a wave (4 blocks of 256 per SM, 64 KiB in flight per SM,
-// still enough for HBM's latency at full rate): half the partials for the last block to fold, and
-// half the L2 lines held by loads in flight, so fewer of the flush's dirty lines are evicted.
-ROOFLAB_VARIANT(Variant{"reduce", 21, "even-share-evict-first-half-wave",
-                        "even share, evict-first hint, 4 blocks per SM (64 KiB in flight)",
-                        Where::gpu, false, float_only, candidate<Dealing::even_share, true>(4)});
-
-// Rung 22 — CUB's DeviceReduce::Sum, as a user calls it: the temp-storage query, a stream-ordered
+// Rung 20 — CUB's DeviceReduce::Sum, as a user calls it: the temp-storage query, a stream-ordered
 // allocation, the reduction (two kernels), the release.
 ROOFLAB_VARIANT(Variant{
-    "reduce", 22, "cub", "cub::DeviceReduce::Sum with its temp storage", Where::gpu, true, no_limit,
+    "reduce", 20, "cub", "cub::DeviceReduce::Sum with its temp storage", Where::gpu, true, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       with_element_type(workspace, [&](auto& w) {
         std::size_t bytes = 0;

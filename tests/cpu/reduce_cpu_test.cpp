@@ -2,7 +2,6 @@
 // inputs and the two ops' definitions. No GPU needed.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -147,15 +146,35 @@ TEST(ReducePlan, SplitPartsKeepEightVectorsPerThread) {
   EXPECT_EQ(plan.splits, 36);  // 75002 vectors / (256 threads x 8)
 }
 
-TEST(ReducePlan, SmallRowsGridIsAWarpPerPassUpToOneWave) {
+TEST(ReducePlan, SmallRowsGridIsAWarpPerPassUpTo64KiBInFlightPerSm) {
   EXPECT_EQ(detail::small_rows_per_pass(8), 32);  // 8 loads of 4 rows
   EXPECT_EQ(detail::small_rows_per_pass(1), 256);
   EXPECT_EQ(detail::small_rows_per_pass(32), 8);
-  EXPECT_EQ(detail::small_rows_blocks(1, 8, h100_resident), 1);
-  EXPECT_EQ(detail::small_rows_blocks(256, 8, h100_resident), 1);  // 8 warps x 32 rows
-  EXPECT_EQ(detail::small_rows_blocks(257, 8, h100_resident), 2);
-  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 8, h100_resident), h100_resident);
-  EXPECT_EQ(detail::small_rows_blocks(std::int64_t(1) << 40, 1, 0), 1);
+  EXPECT_EQ(detail::small_rows_blocks(1, 8, 16, h100_sms, h100_resident), 1);
+  EXPECT_EQ(detail::small_rows_blocks(256, 8, 16, h100_sms, h100_resident), 1);  // 8 warps x 32
+  EXPECT_EQ(detail::small_rows_blocks(257, 8, 16, h100_sms, h100_resident), 2);
+  // 256 threads x 8 loads: 32 KiB per block of 16-byte vectors, so 2 blocks per SM (1M x 32
+  // floats); 8 KiB of 4-byte elements, so the whole wave of 8; 16 KiB of 8-byte ones, 4.
+  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 8, 16, h100_sms, h100_resident), 2 * h100_sms);
+  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 32, 4, h100_sms, h100_resident), h100_resident);
+  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 32, 8, h100_sms, h100_resident), 4 * h100_sms);
+  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 1, 4, h100_sms, 3 * h100_sms), 3 * h100_sms);
+  EXPECT_EQ(detail::small_rows_blocks(std::int64_t(1) << 40, 1, 16, 0, 0), 1);
+}
+
+// An H200's 60 MiB of L2 (the attribute's value): the hint up to 240 MiB, so 64 and 128 MiB
+// inputs get it and 1 GiB does not.
+TEST(ReducePlan, EvictFirstLoadsUpToFourTimesTheL2Size) {
+  constexpr std::int64_t l2 = std::int64_t(60) << 20, mib = std::int64_t(1) << 20;
+  EXPECT_EQ(detail::reduce_load_policy(64 * mib, l2), detail::LoadPolicy::evict_first);
+  EXPECT_EQ(detail::reduce_load_policy(128 * mib, l2), detail::LoadPolicy::evict_first);
+  EXPECT_EQ(detail::reduce_load_policy(4 * l2, l2), detail::LoadPolicy::evict_first);
+  EXPECT_EQ(detail::reduce_load_policy(4 * l2 + 1, l2), detail::LoadPolicy::plain);
+  EXPECT_EQ(detail::reduce_load_policy(1024 * mib, l2), detail::LoadPolicy::plain);
+  EXPECT_EQ(detail::reduce_load_policy(4, l2), detail::LoadPolicy::evict_first);
+  // An H100's 50 MiB: the same split of the benchmark's sizes.
+  EXPECT_EQ(detail::reduce_load_policy(128 * mib, 50 * mib), detail::LoadPolicy::evict_first);
+  EXPECT_EQ(detail::reduce_load_policy(1024 * mib, 50 * mib), detail::LoadPolicy::plain);
 }
 
 // The small-rows kernel's reduce-scatter (reduce.cuh), modelled on the host: every lane starts
@@ -243,7 +262,7 @@ TEST(ReduceInputs, Int32InputsCoverBothSignsAndWrapWhenSummed) {
   EXPECT_GT(magnitude, std::uint64_t(std::numeric_limits<std::int32_t>::max()));
 }
 
-// The seeds' rungs, production, the candidates for its next version, CUB.
+// The seeds' rungs, production, the rungs that measure its L2 hint and CUB's dealing, CUB.
 TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce"))
@@ -254,38 +273,16 @@ TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
                        "last-warp-syncwarp", "complete-unroll", "multiple-adds", "unroll2",
                        "unroll4", "unroll8", "unroll8-complete", "unroll8-template",
                        "shuffle-one-pass", "production", "plain-grid-stride", "even-share",
-                       "even-share-evict-first", "even-share-evict-first-half-wave", "cub"}));
+                       "cub"}));
 }
 
-// Production, the candidates for rows of 32 floats, CUB.
-TEST(ReduceOps, RowsLadderEndsWithProductionCandidatesAndCub) {
+// The naive rungs, seed 001's block per row, production, CUB.
+TEST(ReduceOps, RowsLadderEndsWithProductionAndCub) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce-rows"))
     names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-parallel", "thread-per-row", "block-per-row",
-                                             "production", "flat-32-plain", "flat-32-16-loads",
-                                             "flat-32-evict-first-64k", "cub-segmented"}));
-}
-
-TEST(ReduceOps, RowCandidatesRunOnlyOnRowsOf32FloatsSayingWhy) {
-  const std::vector<std::string> candidates{"flat-32-plain", "flat-32-16-loads",
-                                            "flat-32-evict-first-64k"};
-  bench::Problem problem;
-  problem.rows = 1000;
-  problem.dtype = "float";
-  for (const bench::Variant* variant : bench::registry().variants("reduce-rows")) {
-    const auto is = [&](const std::string& name) { return variant->name == name; };
-    if (std::none_of(candidates.begin(), candidates.end(), is)) continue;
-    for (const std::int64_t cols : {1, 31, 33, 64}) {
-      problem.cols = cols;
-      EXPECT_FALSE(variant->limit(problem).empty()) << variant->name << ", cols " << cols;
-    }
-    problem.cols = 32;
-    EXPECT_EQ(variant->limit(problem), "") << variant->name;
-    problem.dtype = "double";
-    EXPECT_FALSE(variant->limit(problem).empty()) << variant->name << ", double";
-    problem.dtype = "float";
-  }
+                                             "production", "cub-segmented"}));
 }
 
 TEST(ReduceOps, SeedRungsSkipOtherTypesSayingWhy) {

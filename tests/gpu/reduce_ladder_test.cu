@@ -65,17 +65,16 @@ TEST_F(ReduceLadder, EveryRungIsExactAtAwkwardSizes) {
   }
 }
 
-// The candidate rungs view the input as rows of 256 float4s and deal them to at most a wave of
+// The plain-loads rungs view the input as rows of 256 float4s and deal them to at most a wave of
 // blocks in batches of 4: 4100 rows (the last partial) and a scalar tail of 3, then 8196 rows, give
-// every candidate blocks with several batches, a short last batch and the partial row.
-TEST_F(ReduceLadder, CandidatesAreExactWhenBlocksTakeSeveralBatches) {
+// them blocks with several batches, a short last batch and the partial row.
+TEST_F(ReduceLadder, PlainLoadRungsAreExactWhenBlocksTakeSeveralBatches) {
   std::uint64_t seed = 2500;
   for (const std::int64_t n : {(std::int64_t(1) << 24) + 4003, (std::int64_t(1) << 25) + 4003}) {
     Problem problem;
     problem.n = n;
     expect_every_rung_exact("reduce", problem, seed, false,
-                            {"production", "plain-grid-stride", "even-share",
-                             "even-share-evict-first", "even-share-evict-first-half-wave", "cub"});
+                            {"production", "plain-grid-stride", "even-share", "cub"});
   }
 }
 
@@ -108,27 +107,17 @@ TEST_F(ReduceRowsLadder, EveryRungIsExactAtAwkwardShapes) {
   }
 }
 
-// Rows of 32 floats, the shape of the candidate rungs (a warp's pass covers 32 or 64 of them):
-// fewer rows than a pass, a pass and a row more or less, a partial last pass.
+// Rows of 32 floats, production's small-rows path at 8 lanes per row (a warp's pass covers 32
+// of them): fewer rows than a pass, a pass and a row more or less, a partial last pass, and more
+// passes than the path's grid holds, so that every warp strides on.
 TEST_F(ReduceRowsLadder, EveryRungIsExactForRowsOf32Floats) {
   std::uint64_t seed = 4500;
-  for (const std::int64_t rows : {1, 31, 33, 63, 65, 100003}) {
+  for (const std::int64_t rows : {1, 31, 33, 63, 65, 100003, (1 << 20) + 5}) {
     Problem problem;
     problem.rows = rows;
     problem.cols = 32;
     expect_every_rung_exact("reduce-rows", problem, seed);
   }
-}
-
-// More passes than one wave of warps holds, so every warp of the candidates strides on.
-TEST_F(ReduceRowsLadder, CandidatesAreExactWhenWarpsTakeSeveralPasses) {
-  std::uint64_t seed = 4600;
-  Problem problem;
-  problem.rows = (std::int64_t(1) << 20) + 5;
-  problem.cols = 32;
-  expect_every_rung_exact(
-      "reduce-rows", problem, seed, false,
-      {"production", "flat-32-plain", "flat-32-16-loads", "flat-32-evict-first-64k"});
 }
 
 TEST_F(ReduceRowsLadder, ProductionAndCubAreExactForEveryType) {

@@ -181,21 +181,26 @@ TYPED_TEST(ReduceRowsEveryType, UnalignedMatrixEqualsTheCpu) {
 
 class ReduceRows : public testing::GpuTest {};
 
-// Enough tiny rows that every warp of the small-rows path's single wave takes at least two passes,
-// plus a ragged last pass: 8, 16 and 32 lanes per row (float and double rows of 32, and unaligned
-// rows of 32 floats, one element per lane).
-TEST_F(ReduceRows, ManyTinyRowsStrideOverOneWaveOfWarps) {
-  const auto rows_for = [](int lanes, int resident_blocks) {
-    return 2 * detail::small_rows_per_pass(lanes) * resident_blocks *
+// Enough tiny rows that every warp of the small-rows path's grid (one wave at most, capped at
+// 64 KiB of loads in flight per SM: 2 blocks per SM with 16-byte units, 8 with 4-byte elements)
+// takes at least two passes, plus a ragged last pass: 8, 16 and 32 lanes per row (float and
+// double rows of 32, and unaligned rows of 32 floats, one element per lane).
+TEST_F(ReduceRows, ManyTinyRowsStrideOverTheSmallRowsGrid) {
+  const auto rows_for = [](int lanes, int unit_bytes, int resident_blocks) {
+    const std::int64_t blocks = detail::small_rows_blocks(
+        std::numeric_limits<std::int64_t>::max(), lanes, unit_bytes, current_sm_count(),
+        resident_blocks);
+    EXPECT_LE(blocks, resident_blocks);
+    return 2 * detail::small_rows_per_pass(lanes) * blocks *
                (detail::reduce_block_threads / detail::warp_size) +
            13;
   };
-  const std::int64_t float_rows =
-      rows_for(8, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
+  const std::int64_t float_rows = rows_for(
+      8, 16, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
   const std::int64_t double_rows = rows_for(
-      16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
+      16, 16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
   const std::int64_t scalar_rows = rows_for(
-      32, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
+      32, 4, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
   ASSERT_EQ(plan_on_this_gpu<float>({float_rows, 32}, true).lanes_per_row, 8);
   ASSERT_EQ(plan_on_this_gpu<double>({double_rows, 32}, true).lanes_per_row, 16);
   ASSERT_EQ(plan_on_this_gpu<float>({scalar_rows, 32}, false).lanes_per_row, 32);
@@ -252,8 +257,14 @@ void expect_sum_within_tree_bound(std::int64_t n, std::uint64_t seed) {
   }
   const double exact = double(sum + compensation);
   constexpr int width = detail::vector_width<T>();
-  const int blocks = detail::reduce_blocks(
-      n, width, detail::resident_blocks<detail::reduce_kernel<T, Sum>>("test"));
+  using detail::LoadPolicy;
+  constexpr auto hinted = detail::reduce_kernel<T, Sum, LoadPolicy::evict_first>;
+  constexpr auto plain = detail::reduce_kernel<T, Sum, LoadPolicy::plain>;
+  const LoadPolicy policy =
+      detail::reduce_load_policy(n * std::int64_t(sizeof(T)), current_l2_bytes());
+  const int resident = policy == LoadPolicy::evict_first ? detail::resident_blocks<hinted>("test")
+                                                         : detail::resident_blocks<plain>("test");
+  const int blocks = detail::reduce_blocks(n, width, resident);
   const std::int64_t lanes = std::int64_t(blocks) * detail::reduce_block_threads;
   const double depth = double(n / (width * lanes) + 3 + 24 + blocks / detail::reduce_block_threads);
   const double u = std::numeric_limits<T>::epsilon() / 2;
@@ -292,6 +303,49 @@ TEST_F(Reduce, TenRunsGiveTheSameBits) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> results = out.download();
   for (int run = 1; run < 10; ++run)
+    EXPECT_EQ(std::memcmp(&results[run], &results[0], sizeof(float)), 0)
+        << "run " << run << ": " << results[run] << " vs " << results[0];
+}
+
+// rooflab::reduce loads with the L2 evict-first hint up to evict_first_max_l2_multiple x the L2
+// size and plainly beyond (two instantiations of its kernel): both sides of the threshold, aligned
+// and not, every operator, a float and a 64-bit integer type, exact; and the plain side
+// reproducible to the bit on general floats.
+TEST_F(Reduce, BothLoadPoliciesAreExactOnEachSideOfTheL2Threshold) {
+  const std::int64_t limit_bytes = detail::evict_first_max_l2_multiple * current_l2_bytes();
+  ASSERT_GT(limit_bytes, 0);
+  const auto sizes = [limit_bytes](std::size_t bytes) {
+    const std::int64_t at = limit_bytes / std::int64_t(bytes);
+    return std::vector<std::int64_t>{at, at + 5};
+  };
+  const auto policy = [](std::int64_t n, std::size_t bytes) {
+    return detail::reduce_load_policy(n * std::int64_t(bytes), current_l2_bytes());
+  };
+  std::uint64_t seed = 650;
+  for (const std::int64_t n : sizes(sizeof(float))) {
+    SCOPED_TRACE("float, n = " + std::to_string(n));
+    for (const std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      expect_reduce_matches<float, Sum>(n, offset, seed++);
+      expect_reduce_matches<float, Max>(n, offset, seed++);
+    }
+  }
+  for (const std::int64_t n : sizes(sizeof(std::int64_t))) {
+    SCOPED_TRACE("int64, n = " + std::to_string(n));
+    expect_reduce_matches<std::int64_t, Sum>(n, 1, seed++);
+    expect_reduce_matches<std::int64_t, Min>(n, 0, seed++);
+  }
+  const std::vector<std::int64_t> float_sizes = sizes(sizeof(float));
+  EXPECT_EQ(policy(float_sizes[0], sizeof(float)), detail::LoadPolicy::evict_first);
+  EXPECT_EQ(policy(float_sizes[1], sizeof(float)), detail::LoadPolicy::plain);
+
+  const std::int64_t n = float_sizes[1];
+  const std::vector<float> values = random_values<float>(std::size_t(n) + 1, 660, true);
+  DeviceBuffer<float> in(values);
+  DeviceBuffer<float> out(3);
+  for (int run = 0; run < 3; ++run) reduce(in.data() + 1, n, out.data() + run, Sum{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> results = out.download();
+  for (int run = 1; run < 3; ++run)
     EXPECT_EQ(std::memcmp(&results[run], &results[0], sizeof(float)), 0)
         << "run " << run << ": " << results[run] << " vs " << results[0];
 }

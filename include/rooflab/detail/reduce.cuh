@@ -6,15 +6,17 @@
 //
 // Design (docs/reduce.md tells the story that led here):
 //  - reduce: one pass. A grid of one wave of resident blocks strides over the input with 16-byte
-//    evict-first loads, four in flight per thread (the last, partial batch too); each block folds
+//    loads, four in flight per thread (the last, partial batch too): evict-first loads for inputs
+//    up to a few times the L2 size, plain loads beyond (reduce_plan.hpp); each block folds
 //    its share with shuffles, writes one partial, and the last block to take a ticket folds the
 //    partials and writes the result. The ticket and the partials live in per-stream scratch
 //    (stream_scratch.hpp) that the last block leaves ready for the next call: one launch, no
 //    allocation and no memset per call.
 //  - reduce_rows: three shapes of work, chosen by reduce_plan.hpp: a group of lanes per small row
-//    (one wave of warps, each folding 8 loads of rows at a time by a reduce-scatter and storing
-//    32 consecutive totals at once), a warp per medium row, a block per long row or per part of
-//    one (the last part to finish a row folds the parts' partials, through a ticket per row).
+//    (a grid of warps keeping 64 KiB in flight per SM, each folding 8 loads of rows at a time by
+//    a reduce-scatter and storing 32 consecutive totals at once), a warp per medium row, a block
+//    per long row or per part of one (the last part to finish a row folds the parts' partials,
+//    through a ticket per row).
 //  - Any alignment: 16-byte vectors on the aligned body of each range, scalar head and tail.
 //  - Reproducible: the grid and the order of every combination depend only on the sizes, the
 //    alignment and the device, and partials are combined in index order, not in arrival order;
@@ -38,7 +40,8 @@
 
 namespace rooflab {
 
-int current_sm_count();  // the library's cached device query (src/core/device_info.cpp)
+int current_sm_count();  // the library's cached device queries (src/core/device_info.cpp)
+std::int64_t current_l2_bytes();
 
 namespace detail {
 
@@ -50,35 +53,44 @@ struct alignas(16) Vector {
   T lane[vector_width<T>()];
 };
 
-// The reductions read every input byte once, so their loads tell L2 to evict those lines first
+// The reductions read every input byte once, so their loads can tell L2 to evict those lines first
 // (an evict-first policy, PTX createpolicy + .L2::cache_hint): the stream then recycles its own
 // lines instead of evicting what else L2 holds. That keeps a caller's working set in L2, and it
 // spares the reduction the write-back of dirty lines that earlier kernels left in L2 (evicting a
 // dirty line costs a DRAM write; the lab's L2 flush, a 2 x L2 memset, leaves L2 full of them).
+// On a stream many times the L2 size the hint costs instead (an H200 read 1 GiB 9% slower with
+// it): rooflab::reduce picks the policy by input size (reduce_plan.hpp's reduce_load_policy).
 __device__ __forceinline__ std::uint64_t evict_first_policy() {
   std::uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
 
-// One 16-byte load through the read-only path with the evict-first policy, whatever T is. The
-// loads are volatile asm so that the compiler never hoists one past the bounds check guarding it.
-template <class T>
+// One 16-byte load through the read-only path, with the evict-first policy or plain, whatever T
+// is. The loads are volatile asm so that the compiler never hoists one past the bounds check
+// guarding it.
+template <LoadPolicy Policy = LoadPolicy::evict_first, class T>
 __device__ __forceinline__ Vector<T> load_vector(const Vector<T>* source) {
   unsigned word[4];
-  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-      : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
-      : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
+  if constexpr (Policy == LoadPolicy::evict_first) {
+    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
+        : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
+  } else {
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
+        : "l"(__cvta_generic_to_global(source)));
+  }
   Vector<T> vector;
   memcpy(&vector, word, sizeof(word));
   return vector;
 }
 
-// One element, with the evict-first policy where T is a 4- or 8-byte word (every type the library
-// instantiates); other types load plainly.
-template <class T>
+// One element, with the evict-first policy where asked and T is a 4- or 8-byte word (every type
+// the library instantiates); otherwise a plain load.
+template <LoadPolicy Policy = LoadPolicy::evict_first, class T>
 __device__ __forceinline__ T load_element(const T* source) {
-  if constexpr (sizeof(T) == 4 && alignof(T) == 4) {
+  if constexpr (Policy == LoadPolicy::evict_first && sizeof(T) == 4 && alignof(T) == 4) {
     unsigned word;
     asm volatile("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;"
         : "=r"(word)
@@ -86,7 +98,7 @@ __device__ __forceinline__ T load_element(const T* source) {
     T value;
     memcpy(&value, &word, sizeof(T));
     return value;
-  } else if constexpr (sizeof(T) == 8 && alignof(T) == 8) {
+  } else if constexpr (Policy == LoadPolicy::evict_first && sizeof(T) == 8 && alignof(T) == 8) {
     unsigned long long word;
     asm volatile("ld.global.nc.L2::cache_hint.b64 %0, [%1], %2;"
         : "=l"(word)
@@ -158,7 +170,7 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 // least 16) of which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte
 // vectors over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors
 // (coalesced).
-template <int LoadsInFlight, class T, class Op>
+template <int LoadsInFlight, LoadPolicy Policy = LoadPolicy::evict_first, class T, class Op>
 __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int64_t length,
                                           std::int64_t lane, std::int64_t lanes, Op op) {
   constexpr int width = vector_width<T>();
@@ -169,17 +181,18 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     const std::int64_t head_length = head_elements(start, length);  // < width <= lanes
     // Loaded now, combined last: combining it here would hold the lane until the load returns,
     // before it has issued any of the body's loads.
-    if (lane < head_length) head = load_element(start + lane);
+    if (lane < head_length) head = load_element<Policy>(start + lane);
     const std::int64_t vectors = (length - head_length) / width;
     const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
     acc = strided_fold<LoadsInFlight>(
-        acc, lane, vectors, lanes, op, [&](std::int64_t v) { return load_vector(body + v); },
+        acc, lane, vectors, lanes, op,
+        [&](std::int64_t v) { return load_vector<Policy>(body + v); },
         [&](const Vector<T>& vector) { return fold_vector(vector, op); });
     scalar_begin = head_length + vectors * width;
   }
   acc = strided_fold<LoadsInFlight>(
       acc, scalar_begin + lane, length, lanes, op,
-      [&](std::int64_t i) { return load_element(start + i); },
+      [&](std::int64_t i) { return load_element<Policy>(start + i); },
       [](const T& value) { return value; });
   return op(acc, head);
 }
@@ -242,9 +255,9 @@ __device__ __forceinline__ T fold_partials(const T* partials, std::int64_t count
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-// The one-pass reduce: grid-stride over the input, a block fold, then the last block folds the
-// gridDim.x partials in index order and resets the ticket for the next call.
-template <class T, class Op>
+// The one-pass reduce: grid-stride over the input with Policy's loads, a block fold, then the last
+// block folds the gridDim.x partials in index order and resets the ticket for the next call.
+template <class T, class Op, LoadPolicy Policy>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_kernel(const T* __restrict__ in, std::int64_t n, T* out, Op op, T* partials,
                   unsigned* ticket) {
@@ -252,7 +265,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
   __shared__ bool last_block;
   const std::int64_t lanes = std::int64_t(gridDim.x) * reduce_block_threads;
   const std::int64_t lane = std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x;
-  T value = lane_partial<reduce_loads_in_flight>(in, n, lane, lanes, op);
+  T value = lane_partial<reduce_loads_in_flight, Policy>(in, n, lane, lanes, op);
   value = block_reduce<reduce_block_threads>(value, op, storage);
   if (gridDim.x == 1) {
     if (threadIdx.x == 0) *out = value;
@@ -275,7 +288,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
 // issues the small_rows_in_flight (8) loads of a pass before it combines any, folds them with a
 // reduce-scatter across each group (a lane ends with whole rows' totals, after 7 shuffles where
 // 8 separate group reductions would take 24), and stores 32 consecutive totals per store
-// instruction. One wave of warps strides over the passes.
+// instruction. A fixed grid of warps (small_rows_blocks: 64 KiB in flight per SM, one wave at most)
+// strides over the passes.
 
 // Reduce-scatter across lanes Mask, Mask / 2, ... apart (partners in the same group), until Kept
 // values are left: at each step a lane keeps half of its values (the lower half where its Mask bit
@@ -457,13 +471,15 @@ int resident_blocks(const char* op) {
   return blocks;
 }
 
-// The small-rows path for Lanes lanes per row (plan.lanes_per_row): one wave of blocks at most.
+// The small-rows path for Lanes lanes per row (plan.lanes_per_row), on small_rows_blocks' grid.
 template <int Lanes, class T, class Op>
 void reduce_small_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
                        const RowsPlan& plan, cudaStream_t stream) {
   const char* name = "reduce_rows";
   constexpr auto kernel = reduce_small_rows_kernel<Lanes, T, Op>;
-  const int blocks = small_rows_blocks(rows, Lanes, resident_blocks<kernel>(name));
+  const int unit_bytes = int(plan.vector_units ? 16 : sizeof(T));
+  const int blocks =
+      small_rows_blocks(rows, Lanes, unit_bytes, current_sm_count(), resident_blocks<kernel>(name));
   kernel<<<blocks, reduce_block_threads, 0, stream>>>(in, rows, cols, out, op, plan.vector_units);
   check_launch(name, "reduce_small_rows_kernel");
 }
@@ -486,15 +502,24 @@ void reduce(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
   detail::require_element_aligned(in, name, "in");
   detail::require_element_aligned(out, name, "out");
 
-  constexpr auto kernel = detail::reduce_kernel<T, Op>;
-  const int blocks =
-      detail::reduce_blocks(n, detail::vector_width<T>(), detail::resident_blocks<kernel>(name));
-  // One block needs no partials and no ticket.
-  const detail::StreamScratch scratch(blocks > 1 ? sizeof(T) * std::size_t(blocks) : 0,
-                                      blocks > 1 ? 1 : 0, stream, name);
-  kernel<<<blocks, detail::reduce_block_threads, 0, stream>>>(
-      in, n, out, op, static_cast<T*>(scratch.bytes()), scratch.counters());
-  detail::check_launch(name, "reduce_kernel");
+  const auto launch = [&](auto policy) {
+    constexpr auto kernel = detail::reduce_kernel<T, Op, decltype(policy)::value>;
+    const int blocks =
+        detail::reduce_blocks(n, detail::vector_width<T>(), detail::resident_blocks<kernel>(name));
+    // One block needs no partials and no ticket.
+    const detail::StreamScratch scratch(blocks > 1 ? sizeof(T) * std::size_t(blocks) : 0,
+                                        blocks > 1 ? 1 : 0, stream, name);
+    kernel<<<blocks, detail::reduce_block_threads, 0, stream>>>(
+        in, n, out, op, static_cast<T*>(scratch.bytes()), scratch.counters());
+    detail::check_launch(name, "reduce_kernel");
+  };
+  using detail::LoadPolicy;
+  // n * sizeof(T) fits: n elements of T are in memory.
+  if (detail::reduce_load_policy(n * std::int64_t(sizeof(T)), current_l2_bytes()) ==
+      LoadPolicy::evict_first)
+    launch(std::integral_constant<LoadPolicy, LoadPolicy::evict_first>{});
+  else
+    launch(std::integral_constant<LoadPolicy, LoadPolicy::plain>{});
 }
 
 template <class T, class Op>
