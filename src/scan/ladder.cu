@@ -483,22 +483,11 @@ ROOFLAB_VARIANT(Variant{"scan", 10, "production-16k",
                                                            stream);
                         })});
 
-// Candidate 11 — production polling a late entry every 64 ns, as rung 7 does, instead of doubling
-// the pause from 64 ns up to 512 ns. With tiles in block-index order a tile mostly waits for its
-// predecessor's aggregate, due within a few hundred ns: a long pause may oversleep it.
-ROOFLAB_VARIANT(Variant{"scan", 11, "production-poll64",
-                        "production polling late look-back entries every 64 ns, no back-off",
-                        Where::gpu, false, ladder_types_only,
-                        on_ladder_types([](auto& w, cudaStream_t stream) {
-                          detail::inclusive_scan_polling_every_64ns(w.in.data(), w.out.data(),
-                                                                    w.n, stream);
-                        })});
-
-// Rung 12 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
+// Rung 11 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
 // look-back, tuned per architecture. Its temporary storage is queried and allocated on the
 // stream inside the timing, as a user of CUB would.
 ROOFLAB_VARIANT(Variant{
-    "scan", 12, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
+    "scan", 11, "cub", "cub::DeviceScan::InclusiveSum (decoupled look-back, tuned per GPU)",
     Where::gpu, true, at_most_n(INT_MAX, "CUB comparator built with 32-bit sizes"),
     on_every_scan_type([](auto& w, cudaStream_t stream) {
       const int n = int(w.n);

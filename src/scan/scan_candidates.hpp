@@ -12,9 +12,4 @@ namespace rooflab::detail {
 template <class T>
 void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t stream);
 
-// rooflab::inclusive_scan polling a late look-back entry every 64 ns instead of backing off from
-// 64 ns to 512 ns between polls.
-template <class T>
-void inclusive_scan_polling_every_64ns(const T* in, T* out, std::int64_t n, cudaStream_t stream);
-
 }  // namespace rooflab::detail

@@ -256,36 +256,28 @@ ROOFLAB_VARIANT(Variant{
       }
     })});
 
-// Candidates 9 and 10 — taller tiles in column-major order, for 4097 x 4099 floats (production
-// 49.8 us against cuBLAS's 47.3 on the H200). An output row segment is a tile column, TileRows
-// elements: 128 rows make it 512 bytes, so a segment that starts and ends inside a sector at an
-// odd pitch leaves 2 partial sectors per 17 instead of 2 per 9, and half as many sectors are
-// completed across two blocks. 128 x 32: 16 floats per thread, 8 blocks per SM, 128-byte input
-// segments (reads straddle 1 sector in 5). 128 x 64: 32 floats per thread, 4 blocks per SM (the
-// same 128 KB in flight per SM), 256-byte input segments: production's tile with a second tile
-// below it in the same block.
-std::string float_candidate(const Problem& problem) {
+// Rung 9 — a taller tile in column-major order, production's tile for floats at an odd pitch.
+// An output row segment is a tile column, TileRows elements: 128 rows make it 512 bytes, so a
+// segment that starts and ends inside a sector leaves 2 partial sectors per 17 instead of 2 per
+// 9 (on the H200, 4097 x 4099: 44.0 us against 50.4 for 64 x 64 and cuBLAS's 46.6; a 128 x 64
+// tile, 4 blocks per SM, measured 46.5). Where every sector is whole, 64 x 64 wins (16384^2:
+// 552 against 536 us).
+std::string float_only(const Problem& problem) {
   if (problem.dtype == "float") return {};
-  return "a candidate for the float 4097 x 4099 target, built for float only";
+  return "production's tile for 4-byte elements at an odd pitch, built for float";
 }
 
 ROOFLAB_VARIANT(Variant{
     "transpose", 9, "tile128x32-col-order",
     "128 x 32 tile column-major: 512-byte output segments, half the partial sectors per byte written",
-    Where::gpu, false, float_candidate,
+    Where::gpu, false, float_only,
     on<TransposeWorkspace>(run_scalar_tiles_as<128, 32, 256, TileOrder::column_major, float>)});
-
-ROOFLAB_VARIANT(Variant{
-    "transpose", 10, "tile128x64-col-order",
-    "128 x 64 tile column-major: 512-byte output and 256-byte input segments, 32 floats per thread",
-    Where::gpu, false, float_candidate,
-    on<TransposeWorkspace>(run_scalar_tiles_as<128, 64, 256, TileOrder::column_major, float>)});
 
 // cuBLAS geam, C = alpha op(A) + beta op(B), with op(A) = A^T, beta = 0 and B = C (cuBLAS's
 // documented in-place form): the vendor's transpose. A row-major rows x cols matrix is a
 // column-major cols x rows one, so the output is column-major rows x cols with ldc = rows.
 ROOFLAB_VARIANT(Variant{
-    "transpose", 11, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu, true,
+    "transpose", 10, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu, true,
     [](const Problem& problem) -> std::string {
       if (problem.dtype != "float" && problem.dtype != "double") return "cuBLAS geam has float and double only";
       if (problem.rows > INT_MAX || problem.cols > INT_MAX) return "cuBLAS takes 32-bit sizes";

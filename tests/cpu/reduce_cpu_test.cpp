@@ -146,20 +146,15 @@ TEST(ReducePlan, SplitPartsKeepEightVectorsPerThread) {
   EXPECT_EQ(plan.splits, 36);  // 75002 vectors / (256 threads x 8)
 }
 
-TEST(ReducePlan, SmallRowsGridIsAWarpPerPassUpTo64KiBInFlightPerSm) {
+TEST(ReducePlan, SmallRowsGridIsAWarpPerPassUpToOneWave) {
   EXPECT_EQ(detail::small_rows_per_pass(8), 32);  // 8 loads of 4 rows
   EXPECT_EQ(detail::small_rows_per_pass(1), 256);
   EXPECT_EQ(detail::small_rows_per_pass(32), 8);
-  EXPECT_EQ(detail::small_rows_blocks(1, 8, 16, h100_sms, h100_resident), 1);
-  EXPECT_EQ(detail::small_rows_blocks(256, 8, 16, h100_sms, h100_resident), 1);  // 8 warps x 32
-  EXPECT_EQ(detail::small_rows_blocks(257, 8, 16, h100_sms, h100_resident), 2);
-  // 256 threads x 8 loads: 32 KiB per block of 16-byte vectors, so 2 blocks per SM (1M x 32
-  // floats); 8 KiB of 4-byte elements, so the whole wave of 8; 16 KiB of 8-byte ones, 4.
-  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 8, 16, h100_sms, h100_resident), 2 * h100_sms);
-  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 32, 4, h100_sms, h100_resident), h100_resident);
-  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 32, 8, h100_sms, h100_resident), 4 * h100_sms);
-  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 1, 4, h100_sms, 3 * h100_sms), 3 * h100_sms);
-  EXPECT_EQ(detail::small_rows_blocks(std::int64_t(1) << 40, 1, 16, 0, 0), 1);
+  EXPECT_EQ(detail::small_rows_blocks(1, 8, h100_resident), 1);
+  EXPECT_EQ(detail::small_rows_blocks(256, 8, h100_resident), 1);  // 8 warps x 32 rows
+  EXPECT_EQ(detail::small_rows_blocks(257, 8, h100_resident), 2);
+  EXPECT_EQ(detail::small_rows_blocks(1 << 20, 8, h100_resident), h100_resident);
+  EXPECT_EQ(detail::small_rows_blocks(std::int64_t(1) << 40, 1, 0), 1);
 }
 
 // An H200's 60 MiB of L2 (the attribute's value): the hint up to 240 MiB, so 64 and 128 MiB

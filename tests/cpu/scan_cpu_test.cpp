@@ -235,8 +235,7 @@ TEST(ScanOp, LadderHasEveryRungInOrder) {
             (std::vector<std::string>{"cpu-serial", "cpu-threads", "hillis-steele", "blelloch",
                                       "blelloch-padded", "warp-shuffle", "reduce-then-scan",
                                       "decoupled-lookback", "lookback-blockidx-8k",
-                                      "production", "production-16k", "production-poll64",
-                                      "cub"}));
+                                      "production", "production-16k", "cub"}));
 }
 
 TEST(ScanOp, LadderRungsSkipTypesTheyAreNotBuiltFor) {

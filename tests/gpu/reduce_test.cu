@@ -136,7 +136,9 @@ detail::RowsPlan plan_on_this_gpu(Shape shape, bool aligned_base) {
   return detail::plan_reduce_rows(
       shape.rows, shape.cols, width, width > 1 && aligned_base && shape.cols % width == 0,
       current_sm_count(),
-      detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
+      // The loads of matrices up to 4x the L2 size (every shape here) carry the evict-first hint.
+      detail::resident_blocks<
+          detail::reduce_rows_by_blocks_kernel<T, Sum, detail::LoadPolicy::evict_first>>("test"));
 }
 
 template <class T, class Op>
@@ -181,26 +183,24 @@ TYPED_TEST(ReduceRowsEveryType, UnalignedMatrixEqualsTheCpu) {
 
 class ReduceRows : public testing::GpuTest {};
 
-// Enough tiny rows that every warp of the small-rows path's grid (one wave at most, capped at
-// 64 KiB of loads in flight per SM: 2 blocks per SM with 16-byte units, 8 with 4-byte elements)
-// takes at least two passes, plus a ragged last pass: 8, 16 and 32 lanes per row (float and
-// double rows of 32, and unaligned rows of 32 floats, one element per lane).
+// Enough tiny rows that every warp of the small-rows path's grid (one wave at most) takes at
+// least two passes, plus a ragged last pass: 8, 16 and 32 lanes per row (float and double rows
+// of 32, and unaligned rows of 32 floats, one element per lane).
 TEST_F(ReduceRows, ManyTinyRowsStrideOverTheSmallRowsGrid) {
-  const auto rows_for = [](int lanes, int unit_bytes, int resident_blocks) {
-    const std::int64_t blocks = detail::small_rows_blocks(
-        std::numeric_limits<std::int64_t>::max(), lanes, unit_bytes, current_sm_count(),
-        resident_blocks);
-    EXPECT_LE(blocks, resident_blocks);
+  const auto rows_for = [](int lanes, int resident_blocks) {
+    const std::int64_t blocks =
+        detail::small_rows_blocks(std::numeric_limits<std::int64_t>::max(), lanes, resident_blocks);
+    EXPECT_EQ(blocks, resident_blocks);
     return 2 * detail::small_rows_per_pass(lanes) * blocks *
                (detail::reduce_block_threads / detail::warp_size) +
            13;
   };
-  const std::int64_t float_rows = rows_for(
-      8, 16, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
-  const std::int64_t double_rows = rows_for(
-      16, 16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
-  const std::int64_t scalar_rows = rows_for(
-      32, 4, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
+  const std::int64_t float_rows =
+      rows_for(8, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
+  const std::int64_t double_rows =
+      rows_for(16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
+  const std::int64_t scalar_rows =
+      rows_for(32, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
   ASSERT_EQ(plan_on_this_gpu<float>({float_rows, 32}, true).lanes_per_row, 8);
   ASSERT_EQ(plan_on_this_gpu<double>({double_rows, 32}, true).lanes_per_row, 16);
   ASSERT_EQ(plan_on_this_gpu<float>({scalar_rows, 32}, false).lanes_per_row, 32);
@@ -208,6 +208,22 @@ TEST_F(ReduceRows, ManyTinyRowsStrideOverTheSmallRowsGrid) {
   expect_reduce_rows_matches<float, Max>({float_rows, 32}, 0, 451);
   expect_reduce_rows_matches<double, Sum>({double_rows, 32}, 0, 452);
   expect_reduce_rows_matches<float, Sum>({scalar_rows, 32}, 1, 453);
+}
+
+// Matrices just above the evict-first limit (4x the L2 size) take plain loads
+// (reduce_load_policy): small rows, rows of a warp each, and few long rows split across blocks,
+// each also starting one element off a 16-byte boundary.
+TEST_F(ReduceRows, MatricesBeyondFourL2SizesAreExactWithPlainLoads) {
+  const std::int64_t floats =
+      detail::evict_first_max_l2_multiple * current_l2_bytes() / std::int64_t(sizeof(float)) + 4099;
+  ASSERT_EQ(detail::reduce_load_policy(floats * std::int64_t(sizeof(float)), current_l2_bytes()),
+            detail::LoadPolicy::plain);
+  const Shape shapes[] = {{floats / 32 + 1, 32}, {floats / 1000 + 1, 1000}, {3, floats / 3 + 1}};
+  std::uint64_t seed = 470;
+  for (const Shape& shape : shapes) {
+    expect_reduce_rows_matches<float, Sum>(shape, 0, seed++);
+    expect_reduce_rows_matches<float, Max>(shape, 1, seed++);
+  }
 }
 
 TEST_F(ReduceRows, ShapesCoverEveryPathOnThisGpu) {

@@ -13,10 +13,10 @@
 //    (stream_scratch.hpp) that the last block leaves ready for the next call: one launch, no
 //    allocation and no memset per call.
 //  - reduce_rows: three shapes of work, chosen by reduce_plan.hpp: a group of lanes per small row
-//    (a grid of warps keeping 64 KiB in flight per SM, each folding 8 loads of rows at a time by
-//    a reduce-scatter and storing 32 consecutive totals at once), a warp per medium row, a block
-//    per long row or per part of one (the last part to finish a row folds the parts' partials,
-//    through a ticket per row).
+//    (one wave of warps, each folding 8 loads of rows at a time by a reduce-scatter and storing
+//    32 consecutive totals at once), a warp per medium row, a block per long row or per part of
+//    one (the last part to finish a row folds the parts' partials, through a ticket per row).
+//    The loads follow reduce's size rule (the whole matrix's bytes).
 //  - Any alignment: 16-byte vectors on the aligned body of each range, scalar head and tail.
 //  - Reproducible: the grid and the order of every combination depend only on the sizes, the
 //    alignment and the device, and partials are combined in index order, not in arrival order;
@@ -59,7 +59,8 @@ struct alignas(16) Vector {
 // spares the reduction the write-back of dirty lines that earlier kernels left in L2 (evicting a
 // dirty line costs a DRAM write; the lab's L2 flush, a 2 x L2 memset, leaves L2 full of them).
 // On a stream many times the L2 size the hint costs instead (an H200 read 1 GiB 9% slower with
-// it): rooflab::reduce picks the policy by input size (reduce_plan.hpp's reduce_load_policy).
+// it, and 1 GiB matrices of rows 7-11% slower): rooflab::reduce and reduce_rows pick the policy by
+// input size (reduce_plan.hpp's reduce_load_policy).
 __device__ __forceinline__ std::uint64_t evict_first_policy() {
   std::uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -288,8 +289,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
 // issues the small_rows_in_flight (8) loads of a pass before it combines any, folds them with a
 // reduce-scatter across each group (a lane ends with whole rows' totals, after 7 shuffles where
 // 8 separate group reductions would take 24), and stores 32 consecutive totals per store
-// instruction. A fixed grid of warps (small_rows_blocks: 64 KiB in flight per SM, one wave at most)
-// strides over the passes.
+// instruction. One wave of warps strides over the passes.
 
 // Reduce-scatter across lanes Mask, Mask / 2, ... apart (partners in the same group), until Kept
 // values are left: at each step a lane keeps half of its values (the lower half where its Mask bit
@@ -321,7 +321,7 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
   for (int k = 0; k < Steps; ++k) value[k] = fold(loaded[k]);
 }
 
-template <int Lanes, class T, class Op>
+template <int Lanes, class T, class Op, LoadPolicy Policy = LoadPolicy::evict_first>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                              T* __restrict__ out, Op op, bool vector_units) {
@@ -345,9 +345,9 @@ __global__ void __launch_bounds__(reduce_block_threads)
       const std::int64_t row = first + small_row_of(Lanes, group, k);
       if (row >= rows || member >= units) return none;
       if constexpr (std::is_same_v<Unit, T>)
-        return load_element(in + row * cols + member);
+        return load_element<Policy>(in + row * cols + member);
       else
-        return load_vector(reinterpret_cast<const Unit*>(in + row * cols) + member);
+        return load_vector<Policy>(reinterpret_cast<const Unit*>(in + row * cols) + member);
     };
     T value[steps];
     if constexpr (width > 1) {
@@ -380,7 +380,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
 }
 
 // Medium rows: a warp per row, every lane with warp_row_loads_in_flight vectors in flight.
-template <class T, class Op>
+template <class T, class Op, LoadPolicy Policy>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_rows_by_warp_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                                T* __restrict__ out, Op op) {
@@ -389,7 +389,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
   for (std::int64_t row =
            (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
        row < rows; row += warps) {
-    T value = lane_partial<warp_row_loads_in_flight>(in + row * cols, cols, lane, warp_size, op);
+    T value =
+        lane_partial<warp_row_loads_in_flight, Policy>(in + row * cols, cols, lane, warp_size, op);
     value = warp_reduce(value, op);
     if (lane == 0) out[row] = value;
   }
@@ -399,7 +400,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
 // row). Parts cut the row's aligned body at whole vectors, so only the first part has a scalar
 // head and only the last a scalar tail. With several parts, the last part to finish a row folds
 // the row's partials in part order and resets the row's ticket.
-template <class T, class Op>
+template <class T, class Op, LoadPolicy Policy>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_rows_by_blocks_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                                  T* out, Op op, std::int64_t splits, T* partials,
@@ -420,8 +421,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
     };
     const std::int64_t begin = part == 0 ? 0 : cut(part);
     const std::int64_t end = part == splits - 1 ? cols : cut(part + 1);
-    T value = lane_partial<reduce_loads_in_flight>(start + begin, end - begin, threadIdx.x,
-                                                   reduce_block_threads, op);
+    T value = lane_partial<reduce_loads_in_flight, Policy>(start + begin, end - begin, threadIdx.x,
+                                                           reduce_block_threads, op);
     value = block_reduce<reduce_block_threads>(value, op, storage);
     if (splits == 1) {
       if (threadIdx.x == 0) out[row] = value;
@@ -471,15 +472,13 @@ int resident_blocks(const char* op) {
   return blocks;
 }
 
-// The small-rows path for Lanes lanes per row (plan.lanes_per_row), on small_rows_blocks' grid.
-template <int Lanes, class T, class Op>
+// The small-rows path for Lanes lanes per row (plan.lanes_per_row): one wave of blocks at most.
+template <int Lanes, LoadPolicy Policy, class T, class Op>
 void reduce_small_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
                        const RowsPlan& plan, cudaStream_t stream) {
   const char* name = "reduce_rows";
-  constexpr auto kernel = reduce_small_rows_kernel<Lanes, T, Op>;
-  const int unit_bytes = int(plan.vector_units ? 16 : sizeof(T));
-  const int blocks =
-      small_rows_blocks(rows, Lanes, unit_bytes, current_sm_count(), resident_blocks<kernel>(name));
+  constexpr auto kernel = reduce_small_rows_kernel<Lanes, T, Op, Policy>;
+  const int blocks = small_rows_blocks(rows, Lanes, resident_blocks<kernel>(name));
   kernel<<<blocks, reduce_block_threads, 0, stream>>>(in, rows, cols, out, op, plan.vector_units);
   check_launch(name, "reduce_small_rows_kernel");
 }
@@ -488,6 +487,50 @@ template <class T>
 void require_element_aligned(const T* pointer, const char* op, const char* argument) {
   require(reinterpret_cast<std::uintptr_t>(pointer) % alignof(T) == 0, op, argument,
           "is not aligned to its element type (" + std::to_string(alignof(T)) + " bytes)");
+}
+
+// reduce_rows on the plan's path, with Policy's loads (arguments already checked).
+template <LoadPolicy Policy, class T, class Op>
+void reduce_rows_with(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
+                      cudaStream_t stream) {
+  const char* name = "reduce_rows";
+  constexpr int width = vector_width<T>();
+  constexpr auto by_blocks = reduce_rows_by_blocks_kernel<T, Op, Policy>;
+  const bool rows_vector_aligned =
+      width > 1 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && cols % width == 0;
+  const RowsPlan plan = plan_reduce_rows(rows, cols, width, rows_vector_aligned, current_sm_count(),
+                                         resident_blocks<by_blocks>(name));
+  constexpr int warps_per_block = reduce_block_threads / warp_size;
+  switch (plan.path) {
+    case RowsPath::lanes_per_row:
+      switch (plan.lanes_per_row) {
+        case 1: return reduce_small_rows<1, Policy>(in, rows, cols, out, op, plan, stream);
+        case 2: return reduce_small_rows<2, Policy>(in, rows, cols, out, op, plan, stream);
+        case 4: return reduce_small_rows<4, Policy>(in, rows, cols, out, op, plan, stream);
+        case 8: return reduce_small_rows<8, Policy>(in, rows, cols, out, op, plan, stream);
+        case 16: return reduce_small_rows<16, Policy>(in, rows, cols, out, op, plan, stream);
+        default: return reduce_small_rows<32, Policy>(in, rows, cols, out, op, plan, stream);
+      }
+    case RowsPath::warp_per_row: {
+      reduce_rows_by_warp_kernel<T, Op, Policy>
+          <<<grid_for((rows + warps_per_block - 1) / warps_per_block), reduce_block_threads, 0,
+             stream>>>(in, rows, cols, out, op);
+      check_launch(name, "reduce_rows_by_warp_kernel");
+      return;
+    }
+    case RowsPath::blocks_per_row: {
+      const std::int64_t tasks = rows * plan.splits;
+      // Whole rows need no partials and no tickets.
+      const bool split = plan.splits > 1;
+      const StreamScratch scratch(split ? sizeof(T) * std::size_t(tasks) : 0,
+                                  split ? std::size_t(rows) : 0, stream, name);
+      by_blocks<<<grid_for(tasks), reduce_block_threads, 0, stream>>>(
+          in, rows, cols, out, op, plan.splits, static_cast<T*>(scratch.bytes()),
+          scratch.counters());
+      check_launch(name, "reduce_rows_by_blocks_kernel");
+      return;
+    }
+  }
 }
 
 }  // namespace detail
@@ -537,45 +580,13 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
   detail::require_element_aligned(in, name, "in");
   detail::require_element_aligned(out, name, "out");
 
-  using detail::reduce_block_threads;
-  constexpr int width = detail::vector_width<T>();
-  constexpr auto by_blocks = detail::reduce_rows_by_blocks_kernel<T, Op>;
-  const bool rows_vector_aligned =
-      width > 1 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && cols % width == 0;
-  const detail::RowsPlan plan =
-      detail::plan_reduce_rows(rows, cols, width, rows_vector_aligned, current_sm_count(),
-                               detail::resident_blocks<by_blocks>(name));
-  constexpr int warps_per_block = reduce_block_threads / detail::warp_size;
-  switch (plan.path) {
-    case detail::RowsPath::lanes_per_row:
-      switch (plan.lanes_per_row) {
-        case 1: return detail::reduce_small_rows<1>(in, rows, cols, out, op, plan, stream);
-        case 2: return detail::reduce_small_rows<2>(in, rows, cols, out, op, plan, stream);
-        case 4: return detail::reduce_small_rows<4>(in, rows, cols, out, op, plan, stream);
-        case 8: return detail::reduce_small_rows<8>(in, rows, cols, out, op, plan, stream);
-        case 16: return detail::reduce_small_rows<16>(in, rows, cols, out, op, plan, stream);
-        default: return detail::reduce_small_rows<32>(in, rows, cols, out, op, plan, stream);
-      }
-    case detail::RowsPath::warp_per_row: {
-      detail::reduce_rows_by_warp_kernel<T, Op>
-          <<<detail::grid_for((rows + warps_per_block - 1) / warps_per_block), reduce_block_threads,
-             0, stream>>>(in, rows, cols, out, op);
-      detail::check_launch(name, "reduce_rows_by_warp_kernel");
-      return;
-    }
-    case detail::RowsPath::blocks_per_row: {
-      const std::int64_t tasks = rows * plan.splits;
-      // Whole rows need no partials and no tickets.
-      const bool split = plan.splits > 1;
-      const detail::StreamScratch scratch(split ? sizeof(T) * std::size_t(tasks) : 0,
-                                          split ? std::size_t(rows) : 0, stream, name);
-      by_blocks<<<detail::grid_for(tasks), reduce_block_threads, 0, stream>>>(
-          in, rows, cols, out, op, plan.splits, static_cast<T*>(scratch.bytes()),
-          scratch.counters());
-      detail::check_launch(name, "reduce_rows_by_blocks_kernel");
-      return;
-    }
-  }
+  using detail::LoadPolicy;
+  // rows * cols * sizeof(T) fits: the matrix is in memory.
+  if (detail::reduce_load_policy(rows * cols * std::int64_t(sizeof(T)), current_l2_bytes()) ==
+      LoadPolicy::evict_first)
+    detail::reduce_rows_with<LoadPolicy::evict_first>(in, rows, cols, out, op, stream);
+  else
+    detail::reduce_rows_with<LoadPolicy::plain>(in, rows, cols, out, op, stream);
 }
 
 // The instantiations the library compiles (src/reduce/reduce.cu); callers of these use them rather
