@@ -33,16 +33,20 @@ def format_value(value: float) -> str:
 
 
 def kernel_base(name: str) -> str:
-    """The kernel's name without its parameter list (ncu prints it with the full signature)."""
+    """The kernel's name without its parameter list, the parenthesized group that ends the name
+    (ncu prints the full signature; "(anonymous namespace)" inside the name stays)."""
+    name = name.strip()
+    if not name.endswith(")"):
+        return name
     depth = 0
-    for index, char in enumerate(name):
-        if char == "<":
+    for index in range(len(name) - 1, -1, -1):
+        if name[index] == ")":
             depth += 1
-        elif char == ">":
+        elif name[index] == "(":
             depth -= 1
-        elif char == "(" and depth == 0 and index > 0:
-            return name[:index].strip()
-    return name.strip()
+            if depth == 0:
+                return name[:index].strip() if index > 0 else name
+    return name
 
 
 def read_launches(path: str):
