@@ -59,7 +59,7 @@ struct alignas(16) Vector {
 // spares the reduction the write-back of dirty lines that earlier kernels left in L2 (evicting a
 // dirty line costs a DRAM write; the lab's L2 flush, a 2 x L2 memset, leaves L2 full of them).
 // On a stream many times the L2 size the hint costs instead (an H200 read 1 GiB 9% slower with
-// it, and 1 GiB matrices of rows 7-11% slower): rooflab::reduce and reduce_rows pick the policy by
+// it, 1 GiB matrices of rows up to 6% slower): rooflab::reduce and reduce_rows pick the policy by
 // input size (reduce_plan.hpp's reduce_load_policy).
 __device__ __forceinline__ std::uint64_t evict_first_policy() {
   std::uint64_t policy;
