@@ -66,28 +66,41 @@ gpu_tests="$build/tests/rooflab_gpu_tests"
 # ROOFLAB_SANITIZER_ONLY (gtest patterns) narrows the run to the tests of code that changed.
 filter="${ROOFLAB_SANITIZER_ONLY:-*}-*Measured*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
 sanitizer_seconds=${ROOFLAB_SANITIZER_SECONDS:-360}
+# racecheck is the slowest tool by far (it tracks every shared-memory access): its run is split
+# into ROOFLAB_RACECHECK_SHARDS gtest shards (default 4) run side by side, each under the time
+# limit. Each log lists the tests as they start, so a run stopped by the limit shows where it was.
+racecheck_shards=${ROOFLAB_RACECHECK_SHARDS:-4}
 if [[ " $stages " == *" sanitize "* ]]; then
   pids=()
+  sanitizer_runs=()
   for tool in memcheck racecheck synccheck; do
-    (
-      start=$SECONDS
-      timeout "$sanitizer_seconds" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 \
-        "$gpu_tests" --gtest_filter="$filter" --gtest_brief=1 >"$build/sanitizer-$tool.log" 2>&1
-      status=$?
-      case $status in
-        0) verdict="ok" ;;
-        124) verdict="TIMED OUT after $sanitizer_seconds s" ;;
-        *) verdict="FAILED" ;;
-      esac
-      printf '%-28s %-7s %4d s\n' "compute-sanitizer $tool" "$verdict" $((SECONDS - start)) >"$build/sanitizer-$tool.verdict"
-    ) &
-    pids+=($!)
+    shards=1
+    [ "$tool" = racecheck ] && shards=$racecheck_shards
+    for ((shard = 0; shard < shards; shard++)); do
+      run="$tool-$shard"
+      sanitizer_runs+=("$run")
+      (
+        start=$SECONDS
+        GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard timeout "$sanitizer_seconds" \
+          compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 \
+          "$gpu_tests" --gtest_filter="$filter" >"$build/sanitizer-$run.log" 2>&1
+        status=$?
+        case $status in
+          0) verdict="ok" ;;
+          124) verdict="TIMED OUT after $sanitizer_seconds s" ;;
+          *) verdict="FAILED" ;;
+        esac
+        printf '%-28s %-7s %4d s\n' "compute-sanitizer $tool ($((shard + 1))/$shards)" "$verdict" \
+          $((SECONDS - start)) >"$build/sanitizer-$run.verdict"
+      ) &
+      pids+=($!)
+    done
   done
   wait "${pids[@]}"
-  for tool in memcheck racecheck synccheck; do
-    { echo "=== compute-sanitizer $tool"; cat "$build/sanitizer-$tool.log"; } >>"$out/sanitizer.log"
-    summary+=("$(cat "$build/sanitizer-$tool.verdict")")
-    grep -q ' ok ' "$build/sanitizer-$tool.verdict" || failed=1
+  for run in "${sanitizer_runs[@]}"; do
+    { echo "=== compute-sanitizer $run"; cat "$build/sanitizer-$run.log"; } >>"$out/sanitizer.log"
+    summary+=("$(cat "$build/sanitizer-$run.verdict")")
+    grep -q ' ok ' "$build/sanitizer-$run.verdict" || failed=1
   done
 fi
 
