@@ -195,12 +195,17 @@ TEST_F(ReduceRows, ManyTinyRowsStrideOverTheSmallRowsGrid) {
                (detail::reduce_block_threads / detail::warp_size) +
            13;
   };
-  const std::int64_t float_rows =
-      rows_for(8, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
-  const std::int64_t double_rows =
-      rows_for(16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
-  const std::int64_t scalar_rows =
-      rows_for(32, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
+  // Rows of 32 floats or doubles are far below 4x L2 here: the evict-first kernels run them.
+  constexpr auto evict_first = detail::LoadPolicy::evict_first;
+  const std::int64_t float_rows = rows_for(
+      8, detail::resident_blocks<
+              detail::reduce_small_rows_kernel<8, float, Sum, evict_first>>("test"));
+  const std::int64_t double_rows = rows_for(
+      16, detail::resident_blocks<
+              detail::reduce_small_rows_kernel<16, double, Sum, evict_first>>("test"));
+  const std::int64_t scalar_rows = rows_for(
+      32, detail::resident_blocks<
+              detail::reduce_small_rows_kernel<32, float, Sum, evict_first>>("test"));
   ASSERT_EQ(plan_on_this_gpu<float>({float_rows, 32}, true).lanes_per_row, 8);
   ASSERT_EQ(plan_on_this_gpu<double>({double_rows, 32}, true).lanes_per_row, 16);
   ASSERT_EQ(plan_on_this_gpu<float>({scalar_rows, 32}, false).lanes_per_row, 32);

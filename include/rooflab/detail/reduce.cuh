@@ -70,7 +70,7 @@ __device__ __forceinline__ std::uint64_t evict_first_policy() {
 // One 16-byte load through the read-only path, with the evict-first policy or plain, whatever T
 // is. The loads are volatile asm so that the compiler never hoists one past the bounds check
 // guarding it.
-template <LoadPolicy Policy = LoadPolicy::evict_first, class T>
+template <LoadPolicy Policy, class T>
 __device__ __forceinline__ Vector<T> load_vector(const Vector<T>* source) {
   unsigned word[4];
   if constexpr (Policy == LoadPolicy::evict_first) {
@@ -89,7 +89,7 @@ __device__ __forceinline__ Vector<T> load_vector(const Vector<T>* source) {
 
 // One element, with the evict-first policy where asked and T is a 4- or 8-byte word (every type
 // the library instantiates); otherwise a plain load.
-template <LoadPolicy Policy = LoadPolicy::evict_first, class T>
+template <LoadPolicy Policy, class T>
 __device__ __forceinline__ T load_element(const T* source) {
   if constexpr (Policy == LoadPolicy::evict_first && sizeof(T) == 4 && alignof(T) == 4) {
     unsigned word;
@@ -171,7 +171,7 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 // least 16) of which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte
 // vectors over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors
 // (coalesced).
-template <int LoadsInFlight, LoadPolicy Policy = LoadPolicy::evict_first, class T, class Op>
+template <int LoadsInFlight, LoadPolicy Policy, class T, class Op>
 __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int64_t length,
                                           std::int64_t lane, std::int64_t lanes, Op op) {
   constexpr int width = vector_width<T>();
@@ -321,7 +321,7 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
   for (int k = 0; k < Steps; ++k) value[k] = fold(loaded[k]);
 }
 
-template <int Lanes, class T, class Op, LoadPolicy Policy = LoadPolicy::evict_first>
+template <int Lanes, class T, class Op, LoadPolicy Policy>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                              T* __restrict__ out, Op op, bool vector_units) {
