@@ -6,25 +6,11 @@
 #include "core/device_info.hpp"
 #include "core/event_timer.hpp"
 #include "core/pinned_buffer.hpp"
+#include "core/stream_read.hpp"
 #include "rooflab/device_buffer.hpp"
 
 namespace rooflab {
 namespace {
-
-// Streams `count` 16-byte words with four independent loads in flight per thread (enough to cover
-// HBM latency at full occupancy) and folds them, so the compiler cannot drop the loads; the store
-// happens only if the fold hits a value random data never produces.
-__global__ void stream_read(const uint4* __restrict__ in, std::size_t count, unsigned* sink) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  unsigned fold = 0;
-  for (; i + 3 * stride < count; i += 4 * stride) {
-    const uint4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
-    fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
-  }
-  for (; i < count; i += stride) fold ^= in[i].x ^ in[i].y ^ in[i].z ^ in[i].w;
-  if (fold == 0x9E3779B9u) *sink = fold;
-}
 
 template <class Launch>
 double median_ms(Launch&& launch, int reps) {
@@ -66,14 +52,8 @@ MeasuredCeilings measure_ceilings(const DeviceInfo& device) {
       reps);
   ceilings.copy_bandwidth = 2.0 * bytes / (copy_ms * 1e-3);
 
-  const int blocks = device.sm_count * 8;  // 8 blocks of 256 = 2048 threads: a full Hopper SM
-  const double read_ms = median_ms(
-      [&] {
-        stream_read<<<blocks, 256>>>(reinterpret_cast<const uint4*>(source.data()), bytes / 16,
-                                     sink.data());
-        detail::check_launch(op, "stream_read");
-      },
-      reps);
+  const double read_ms =
+      median_ms([&] { stream_read(source.data(), bytes, sink.data(), nullptr); }, reps);
   ceilings.read_bandwidth = bytes / (read_ms * 1e-3);
 
   // 64 MiB per copy is far past the size where the host link's per-copy latency stops mattering

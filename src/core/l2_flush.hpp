@@ -12,11 +12,17 @@ namespace rooflab {
 class L2Flush {
  public:
   explicit L2Flush(std::size_t l2_bytes);
-  // Queues a write of twice the L2 size on `stream`: every line the timed op could reuse is gone.
+  // Queues a read of twice the L2 size on `stream`: every line the timed op could reuse is gone,
+  // and every dirty line is written back now, so L2 is left holding clean lines only.
   void operator()(cudaStream_t stream);
+  // Queues a write of twice the L2 size instead, as memset-based flushes do. It evicts as well but
+  // leaves L2 full of dirty lines, and whatever runs next pays for writing them back: up to the L2
+  // size of extra write traffic inside the timed region (the timing lab shows the cost).
+  void by_writing(cudaStream_t stream);
 
  private:
   DeviceBuffer<unsigned char> scratch_;
+  DeviceBuffer<unsigned> sink_;
   int next_byte_ = 0;
 };
 

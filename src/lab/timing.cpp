@@ -6,13 +6,15 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/device_info.hpp"
 #include "cpu/add.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
 
 namespace rooflab::bench {
 
-TimingWorkspace::TimingWorkspace(std::int64_t n) : AddWorkspace(n) {
+TimingWorkspace::TimingWorkspace(std::int64_t n)
+    : AddWorkspace(n), flush(std::size_t(current_l2_bytes())) {
   ROOFLAB_CUDA("bench timing", cudaEventCreate(&start));
   const cudaError_t status = cudaEventCreate(&stop);
   if (status != cudaSuccess) cudaEventDestroy(start);

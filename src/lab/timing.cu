@@ -108,5 +108,40 @@ ROOFLAB_VARIANT(Variant{
       return timing(w).self_report("a launch is asynchronous: without a synchronize, only the launch is timed");
     }});
 
+// Rungs 5 and 6 — events around the kernel after the rung's own L2 flush, by writing, then by
+// reading, twice the L2 size. Both evict the inputs; the write leaves L2 full of dirty lines, and
+// the kernel that comes next pays for writing them back (up to the L2's size of extra write
+// traffic), so memset-based flushes overstate the time of every op they precede. The harness
+// flushes by reading.
+void time_after_flush(TimingWorkspace& w, cudaStream_t stream, bool by_writing) {
+  if (by_writing)
+    w.flush.by_writing(stream);
+  else
+    w.flush(stream);
+  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
+  launch_add(w, stream);
+  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
+  ROOFLAB_CUDA("bench timing", cudaEventSynchronize(w.stop));
+  float ms = 0;
+  ROOFLAB_CUDA("bench timing", cudaEventElapsedTime(&ms, w.start, w.stop));
+  w.self_ms.push_back(ms);
+}
+
+ROOFLAB_VARIANT(Variant{
+    "timing", 5, "after-write-flush", "events after an L2 flush by memset: pays the dirty lines' write-back",
+    Where::gpu, false, no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) { time_after_flush(w, stream, true); }),
+    {}, [](Workspace& w) {
+      return timing(w).self_report("the memset left L2 dirty: the kernel wrote those lines back in its own time");
+    }});
+
+ROOFLAB_VARIANT(Variant{
+    "timing", 6, "after-read-flush", "events after an L2 flush by reading: clean cache, the kernel's own time",
+    Where::gpu, false, no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) { time_after_flush(w, stream, false); }),
+    {}, [](Workspace& w) {
+      return timing(w).self_report("the read left L2 clean: nothing of the inputs cached, nothing to write back");
+    }});
+
 }  // namespace
 }  // namespace rooflab::bench

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "add/add_workspace.hpp"
+#include "core/l2_flush.hpp"
 
 namespace rooflab::bench {
 
@@ -30,6 +31,8 @@ class TimingWorkspace : public AddWorkspace {
   // The rung's own events (the harness has its own pair around the whole run).
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
+  // Rungs 5 and 6 flush L2 themselves, each by its method.
+  L2Flush flush;
 };
 
 }  // namespace rooflab::bench

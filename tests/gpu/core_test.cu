@@ -104,10 +104,11 @@ TEST_F(Timing, EventTimerMeasuresQueuedWork) {
   EXPECT_GT(timer.elapsed_ms(), 0.0f);
 }
 
-TEST_F(Timing, L2FlushRuns) {
+TEST_F(Timing, L2FlushRunsByReadingAndByWriting) {
   const DeviceInfo device = query_device();
   L2Flush flush(std::size_t(device.l2_bytes));
   flush(nullptr);
+  flush.by_writing(nullptr);
   flush(nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
