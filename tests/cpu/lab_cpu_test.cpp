@@ -163,7 +163,8 @@ TEST(LabRegistry, EveryLabOpIsRegisteredWithItsRungs) {
   EXPECT_EQ(names("divergence"), (std::vector<std::string>{"cpu-parallel", "lane-branch", "warp-branch"}));
   EXPECT_EQ(names("timing"), (std::vector<std::string>{"cpu-host-clock", "events-synchronized",
                                                        "events-unsynchronized", "host-clock-synchronized",
-                                                       "host-clock-unsynchronized"}));
+                                                       "host-clock-unsynchronized", "after-write-flush",
+                                                       "after-read-flush"}));
   EXPECT_EQ(names("transfer").size(), 9u);
   EXPECT_EQ(names("coalescing").size(), 17u);
   EXPECT_EQ(names("occupancy").size(), 9u);
