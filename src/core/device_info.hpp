@@ -59,7 +59,6 @@ namespace rooflab {
 // The current device's multiprocessor count, queried once per device and cached: launch
 // configurations that fill the GPU need it on every call.
 int current_sm_count();
-// The current device's L2 size in bytes, queried once per device and cached likewise
-// (rooflab::reduce picks its loads by the input's size against it).
+// The current device's L2 size in bytes, queried once per device and cached likewise.
 std::int64_t current_l2_bytes();
 }  // namespace rooflab

@@ -496,8 +496,7 @@ ROOFLAB_VARIANT(Variant{
 
 // Rung 17 — rooflab::reduce: rung 16 generalized (every type and operator, any alignment and n,
 // reproducible) and without per-call set-up: the grid is one wave from the occupancy API, the
-// partials and the ticket stay in per-stream scratch that the last block leaves zeroed. Its loads
-// carry the L2 evict-first hint while the input is at most 4x the L2 size, plain beyond.
+// partials and the ticket stay in per-stream scratch that the last block leaves zeroed.
 ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
                         "rooflab::reduce: rung 16, any type/alignment, no per-call setup",
                         Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
@@ -507,7 +506,7 @@ ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
                         }});
 
 // ---------------------------------------------------------------------------------------------
-// Rungs 18-19 — production's kernel without its L2 hint, and CUB's way of dealing the input,
+// Rungs 18-19 — production's kernel for aligned floats alone, and CUB's way of dealing the input,
 // measured side by side with rung 17 and CUB. Each is one pass like production, with its
 // per-stream scratch (no allocation, no memset per call), 256 threads and 4 plain 16-byte loads in
 // flight per thread; they differ in how the input is dealt to blocks. They sum floats and need a
@@ -609,12 +608,12 @@ void run_plain_loads(FloatWorkspace& w, cudaStream_t stream) {
   detail::check_launch(op_name, "reduce_plain_loads");
 }
 
-// Rung 18 — production's kernel with plain loads at every size. It teaches what the evict-first
-// hint is worth: on an H200 it was 10% slower than rung 17 at 2^24 (64 MiB: the hint spares the
-// write-back of the dirty lines an L2 flush leaves) and 9% faster than the hinted kernel at 2^28
-// (1 GiB), which is why production drops the hint beyond a few times the L2 size.
+// Rung 18 — production's grid-stride kernel written for floats alone: an aligned input, no scalar
+// head, bounds checks only in the last batch. Beside rung 17 it shows what production's
+// generality (any type, operator and alignment) costs. (Up to round 4 it was also production
+// without the L2 evict-first hint production then carried: docs/reduce.md.)
 ROOFLAB_VARIANT(Variant{"reduce", 18, "plain-grid-stride",
-                        "production's grid-stride kernel with plain 16-byte loads at every size",
+                        "production's grid-stride kernel for aligned floats alone",
                         Where::gpu, false, float_only,
                         on<FloatWorkspace>(run_plain_loads<Dealing::grid_stride>)});
 

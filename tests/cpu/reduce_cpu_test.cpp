@@ -157,21 +157,6 @@ TEST(ReducePlan, SmallRowsGridIsAWarpPerPassUpToOneWave) {
   EXPECT_EQ(detail::small_rows_blocks(std::int64_t(1) << 40, 1, 0), 1);
 }
 
-// An H200's 60 MiB of L2 (the attribute's value): the hint up to 240 MiB, so 64 and 128 MiB
-// inputs get it and 1 GiB does not.
-TEST(ReducePlan, EvictFirstLoadsUpToFourTimesTheL2Size) {
-  constexpr std::int64_t l2 = std::int64_t(60) << 20, mib = std::int64_t(1) << 20;
-  EXPECT_EQ(detail::reduce_load_policy(64 * mib, l2), detail::LoadPolicy::evict_first);
-  EXPECT_EQ(detail::reduce_load_policy(128 * mib, l2), detail::LoadPolicy::evict_first);
-  EXPECT_EQ(detail::reduce_load_policy(4 * l2, l2), detail::LoadPolicy::evict_first);
-  EXPECT_EQ(detail::reduce_load_policy(4 * l2 + 1, l2), detail::LoadPolicy::plain);
-  EXPECT_EQ(detail::reduce_load_policy(1024 * mib, l2), detail::LoadPolicy::plain);
-  EXPECT_EQ(detail::reduce_load_policy(4, l2), detail::LoadPolicy::evict_first);
-  // An H100's 50 MiB: the same split of the benchmark's sizes.
-  EXPECT_EQ(detail::reduce_load_policy(128 * mib, 50 * mib), detail::LoadPolicy::evict_first);
-  EXPECT_EQ(detail::reduce_load_policy(1024 * mib, 50 * mib), detail::LoadPolicy::plain);
-}
-
 // The small-rows kernel's reduce-scatter (reduce.cuh), modelled on the host: every lane starts
 // with 8 values, value k holding its unit of row small_row_of(lanes, group, k); each step
 // across lanes `mask` apart keeps the lower half of the values where the mask bit is clear, the

@@ -135,10 +135,7 @@ detail::RowsPlan plan_on_this_gpu(Shape shape, bool aligned_base) {
   constexpr int width = detail::vector_width<T>();
   return detail::plan_reduce_rows(
       shape.rows, shape.cols, width, width > 1 && aligned_base && shape.cols % width == 0,
-      current_sm_count(),
-      // The loads of matrices up to 4x the L2 size (every shape here) carry the evict-first hint.
-      detail::resident_blocks<
-          detail::reduce_rows_by_blocks_kernel<T, Sum, detail::LoadPolicy::evict_first>>("test"));
+      current_sm_count(), detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
 }
 
 template <class T, class Op>
@@ -195,17 +192,12 @@ TEST_F(ReduceRows, ManyTinyRowsStrideOverTheSmallRowsGrid) {
                (detail::reduce_block_threads / detail::warp_size) +
            13;
   };
-  // Rows of 32 floats or doubles are far below 4x L2 here: the evict-first kernels run them.
-  constexpr auto evict_first = detail::LoadPolicy::evict_first;
-  const std::int64_t float_rows = rows_for(
-      8, detail::resident_blocks<
-              detail::reduce_small_rows_kernel<8, float, Sum, evict_first>>("test"));
+  const std::int64_t float_rows =
+      rows_for(8, detail::resident_blocks<detail::reduce_small_rows_kernel<8, float, Sum>>("test"));
   const std::int64_t double_rows = rows_for(
-      16, detail::resident_blocks<
-              detail::reduce_small_rows_kernel<16, double, Sum, evict_first>>("test"));
+      16, detail::resident_blocks<detail::reduce_small_rows_kernel<16, double, Sum>>("test"));
   const std::int64_t scalar_rows = rows_for(
-      32, detail::resident_blocks<
-              detail::reduce_small_rows_kernel<32, float, Sum, evict_first>>("test"));
+      32, detail::resident_blocks<detail::reduce_small_rows_kernel<32, float, Sum>>("test"));
   ASSERT_EQ(plan_on_this_gpu<float>({float_rows, 32}, true).lanes_per_row, 8);
   ASSERT_EQ(plan_on_this_gpu<double>({double_rows, 32}, true).lanes_per_row, 16);
   ASSERT_EQ(plan_on_this_gpu<float>({scalar_rows, 32}, false).lanes_per_row, 32);
@@ -215,14 +207,11 @@ TEST_F(ReduceRows, ManyTinyRowsStrideOverTheSmallRowsGrid) {
   expect_reduce_rows_matches<float, Sum>({scalar_rows, 32}, 1, 453);
 }
 
-// Matrices just above the evict-first limit (4x the L2 size) take plain loads
-// (reduce_load_policy): small rows, rows of a warp each, and few long rows split across blocks,
-// each also starting one element off a 16-byte boundary.
-TEST_F(ReduceRows, MatricesBeyondFourL2SizesAreExactWithPlainLoads) {
-  const std::int64_t floats =
-      detail::evict_first_max_l2_multiple * current_l2_bytes() / std::int64_t(sizeof(float)) + 4099;
-  ASSERT_EQ(detail::reduce_load_policy(floats * std::int64_t(sizeof(float)), current_l2_bytes()),
-            detail::LoadPolicy::plain);
+// Matrices of four times the L2 size, streamed from device memory on every path: small rows,
+// rows of a warp each, and few long rows split across blocks, each also starting one element
+// off a 16-byte boundary.
+TEST_F(ReduceRows, MatricesFourTimesTheL2SizeAreExactOnEveryPath) {
+  const std::int64_t floats = 4 * current_l2_bytes() / std::int64_t(sizeof(float)) + 4099;
   const Shape shapes[] = {{floats / 32 + 1, 32}, {floats / 1000 + 1, 1000}, {3, floats / 3 + 1}};
   std::uint64_t seed = 470;
   for (const Shape& shape : shapes) {
@@ -278,14 +267,8 @@ void expect_sum_within_tree_bound(std::int64_t n, std::uint64_t seed) {
   }
   const double exact = double(sum + compensation);
   constexpr int width = detail::vector_width<T>();
-  using detail::LoadPolicy;
-  constexpr auto hinted = detail::reduce_kernel<T, Sum, LoadPolicy::evict_first>;
-  constexpr auto plain = detail::reduce_kernel<T, Sum, LoadPolicy::plain>;
-  const LoadPolicy policy =
-      detail::reduce_load_policy(n * std::int64_t(sizeof(T)), current_l2_bytes());
-  const int resident = policy == LoadPolicy::evict_first ? detail::resident_blocks<hinted>("test")
-                                                         : detail::resident_blocks<plain>("test");
-  const int blocks = detail::reduce_blocks(n, width, resident);
+  const int blocks = detail::reduce_blocks(
+      n, width, detail::resident_blocks<detail::reduce_kernel<T, Sum>>("test"));
   const std::int64_t lanes = std::int64_t(blocks) * detail::reduce_block_threads;
   const double depth = double(n / (width * lanes) + 3 + 24 + blocks / detail::reduce_block_threads);
   const double u = std::numeric_limits<T>::epsilon() / 2;
@@ -328,42 +311,26 @@ TEST_F(Reduce, TenRunsGiveTheSameBits) {
         << "run " << run << ": " << results[run] << " vs " << results[0];
 }
 
-// rooflab::reduce loads with the L2 evict-first hint up to evict_first_max_l2_multiple x the L2
-// size and plainly beyond (two instantiations of its kernel): both sides of the threshold, aligned
-// and not, every operator, a float and a 64-bit integer type, exact; and the plain side
-// reproducible to the bit on general floats.
-TEST_F(Reduce, BothLoadPoliciesAreExactOnEachSideOfTheL2Threshold) {
-  const std::int64_t limit_bytes = detail::evict_first_max_l2_multiple * current_l2_bytes();
-  ASSERT_GT(limit_bytes, 0);
-  const auto sizes = [limit_bytes](std::size_t bytes) {
-    const std::int64_t at = limit_bytes / std::int64_t(bytes);
-    return std::vector<std::int64_t>{at, at + 5};
-  };
-  const auto policy = [](std::int64_t n, std::size_t bytes) {
-    return detail::reduce_load_policy(n * std::int64_t(bytes), current_l2_bytes());
-  };
+// Inputs of four times the L2 size, streamed from device memory: aligned and not, every operator,
+// a float and a 64-bit integer type, exact; and reproducible to the bit on general floats.
+TEST_F(Reduce, InputsFourTimesTheL2SizeAreExactAndReproducible) {
+  const std::int64_t bytes = 4 * current_l2_bytes();
+  ASSERT_GT(bytes, 0);
   std::uint64_t seed = 650;
-  for (const std::int64_t n : sizes(sizeof(float))) {
-    SCOPED_TRACE("float, n = " + std::to_string(n));
-    for (const std::size_t offset : {std::size_t(0), std::size_t(1)}) {
-      expect_reduce_matches<float, Sum>(n, offset, seed++);
-      expect_reduce_matches<float, Max>(n, offset, seed++);
-    }
+  const std::int64_t float_n = bytes / std::int64_t(sizeof(float)) + 5;
+  for (const std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+    SCOPED_TRACE("float, offset " + std::to_string(offset));
+    expect_reduce_matches<float, Sum>(float_n, offset, seed++);
+    expect_reduce_matches<float, Max>(float_n, offset, seed++);
   }
-  for (const std::int64_t n : sizes(sizeof(std::int64_t))) {
-    SCOPED_TRACE("int64, n = " + std::to_string(n));
-    expect_reduce_matches<std::int64_t, Sum>(n, 1, seed++);
-    expect_reduce_matches<std::int64_t, Min>(n, 0, seed++);
-  }
-  const std::vector<std::int64_t> float_sizes = sizes(sizeof(float));
-  EXPECT_EQ(policy(float_sizes[0], sizeof(float)), detail::LoadPolicy::evict_first);
-  EXPECT_EQ(policy(float_sizes[1], sizeof(float)), detail::LoadPolicy::plain);
+  const std::int64_t int64_n = bytes / std::int64_t(sizeof(std::int64_t)) + 5;
+  expect_reduce_matches<std::int64_t, Sum>(int64_n, 1, seed++);
+  expect_reduce_matches<std::int64_t, Min>(int64_n, 0, seed++);
 
-  const std::int64_t n = float_sizes[1];
-  const std::vector<float> values = random_values<float>(std::size_t(n) + 1, 660, true);
+  const std::vector<float> values = random_values<float>(std::size_t(float_n) + 1, 660, true);
   DeviceBuffer<float> in(values);
   DeviceBuffer<float> out(3);
-  for (int run = 0; run < 3; ++run) reduce(in.data() + 1, n, out.data() + run, Sum{});
+  for (int run = 0; run < 3; ++run) reduce(in.data() + 1, float_n, out.data() + run, Sum{});
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> results = out.download();
   for (int run = 1; run < 3; ++run)

@@ -6,9 +6,8 @@
 //
 // Design (docs/reduce.md tells the story that led here):
 //  - reduce: one pass. A grid of one wave of resident blocks strides over the input with 16-byte
-//    loads, four in flight per thread (the last, partial batch too): evict-first loads for inputs
-//    up to a few times the L2 size, plain loads beyond (reduce_plan.hpp); each block folds
-//    its share with shuffles, writes one partial, and the last block to take a ticket folds the
+//    loads through the read-only path, four in flight per thread (the last, partial batch too);
+//    each block folds its share with shuffles, writes one partial, and the last block to take a ticket folds the
 //    partials and writes the result. The ticket and the partials live in per-stream scratch
 //    (stream_scratch.hpp) that the last block leaves ready for the next call: one launch, no
 //    allocation and no memset per call.
@@ -16,7 +15,6 @@
 //    (one wave of warps, each folding 8 loads of rows at a time by a reduce-scatter and storing
 //    32 consecutive totals at once), a warp per medium row, a block per long row or per part of
 //    one (the last part to finish a row folds the parts' partials, through a ticket per row).
-//    The loads follow reduce's size rule (the whole matrix's bytes).
 //  - Any alignment: 16-byte vectors on the aligned body of each range, scalar head and tail.
 //  - Reproducible: the grid and the order of every combination depend only on the sizes, the
 //    alignment and the device, and partials are combined in index order, not in arrival order;
@@ -40,8 +38,7 @@
 
 namespace rooflab {
 
-int current_sm_count();  // the library's cached device queries (src/core/device_info.cpp)
-std::int64_t current_l2_bytes();
+int current_sm_count();  // the library's cached device query (src/core/device_info.cpp)
 
 namespace detail {
 
@@ -53,60 +50,23 @@ struct alignas(16) Vector {
   T lane[vector_width<T>()];
 };
 
-// The reductions read every input byte once, so their loads can tell L2 to evict those lines first
-// (an evict-first policy, PTX createpolicy + .L2::cache_hint): the stream then recycles its own
-// lines instead of evicting what else L2 holds. That keeps a caller's working set in L2, and it
-// spares the reduction the write-back of dirty lines that earlier kernels left in L2 (evicting a
-// dirty line costs a DRAM write; the lab's L2 flush, a 2 x L2 memset, leaves L2 full of them).
-// On a stream many times the L2 size the hint costs instead (an H200 read 1 GiB 9% slower with
-// it, 1 GiB matrices of rows up to 6% slower): rooflab::reduce and reduce_rows pick the policy by
-// input size (reduce_plan.hpp's reduce_load_policy).
-__device__ __forceinline__ std::uint64_t evict_first_policy() {
-  std::uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-
-// One 16-byte load through the read-only path, with the evict-first policy or plain, whatever T
-// is. The loads are volatile asm so that the compiler never hoists one past the bounds check
-// guarding it.
-template <LoadPolicy Policy, class T>
+// One 16-byte vector through the read-only path (ld.global.nc), whatever T is. (An L2 evict-first
+// hint on these loads, tried up to round 4, only paid against the dirty lines a memset-based L2
+// flush leaves; under a flush that leaves L2 clean it cost 4-9%: docs/reduce.md.)
+template <class T>
 __device__ __forceinline__ Vector<T> load_vector(const Vector<T>* source) {
-  unsigned word[4];
-  if constexpr (Policy == LoadPolicy::evict_first) {
-    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
-        : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
-  } else {
-    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
-        : "l"(__cvta_generic_to_global(source)));
-  }
+  const uint4 words = __ldg(reinterpret_cast<const uint4*>(source));
   Vector<T> vector;
-  memcpy(&vector, word, sizeof(word));
+  memcpy(&vector, &words, sizeof(words));
   return vector;
 }
 
-// One element, with the evict-first policy where asked and T is a 4- or 8-byte word (every type
-// the library instantiates); otherwise a plain load.
-template <LoadPolicy Policy, class T>
+// One element: through the read-only path where __ldg has an overload for T, plainly otherwise
+// (custom types of rooflab.cuh).
+template <class T>
 __device__ __forceinline__ T load_element(const T* source) {
-  if constexpr (Policy == LoadPolicy::evict_first && sizeof(T) == 4 && alignof(T) == 4) {
-    unsigned word;
-    asm volatile("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;"
-        : "=r"(word)
-        : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
-    T value;
-    memcpy(&value, &word, sizeof(T));
-    return value;
-  } else if constexpr (Policy == LoadPolicy::evict_first && sizeof(T) == 8 && alignof(T) == 8) {
-    unsigned long long word;
-    asm volatile("ld.global.nc.L2::cache_hint.b64 %0, [%1], %2;"
-        : "=l"(word)
-        : "l"(__cvta_generic_to_global(source)), "l"(evict_first_policy()));
-    T value;
-    memcpy(&value, &word, sizeof(T));
-    return value;
+  if constexpr (std::is_arithmetic_v<T>) {
+    return __ldg(source);
   } else {
     return *source;
   }
@@ -171,7 +131,7 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 // least 16) of which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte
 // vectors over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors
 // (coalesced).
-template <int LoadsInFlight, LoadPolicy Policy, class T, class Op>
+template <int LoadsInFlight, class T, class Op>
 __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int64_t length,
                                           std::int64_t lane, std::int64_t lanes, Op op) {
   constexpr int width = vector_width<T>();
@@ -182,18 +142,18 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     const std::int64_t head_length = head_elements(start, length);  // < width <= lanes
     // Loaded now, combined last: combining it here would hold the lane until the load returns,
     // before it has issued any of the body's loads.
-    if (lane < head_length) head = load_element<Policy>(start + lane);
+    if (lane < head_length) head = load_element(start + lane);
     const std::int64_t vectors = (length - head_length) / width;
     const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
     acc = strided_fold<LoadsInFlight>(
         acc, lane, vectors, lanes, op,
-        [&](std::int64_t v) { return load_vector<Policy>(body + v); },
+        [&](std::int64_t v) { return load_vector(body + v); },
         [&](const Vector<T>& vector) { return fold_vector(vector, op); });
     scalar_begin = head_length + vectors * width;
   }
   acc = strided_fold<LoadsInFlight>(
       acc, scalar_begin + lane, length, lanes, op,
-      [&](std::int64_t i) { return load_element<Policy>(start + i); },
+      [&](std::int64_t i) { return load_element(start + i); },
       [](const T& value) { return value; });
   return op(acc, head);
 }
@@ -256,9 +216,9 @@ __device__ __forceinline__ T fold_partials(const T* partials, std::int64_t count
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-// The one-pass reduce: grid-stride over the input with Policy's loads, a block fold, then the last
+// The one-pass reduce: grid-stride over the input, a block fold, then the last
 // block folds the gridDim.x partials in index order and resets the ticket for the next call.
-template <class T, class Op, LoadPolicy Policy>
+template <class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_kernel(const T* __restrict__ in, std::int64_t n, T* out, Op op, T* partials,
                   unsigned* ticket) {
@@ -266,7 +226,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
   __shared__ bool last_block;
   const std::int64_t lanes = std::int64_t(gridDim.x) * reduce_block_threads;
   const std::int64_t lane = std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x;
-  T value = lane_partial<reduce_loads_in_flight, Policy>(in, n, lane, lanes, op);
+  T value = lane_partial<reduce_loads_in_flight>(in, n, lane, lanes, op);
   value = block_reduce<reduce_block_threads>(value, op, storage);
   if (gridDim.x == 1) {
     if (threadIdx.x == 0) *out = value;
@@ -321,7 +281,7 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
   for (int k = 0; k < Steps; ++k) value[k] = fold(loaded[k]);
 }
 
-template <int Lanes, class T, class Op, LoadPolicy Policy>
+template <int Lanes, class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                              T* __restrict__ out, Op op, bool vector_units) {
@@ -345,9 +305,9 @@ __global__ void __launch_bounds__(reduce_block_threads)
       const std::int64_t row = first + small_row_of(Lanes, group, k);
       if (row >= rows || member >= units) return none;
       if constexpr (std::is_same_v<Unit, T>)
-        return load_element<Policy>(in + row * cols + member);
+        return load_element(in + row * cols + member);
       else
-        return load_vector<Policy>(reinterpret_cast<const Unit*>(in + row * cols) + member);
+        return load_vector(reinterpret_cast<const Unit*>(in + row * cols) + member);
     };
     T value[steps];
     if constexpr (width > 1) {
@@ -380,7 +340,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
 }
 
 // Medium rows: a warp per row, every lane with warp_row_loads_in_flight vectors in flight.
-template <class T, class Op, LoadPolicy Policy>
+template <class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_rows_by_warp_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                                T* __restrict__ out, Op op) {
@@ -390,7 +350,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
            (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
        row < rows; row += warps) {
     T value =
-        lane_partial<warp_row_loads_in_flight, Policy>(in + row * cols, cols, lane, warp_size, op);
+        lane_partial<warp_row_loads_in_flight>(in + row * cols, cols, lane, warp_size, op);
     value = warp_reduce(value, op);
     if (lane == 0) out[row] = value;
   }
@@ -400,7 +360,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
 // row). Parts cut the row's aligned body at whole vectors, so only the first part has a scalar
 // head and only the last a scalar tail. With several parts, the last part to finish a row folds
 // the row's partials in part order and resets the row's ticket.
-template <class T, class Op, LoadPolicy Policy>
+template <class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads)
     reduce_rows_by_blocks_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                                  T* out, Op op, std::int64_t splits, T* partials,
@@ -421,7 +381,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
     };
     const std::int64_t begin = part == 0 ? 0 : cut(part);
     const std::int64_t end = part == splits - 1 ? cols : cut(part + 1);
-    T value = lane_partial<reduce_loads_in_flight, Policy>(start + begin, end - begin, threadIdx.x,
+    T value = lane_partial<reduce_loads_in_flight>(start + begin, end - begin, threadIdx.x,
                                                            reduce_block_threads, op);
     value = block_reduce<reduce_block_threads>(value, op, storage);
     if (splits == 1) {
@@ -473,11 +433,11 @@ int resident_blocks(const char* op) {
 }
 
 // The small-rows path for Lanes lanes per row (plan.lanes_per_row): one wave of blocks at most.
-template <int Lanes, LoadPolicy Policy, class T, class Op>
+template <int Lanes, class T, class Op>
 void reduce_small_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
                        const RowsPlan& plan, cudaStream_t stream) {
   const char* name = "reduce_rows";
-  constexpr auto kernel = reduce_small_rows_kernel<Lanes, T, Op, Policy>;
+  constexpr auto kernel = reduce_small_rows_kernel<Lanes, T, Op>;
   const int blocks = small_rows_blocks(rows, Lanes, resident_blocks<kernel>(name));
   kernel<<<blocks, reduce_block_threads, 0, stream>>>(in, rows, cols, out, op, plan.vector_units);
   check_launch(name, "reduce_small_rows_kernel");
@@ -489,13 +449,13 @@ void require_element_aligned(const T* pointer, const char* op, const char* argum
           "is not aligned to its element type (" + std::to_string(alignof(T)) + " bytes)");
 }
 
-// reduce_rows on the plan's path, with Policy's loads (arguments already checked).
-template <LoadPolicy Policy, class T, class Op>
-void reduce_rows_with(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
+// reduce_rows on the plan's path (arguments already checked).
+template <class T, class Op>
+void reduce_rows_on_plan(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
                       cudaStream_t stream) {
   const char* name = "reduce_rows";
   constexpr int width = vector_width<T>();
-  constexpr auto by_blocks = reduce_rows_by_blocks_kernel<T, Op, Policy>;
+  constexpr auto by_blocks = reduce_rows_by_blocks_kernel<T, Op>;
   const bool rows_vector_aligned =
       width > 1 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0 && cols % width == 0;
   const RowsPlan plan = plan_reduce_rows(rows, cols, width, rows_vector_aligned, current_sm_count(),
@@ -504,15 +464,15 @@ void reduce_rows_with(const T* in, std::int64_t rows, std::int64_t cols, T* out,
   switch (plan.path) {
     case RowsPath::lanes_per_row:
       switch (plan.lanes_per_row) {
-        case 1: return reduce_small_rows<1, Policy>(in, rows, cols, out, op, plan, stream);
-        case 2: return reduce_small_rows<2, Policy>(in, rows, cols, out, op, plan, stream);
-        case 4: return reduce_small_rows<4, Policy>(in, rows, cols, out, op, plan, stream);
-        case 8: return reduce_small_rows<8, Policy>(in, rows, cols, out, op, plan, stream);
-        case 16: return reduce_small_rows<16, Policy>(in, rows, cols, out, op, plan, stream);
-        default: return reduce_small_rows<32, Policy>(in, rows, cols, out, op, plan, stream);
+        case 1: return reduce_small_rows<1>(in, rows, cols, out, op, plan, stream);
+        case 2: return reduce_small_rows<2>(in, rows, cols, out, op, plan, stream);
+        case 4: return reduce_small_rows<4>(in, rows, cols, out, op, plan, stream);
+        case 8: return reduce_small_rows<8>(in, rows, cols, out, op, plan, stream);
+        case 16: return reduce_small_rows<16>(in, rows, cols, out, op, plan, stream);
+        default: return reduce_small_rows<32>(in, rows, cols, out, op, plan, stream);
       }
     case RowsPath::warp_per_row: {
-      reduce_rows_by_warp_kernel<T, Op, Policy>
+      reduce_rows_by_warp_kernel<T, Op>
           <<<grid_for((rows + warps_per_block - 1) / warps_per_block), reduce_block_threads, 0,
              stream>>>(in, rows, cols, out, op);
       check_launch(name, "reduce_rows_by_warp_kernel");
@@ -545,24 +505,15 @@ void reduce(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
   detail::require_element_aligned(in, name, "in");
   detail::require_element_aligned(out, name, "out");
 
-  const auto launch = [&](auto policy) {
-    constexpr auto kernel = detail::reduce_kernel<T, Op, decltype(policy)::value>;
-    const int blocks =
-        detail::reduce_blocks(n, detail::vector_width<T>(), detail::resident_blocks<kernel>(name));
-    // One block needs no partials and no ticket.
-    const detail::StreamScratch scratch(blocks > 1 ? sizeof(T) * std::size_t(blocks) : 0,
-                                        blocks > 1 ? 1 : 0, stream, name);
-    kernel<<<blocks, detail::reduce_block_threads, 0, stream>>>(
-        in, n, out, op, static_cast<T*>(scratch.bytes()), scratch.counters());
-    detail::check_launch(name, "reduce_kernel");
-  };
-  using detail::LoadPolicy;
-  // n * sizeof(T) fits: n elements of T are in memory.
-  if (detail::reduce_load_policy(n * std::int64_t(sizeof(T)), current_l2_bytes()) ==
-      LoadPolicy::evict_first)
-    launch(std::integral_constant<LoadPolicy, LoadPolicy::evict_first>{});
-  else
-    launch(std::integral_constant<LoadPolicy, LoadPolicy::plain>{});
+  constexpr auto kernel = detail::reduce_kernel<T, Op>;
+  const int blocks =
+      detail::reduce_blocks(n, detail::vector_width<T>(), detail::resident_blocks<kernel>(name));
+  // One block needs no partials and no ticket.
+  const detail::StreamScratch scratch(blocks > 1 ? sizeof(T) * std::size_t(blocks) : 0,
+                                      blocks > 1 ? 1 : 0, stream, name);
+  kernel<<<blocks, detail::reduce_block_threads, 0, stream>>>(
+      in, n, out, op, static_cast<T*>(scratch.bytes()), scratch.counters());
+  detail::check_launch(name, "reduce_kernel");
 }
 
 template <class T, class Op>
@@ -580,13 +531,7 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
   detail::require_element_aligned(in, name, "in");
   detail::require_element_aligned(out, name, "out");
 
-  using detail::LoadPolicy;
-  // rows * cols * sizeof(T) fits: the matrix is in memory.
-  if (detail::reduce_load_policy(rows * cols * std::int64_t(sizeof(T)), current_l2_bytes()) ==
-      LoadPolicy::evict_first)
-    detail::reduce_rows_with<LoadPolicy::evict_first>(in, rows, cols, out, op, stream);
-  else
-    detail::reduce_rows_with<LoadPolicy::plain>(in, rows, cols, out, op, stream);
+  detail::reduce_rows_on_plan(in, rows, cols, out, op, stream);
 }
 
 // The instantiations the library compiles (src/reduce/reduce.cu); callers of these use them rather

@@ -28,18 +28,6 @@ constexpr std::int64_t warp_row_max_vectors = 4096;
 // the ticket and the partial it costs stay small next to the reading.
 constexpr std::int64_t split_min_vectors_per_thread = 8;
 
-// The loads of rooflab::reduce. The evict-first hint (reduce.cuh) keeps the stream from evicting
-// other lines, dirty ones above all, which pays while the input is a few times the L2 size at most
-// (an H200, 60 MB of L2: 64 MiB of floats 10% faster with it); on longer streams it costs (1 GiB:
-// 9% slower), so beyond evict_first_max_l2_multiple x L2 the loads are plain.
-enum class LoadPolicy { evict_first, plain };
-constexpr std::int64_t evict_first_max_l2_multiple = 4;
-
-inline LoadPolicy reduce_load_policy(std::int64_t input_bytes, std::int64_t l2_bytes) {
-  return input_bytes <= evict_first_max_l2_multiple * l2_bytes ? LoadPolicy::evict_first
-                                                               : LoadPolicy::plain;
-}
-
 // Elements of T in one 16-byte load; 1 where T does not tile 16 bytes.
 template <class T>
 constexpr int vector_width() {
