@@ -32,21 +32,24 @@ void launch_add(TimingWorkspace& w, cudaStream_t stream) {
 
 TimingWorkspace& timing(Workspace& w) { return static_cast<TimingWorkspace&>(w); }
 
+// Record, launch, record, wait for the stop event, read: the rung's own measurement of the kernel.
+void time_with_events(TimingWorkspace& w, cudaStream_t stream) {
+  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
+  launch_add(w, stream);
+  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
+  ROOFLAB_CUDA("bench timing", cudaEventSynchronize(w.stop));
+  float ms = 0;
+  ROOFLAB_CUDA("bench timing", cudaEventElapsedTime(&ms, w.start, w.stop));
+  w.self_ms.push_back(ms);
+}
+
 // Rung 1 — events, synchronized: record, launch, record, cudaEventSynchronize(stop), then read.
 // The events are timestamps on the GPU's own timeline; waiting for the stop event makes the
 // interval complete before it is read. This is what the harness does for every row.
 ROOFLAB_VARIANT(Variant{
     "timing", 1, "events-synchronized", "record, launch, record, synchronize on stop, read: right",
     Where::gpu, false, no_limit,
-    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
-      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
-      launch_add(w, stream);
-      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
-      ROOFLAB_CUDA("bench timing", cudaEventSynchronize(w.stop));
-      float ms = 0;
-      ROOFLAB_CUDA("bench timing", cudaEventElapsedTime(&ms, w.start, w.stop));
-      w.self_ms.push_back(ms);
-    }),
+    on<TimingWorkspace>(time_with_events),
     {}, [](Workspace& w) {
       return timing(w).self_report("GPU timestamps, read after the stop event completed: the kernel's time");
     }});
@@ -118,13 +121,7 @@ void time_after_flush(TimingWorkspace& w, cudaStream_t stream, bool by_writing) 
     w.flush.by_writing(stream);
   else
     w.flush(stream);
-  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
-  launch_add(w, stream);
-  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
-  ROOFLAB_CUDA("bench timing", cudaEventSynchronize(w.stop));
-  float ms = 0;
-  ROOFLAB_CUDA("bench timing", cudaEventElapsedTime(&ms, w.start, w.stop));
-  w.self_ms.push_back(ms);
+  time_with_events(w, stream);
 }
 
 ROOFLAB_VARIANT(Variant{
