@@ -452,7 +452,7 @@ void require_element_aligned(const T* pointer, const char* op, const char* argum
 // reduce_rows on the plan's path (arguments already checked).
 template <class T, class Op>
 void reduce_rows_on_plan(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
-                      cudaStream_t stream) {
+                         cudaStream_t stream) {
   const char* name = "reduce_rows";
   constexpr int width = vector_width<T>();
   constexpr auto by_blocks = reduce_rows_by_blocks_kernel<T, Op>;
