@@ -103,19 +103,29 @@ __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
 // issued before any of them is folded, which keeps bytes in flight while the adds wait; the last,
 // partial batch too, so that it costs one round trip to memory rather than one per load (at
 // 2^24 floats each thread of a one-wave grid loads 15 or 16 vectors: 3 full batches, then 3 or 4
-// more that would otherwise wait for each other).
+// more that would otherwise wait for each other). A full batch is folded as a tree and then into
+// acc: folded one after another into acc, ptxas (CUDA 13, sm_90) moved each load down to just
+// before its adds, leaving one load in flight per thread (read in the SASS; the tree and the
+// kernels' minimum blocks per SM, reduce_plan.hpp, keep the batch's loads back to back).
 template <int LoadsInFlight, class T, class Op, class Load, class Fold>
 __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_t count,
                                           std::int64_t stride, Op op, Load load, Fold fold) {
-  static_assert(LoadsInFlight > 1, "a batch of loads");
+  static_assert(LoadsInFlight > 1 && (LoadsInFlight & (LoadsInFlight - 1)) == 0,
+                "a batch of loads folded as a balanced tree");
   using Loaded = decltype(load(first));
   std::int64_t i = first;
   for (; i + (LoadsInFlight - 1) * stride < count; i += LoadsInFlight * stride) {
     Loaded loaded[LoadsInFlight];
 #pragma unroll
     for (int k = 0; k < LoadsInFlight; ++k) loaded[k] = load(i + k * stride);
+    T folded[LoadsInFlight];
 #pragma unroll
-    for (int k = 0; k < LoadsInFlight; ++k) acc = op(acc, fold(loaded[k]));
+    for (int k = 0; k < LoadsInFlight; ++k) folded[k] = fold(loaded[k]);
+#pragma unroll
+    for (int width = LoadsInFlight / 2; width > 0; width /= 2)
+#pragma unroll
+      for (int k = 0; k < width; ++k) folded[k] = op(folded[k], folded[k + width]);
+    acc = op(acc, folded[0]);
   }
   Loaded loaded[LoadsInFlight - 1];  // at most LoadsInFlight - 1 indices are left
 #pragma unroll
@@ -219,7 +229,7 @@ __device__ __forceinline__ T fold_partials(const T* partials, std::int64_t count
 // The one-pass reduce: grid-stride over the input, a block fold, then the last
 // block folds the gridDim.x partials in index order and resets the ticket for the next call.
 template <class T, class Op>
-__global__ void __launch_bounds__(reduce_block_threads)
+__global__ void __launch_bounds__(reduce_block_threads, reduce_min_blocks_per_sm)
     reduce_kernel(const T* __restrict__ in, std::int64_t n, T* out, Op op, T* partials,
                   unsigned* ticket) {
   __shared__ BlockReduceStorage<T, reduce_block_threads> storage;
@@ -282,7 +292,7 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
 }
 
 template <int Lanes, class T, class Op>
-__global__ void __launch_bounds__(reduce_block_threads)
+__global__ void __launch_bounds__(reduce_block_threads, small_rows_min_blocks_per_sm)
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                              T* __restrict__ out, Op op, bool vector_units) {
   constexpr int width = vector_width<T>();

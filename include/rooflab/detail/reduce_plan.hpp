@@ -18,6 +18,17 @@ constexpr int reduce_loads_in_flight = 4;
 // Loads each lane of the small-rows path issues before it combines any: 8 rows' units (16-byte
 // vectors where the rows allow) per lane, 32 KiB in flight per block of 256 threads.
 constexpr int small_rows_in_flight = 8;
+// Resident blocks per SM that the launch bounds of these two kernels promise ptxas. Without a
+// minimum, ptxas (CUDA 13, sm_90) kept them at 32-34 registers by issuing each load only after
+// the adds of the one before had used its registers (read in the SASS): one 16-byte load in
+// flight per thread instead of four in the 1-D reduce (for double and int64 even with its
+// batches folded as a tree, reduce.cuh), three instead of eight on the small-rows path. With the
+// minimum the batches go out back to back: 8 blocks of up to 32 registers for the 1-D reduce,
+// 4 blocks of up to 64 for the small rows (8 x 16 B per lane; 1M rows of 32 floats took 35.3 us
+// with 4, 35.7 with 5 and 38.1 without a minimum on an H200). One instantiation spills at 64
+// registers: rows of a single int64 summed (12 bytes).
+constexpr int reduce_min_blocks_per_sm = 8;
+constexpr int small_rows_min_blocks_per_sm = 4;
 // 16-byte loads each lane of a warp-per-row issues before it adds any: 8 x 16 B per lane.
 constexpr int warp_row_loads_in_flight = 8;
 // Rows of at most this many 16-byte vectors go to one warp each (when there are enough of them):
