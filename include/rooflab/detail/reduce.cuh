@@ -103,29 +103,39 @@ __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
 // issued before any of them is folded, which keeps bytes in flight while the adds wait; the last,
 // partial batch too, so that it costs one round trip to memory rather than one per load (at
 // 2^24 floats each thread of a one-wave grid loads 15 or 16 vectors: 3 full batches, then 3 or 4
-// more that would otherwise wait for each other). A full batch is folded as a tree and then into
-// acc: folded one after another into acc, ptxas (CUDA 13, sm_90) moved each load down to just
-// before its adds, leaving one load in flight per thread (read in the SASS; the tree and the
-// kernels' minimum blocks per SM, reduce_plan.hpp, keep the batch's loads back to back).
-template <int LoadsInFlight, class T, class Op, class Load, class Fold>
+// more that would otherwise wait for each other).
+// How a full batch joins acc is the Batch policy, chosen by what ptxas (CUDA 13, sm_90) made of
+// each kernel, read in the SASS and measured on an H200: folded one after another into acc
+// (chain), the 1-D reduce's loads were moved down to just before their adds, one load in flight
+// per thread; folded as a tree first, they go out back to back (with the kernel's minimum blocks
+// per SM, reduce_plan.hpp). The warp-per-row kernel runs best with the chain (rows of 1024
+// floats: 240 us with it, 321 us with the tree).
+enum class Batch { chain, tree };
+
+template <int LoadsInFlight, Batch Join, class T, class Op, class Load, class Fold>
 __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_t count,
                                           std::int64_t stride, Op op, Load load, Fold fold) {
   static_assert(LoadsInFlight > 1 && (LoadsInFlight & (LoadsInFlight - 1)) == 0,
-                "a batch of loads folded as a balanced tree");
+                "a power-of-two batch of loads");
   using Loaded = decltype(load(first));
   std::int64_t i = first;
   for (; i + (LoadsInFlight - 1) * stride < count; i += LoadsInFlight * stride) {
     Loaded loaded[LoadsInFlight];
 #pragma unroll
     for (int k = 0; k < LoadsInFlight; ++k) loaded[k] = load(i + k * stride);
-    T folded[LoadsInFlight];
+    if constexpr (Join == Batch::chain) {
 #pragma unroll
-    for (int k = 0; k < LoadsInFlight; ++k) folded[k] = fold(loaded[k]);
+      for (int k = 0; k < LoadsInFlight; ++k) acc = op(acc, fold(loaded[k]));
+    } else {
+      T folded[LoadsInFlight];
 #pragma unroll
-    for (int width = LoadsInFlight / 2; width > 0; width /= 2)
+      for (int k = 0; k < LoadsInFlight; ++k) folded[k] = fold(loaded[k]);
 #pragma unroll
-      for (int k = 0; k < width; ++k) folded[k] = op(folded[k], folded[k + width]);
-    acc = op(acc, folded[0]);
+      for (int width = LoadsInFlight / 2; width > 0; width /= 2)
+#pragma unroll
+        for (int k = 0; k < width; ++k) folded[k] = op(folded[k], folded[k + width]);
+      acc = op(acc, folded[0]);
+    }
   }
   Loaded loaded[LoadsInFlight - 1];  // at most LoadsInFlight - 1 indices are left
 #pragma unroll
@@ -141,7 +151,7 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 // least 16) of which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte
 // vectors over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors
 // (coalesced).
-template <int LoadsInFlight, class T, class Op>
+template <int LoadsInFlight, Batch Join, class T, class Op>
 __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int64_t length,
                                           std::int64_t lane, std::int64_t lanes, Op op) {
   constexpr int width = vector_width<T>();
@@ -155,13 +165,13 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     if (lane < head_length) head = load_element(start + lane);
     const std::int64_t vectors = (length - head_length) / width;
     const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
-    acc = strided_fold<LoadsInFlight>(
+    acc = strided_fold<LoadsInFlight, Join>(
         acc, lane, vectors, lanes, op,
         [&](std::int64_t v) { return load_vector(body + v); },
         [&](const Vector<T>& vector) { return fold_vector(vector, op); });
     scalar_begin = head_length + vectors * width;
   }
-  acc = strided_fold<LoadsInFlight>(
+  acc = strided_fold<LoadsInFlight, Join>(
       acc, scalar_begin + lane, length, lanes, op,
       [&](std::int64_t i) { return load_element(start + i); },
       [](const T& value) { return value; });
@@ -236,7 +246,7 @@ __global__ void __launch_bounds__(reduce_block_threads, reduce_min_blocks_per_sm
   __shared__ bool last_block;
   const std::int64_t lanes = std::int64_t(gridDim.x) * reduce_block_threads;
   const std::int64_t lane = std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x;
-  T value = lane_partial<reduce_loads_in_flight>(in, n, lane, lanes, op);
+  T value = lane_partial<reduce_loads_in_flight, Batch::tree>(in, n, lane, lanes, op);
   value = block_reduce<reduce_block_threads>(value, op, storage);
   if (gridDim.x == 1) {
     if (threadIdx.x == 0) *out = value;
@@ -359,8 +369,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
   for (std::int64_t row =
            (std::int64_t(blockIdx.x) * reduce_block_threads + threadIdx.x) / warp_size;
        row < rows; row += warps) {
-    T value =
-        lane_partial<warp_row_loads_in_flight>(in + row * cols, cols, lane, warp_size, op);
+    T value = lane_partial<warp_row_loads_in_flight, Batch::chain>(in + row * cols, cols, lane,
+                                                                   warp_size, op);
     value = warp_reduce(value, op);
     if (lane == 0) out[row] = value;
   }
@@ -391,8 +401,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
     };
     const std::int64_t begin = part == 0 ? 0 : cut(part);
     const std::int64_t end = part == splits - 1 ? cols : cut(part + 1);
-    T value = lane_partial<reduce_loads_in_flight>(start + begin, end - begin, threadIdx.x,
-                                                           reduce_block_threads, op);
+    T value = lane_partial<reduce_loads_in_flight, Batch::tree>(
+        start + begin, end - begin, threadIdx.x, reduce_block_threads, op);
     value = block_reduce<reduce_block_threads>(value, op, storage);
     if (splits == 1) {
       if (threadIdx.x == 0) out[row] = value;
