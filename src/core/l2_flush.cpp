@@ -1,11 +1,14 @@
 #include "core/l2_flush.hpp"
 
 #include "core/stream_read.hpp"
+#include "rooflab/cuda_check.hpp"
 
 namespace rooflab {
 
 L2Flush::L2Flush(std::size_t l2_bytes) : scratch_((2 * l2_bytes + 15) / 16 * 16), sink_(1) {
-  scratch_.fill_bytes(0x5A);  // defined contents for the reads
+  // Defined contents for the reads, in place before any stream reads them.
+  scratch_.fill_bytes(0x5A);
+  ROOFLAB_CUDA("L2Flush", cudaStreamSynchronize(nullptr));
 }
 
 void L2Flush::operator()(cudaStream_t stream) {

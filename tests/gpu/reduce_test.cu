@@ -135,7 +135,8 @@ detail::RowsPlan plan_on_this_gpu(Shape shape, bool aligned_base) {
   constexpr int width = detail::vector_width<T>();
   return detail::plan_reduce_rows(
       shape.rows, shape.cols, width, width > 1 && aligned_base && shape.cols % width == 0,
-      current_sm_count(), detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
+      current_sm_count(),
+      detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
 }
 
 template <class T, class Op>

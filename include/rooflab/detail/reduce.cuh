@@ -7,10 +7,10 @@
 // Design (docs/reduce.md tells the story that led here):
 //  - reduce: one pass. A grid of one wave of resident blocks strides over the input with 16-byte
 //    loads through the read-only path, four in flight per thread (the last, partial batch too);
-//    each block folds its share with shuffles, writes one partial, and the last block to take a ticket folds the
-//    partials and writes the result. The ticket and the partials live in per-stream scratch
-//    (stream_scratch.hpp) that the last block leaves ready for the next call: one launch, no
-//    allocation and no memset per call.
+//    each block folds its share with shuffles, writes one partial, and the last block to take a
+//    ticket folds the partials and writes the result. The ticket and the partials live in
+//    per-stream scratch (stream_scratch.hpp) that the last block leaves ready for the next call:
+//    one launch, no allocation and no memset per call.
 //  - reduce_rows: three shapes of work, chosen by reduce_plan.hpp: a group of lanes per small row
 //    (one wave of warps, each folding 8 loads of rows at a time by a reduce-scatter and storing
 //    32 consecutive totals at once), a warp per medium row, a block per long row or per part of

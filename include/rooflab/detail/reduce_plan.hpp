@@ -25,8 +25,9 @@ constexpr int small_rows_in_flight = 8;
 // batches folded as a tree, reduce.cuh), three instead of eight on the small-rows path. With the
 // minimum the batches go out back to back: 8 blocks of up to 32 registers for the 1-D reduce,
 // 4 blocks of up to 64 for the small rows (8 x 16 B per lane; 1M rows of 32 floats took 35.3 us
-// with 4, 35.7 with 5 and 38.1 without a minimum on an H200). One instantiation spills at 64
-// registers: rows of a single int64 summed (12 bytes).
+// with 4, 35.7 with 5 and 38.1 without a minimum on an H200). Two instantiations spill a few
+// bytes: the int64 sum, 8 bytes at 32 registers (it still streams as fast as floats: 100% of
+// their bandwidth at 2^28), and rows of a single int64 summed, 12 bytes at 64.
 constexpr int reduce_min_blocks_per_sm = 8;
 constexpr int small_rows_min_blocks_per_sm = 4;
 // 16-byte loads each lane of a warp-per-row issues before it adds any: 8 x 16 B per lane.
