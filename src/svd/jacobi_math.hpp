@@ -21,15 +21,32 @@ struct Precision<float> {
   // A column whose squared norm is below this (after scaling) is zero for every purpose: its norm
   // is under sqrt(FLT_MIN / eps) ~ 3e-16, far below eps * ||A|| >= eps / 2.
   static constexpr float negligible = FLT_MIN / FLT_EPSILON;
-  // Beyond it, 1 + zeta^2 rounds to zeta^2 (2^12 > 1 / sqrt(eps) = 2^11.5).
-  static constexpr float large_zeta = 4096.0f;
 };
 template <>
 struct Precision<double> {
   static constexpr double epsilon = DBL_EPSILON;
   static constexpr double negligible = DBL_MIN / DBL_EPSILON;
-  static constexpr double large_zeta = 134217728.0;  // 2^27 > 2^26
 };
+
+// The power of two that brings a positive normal x into [1/2, 1): 2^-e where x = f 2^e, f in
+// [1/2, 1). On the device it is read off x's exponent bits (three integer instructions, where
+// frexp and ldexp cost tens).
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline T binade_scale(T x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 8) {
+    const long long biased = (__double_as_longlong(x) >> 52) & 0x7ff;
+    return __longlong_as_double((2045 - biased) << 52);
+  } else {
+    const int biased = (__float_as_int(x) >> 23) & 0xff;
+    return __int_as_float((253 - biased) << 23);
+  }
+#else
+  int exponent = 0;
+  std::frexp(x, &exponent);
+  return std::ldexp(T(1), -exponent);
+#endif
+}
 
 template <class T>
 struct Rotation {
@@ -38,11 +55,18 @@ struct Rotation {
 
 // For columns with squared norms alpha, beta and dot product gamma: returns true and the rotation
 //     p <- c p - s q,   q <- s p + c q
-// that makes them orthogonal when they are not orthogonal to tol; `cosine` gets the scaled
+// that makes them orthogonal when they are not orthogonal to tol (false and the identity when they
+// are, or when a column is negligible); `cosine` gets the scaled
 // off-diagonal |gamma| / sqrt(alpha beta) (0 for a negligible column, which is never rotated).
 // t = s / c is Rutishauser's smaller root of t^2 + 2 zeta t - 1 = 0, zeta = (beta - alpha) /
-// (2 gamma), computed without overflow: after scaling, |zeta| <= sqrt(max(alpha, beta) /
-// min(alpha, beta)) / (2 tol) is finite, and beyond large_zeta t = 1 / (2 |zeta|) exactly.
+// (2 gamma), written without zeta: with tau = beta - alpha and root = sqrt(tau^2 + 4 gamma^2),
+//     t = sign(zeta) 2 |gamma| / d,   d = |tau| + root,   c = d / sqrt(2 root d),
+// since d^2 + 4 gamma^2 = 2 root d. One square root and one reciprocal square root lie on the
+// path to (c, s), where the zeta form chains two divisions, two square roots and a reciprocal
+// square root: this latency separates every round of the ring. alpha, beta and gamma are first
+// scaled by the power of two that brings max(alpha, beta) into [1/2, 1) (exact), so tau^2 and
+// gamma^2 can neither overflow nor, while the pair is worth rotating, underflow, and alpha beta
+// stays a normal number above negligible / 2.
 // The larger column grows: alpha' = alpha - t gamma, beta' = beta + t gamma.
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol,
@@ -50,24 +74,28 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   using std::copysign;
   using std::fabs;
   using std::sqrt;
-  if (!(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible)) {
-    cosine = 0;
-    return false;
-  }
-  cosine = fabs(gamma) / (sqrt(alpha) * sqrt(beta));
-  if (!(cosine > tol)) return false;
-  const T zeta = (beta - alpha) / (2 * gamma);
-  const T magnitude = fabs(zeta);
-  const T t = magnitude < Precision<T>::large_zeta ? 1 / (magnitude + sqrt(1 + magnitude * magnitude))
-                                                   : T(0.5) / magnitude;
-  r.t = copysign(t, zeta);
+  // Everything is computed before anything is decided, so that the square roots of the test and
+  // of the rotation overlap; a negligible or orthogonal pair then takes the identity.
+  const bool negligible = !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
+  const T scale = binade_scale(alpha > beta ? alpha : beta);
+  const T a = alpha * scale, b = beta * scale, g = gamma * scale;
+  const T tau = b - a;
+  const T root = sqrt(tau * tau + 4 * g * g);
+  const T d = fabs(tau) + root;
+  const T sign = tau < 0 ? -copysign(T(1), g) : copysign(T(1), g);  // sign(zeta); tau = 0: +
 #if defined(__CUDA_ARCH__)
-  r.c = rsqrt(1 + r.t * r.t);
+  const T scaled_cosine = fabs(g) * rsqrt(a * b);
+  const T k = rsqrt(2 * root * d);
 #else
-  r.c = 1 / sqrt(1 + r.t * r.t);
+  const T scaled_cosine = fabs(g) / sqrt(a * b);
+  const T k = 1 / sqrt(2 * root * d);
 #endif
-  r.s = r.t * r.c;
-  return true;
+  cosine = negligible ? T(0) : scaled_cosine;
+  const bool rotate = !negligible && cosine > tol;
+  r.c = rotate ? d * k : T(1);
+  r.s = rotate ? sign * (2 * fabs(g) * k) : T(0);
+  r.t = rotate ? sign * (2 * fabs(g) / d) : T(0);
+  return rotate;
 }
 
 // The odd-even ring over n_pad (even) positions: round r pairs positions (i, i + 1) for
@@ -103,15 +131,18 @@ struct OnChipLayout {
   int bytes = 0;  // per matrix (a warp's slice, or a block's whole allocation); 2^30 if enormous
 };
 
-ROOFLAB_JACOBI_HOST_DEVICE inline OnChipLayout on_chip_layout(int m, int n, int element_bytes,
-                                                              bool uv, bool block_team) {
+// The same pieces with given leading dimensions (ldw >= max(m, n); ldv >= min(m, n), or 0 without
+// V).
+ROOFLAB_JACOBI_HOST_DEVICE inline OnChipLayout on_chip_layout_with(int m, int n, int element_bytes,
+                                                                   int ldw, int ldv,
+                                                                   bool block_team) {
   constexpr long long enormous = 1ll << 30;
   OnChipLayout L;
   L.M = m > n ? m : n;
   L.N = m > n ? n : m;
   L.n_pad = L.N + (L.N & 1);
-  L.ldw = shared_leading_dimension(L.M);
-  L.ldv = uv ? shared_leading_dimension(L.N) : 0;
+  L.ldw = ldw;
+  L.ldv = ldv;
   long long offset = 0;
   const auto take = [&offset](long long bytes) {
     const long long at = offset;
@@ -126,6 +157,13 @@ ROOFLAB_JACOBI_HOST_DEVICE inline OnChipLayout on_chip_layout(int m, int n, int 
   L.team_offset = take(block_team ? 32 * 8 : 0);
   L.bytes = int(offset < enormous ? offset : enormous);
   return L;
+}
+
+ROOFLAB_JACOBI_HOST_DEVICE inline OnChipLayout on_chip_layout(int m, int n, int element_bytes,
+                                                              bool uv, bool block_team) {
+  const int M = m > n ? m : n, N = m > n ? n : m;
+  return on_chip_layout_with(m, n, element_bytes, shared_leading_dimension(M),
+                             uv ? shared_leading_dimension(N) : 0, block_team);
 }
 
 // Lanes per column pair for a team of `threads` (a power of two): one group per pair of the
