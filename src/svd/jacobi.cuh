@@ -26,10 +26,18 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "rooflab/cuda_check.hpp"
 #include "svd/jacobi.hpp"
 #include "svd/jacobi_math.hpp"
 
 namespace rooflab::jacobi {
+
+// Lets `kernel` take `bytes` of dynamic shared memory (beyond 48 KB a kernel must opt in).
+template <class Kernel>
+void allow_shared_memory(Kernel kernel, int bytes) {
+  if (bytes > 48 * 1024)
+    ROOFLAB_CUDA("svd", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Groups of lanes. A group of `lanes` lanes (a power of two, aligned within its warp) works on
@@ -378,24 +386,19 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
   return outcome;
 }
 
-// The whole SVD of matrix `matrix` of P by one team, its working set in `smem` (layout L).
+// Loads matrix `matrix` of P into W (transposing when m < n: A's element (i, j) becomes W's
+// (j, i)), reading A coalesced, scales it by the power of two of scaling_exponent and sets V = I.
+// A matrix with NaN or Inf gets NaN outputs and its report instead, and the call returns false.
+// Every thread of the team calls it; W and V are visible to the team on return.
 template <class T, class Team>
-__device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipLayout& L,
-                            const Problem<T>& P, std::int64_t matrix, int lanes,
-                            const Report& report) {
+__device__ bool load_on_chip(const Team& team, unsigned char* smem, const OnChipLayout& L,
+                             const Problem<T>& P, std::int64_t matrix, const Report& report,
+                             int& exponent) {
   const int M = L.M, N = L.N;
   const bool transposed = P.m < P.n;
   T* W = reinterpret_cast<T*>(smem + L.w_offset);
   T* Vw = reinterpret_cast<T*>(smem + L.v_offset);
-  T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
-  T* coefficients = reinterpret_cast<T*>(smem + L.coefficients_offset);
-  int* pos = reinterpret_cast<int*>(smem + L.pos_offset);
   const int rank = team.rank(), threads = team.size();
-  const int groups = threads / lanes;
-  const int group = rank / lanes, h = rank % lanes;
-  const int group_in_warp = (rank & 31) / lanes;
-
-  // Load (transposing when m < n: A's element (i, j) becomes W's (j, i)), reading A coalesced.
   const T* A = P.A + matrix * P.a_stride;
   T local_max = 0;
   int local_bad = 0;
@@ -409,13 +412,12 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
   }
   const bool bad = team.max(T(local_bad)) > 0;
   const T max_abs = team.max(local_max);
-  const std::int64_t k = N;
   if (bad) {
     write_nan_outputs(team, P, matrix);
     if (rank == 0) report_matrix(report, matrix, P.batch, MatrixStatus{0, 0, 1, 0, double(NAN)});
-    return;
+    return false;
   }
-  const int exponent = scaling_exponent(max_abs);
+  exponent = scaling_exponent(max_abs);
   team.sync();
   for (int e = rank; e < M * N; e += threads) {
     const int i = e % M, j = e / M;
@@ -427,10 +429,28 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
       Vw[i + j * L.ldv] = i == j ? T(1) : T(0);
     }
   team.sync();
-  const SweepOutcome<T> outcome = team_sweeps(team, W, L.ldw, M, N, Vw, L.ldv, N, P.uv, norms, pos,
-                                              P.tol, P.max_sweeps, lanes);
+  return true;
+}
 
-  // sigma_c = ||w_c|| afresh; negligible columns get 0.
+// Turns the converged W (and V) of one matrix in shared memory into its outputs: sigma_c = ||w_c||
+// afresh (negligible columns get 0), U's columns w_c / sigma_c completed to an orthonormal set,
+// all sorted by decreasing sigma and scaled back by 2^exponent, and the matrix's report. Every
+// thread of the team calls it after a sync.
+template <class T, class Team>
+__device__ void finish_on_chip(const Team& team, unsigned char* smem, const OnChipLayout& L,
+                               const Problem<T>& P, std::int64_t matrix, int lanes, int exponent,
+                               const SweepOutcome<T>& outcome, const Report& report) {
+  const int M = L.M, N = L.N;
+  const bool transposed = P.m < P.n;
+  T* W = reinterpret_cast<T*>(smem + L.w_offset);
+  T* Vw = reinterpret_cast<T*>(smem + L.v_offset);
+  T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  T* coefficients = reinterpret_cast<T*>(smem + L.coefficients_offset);
+  int* pos = reinterpret_cast<int*>(smem + L.pos_offset);
+  const int rank = team.rank(), threads = team.size();
+  const int groups = threads / lanes;
+  const int group = rank / lanes, h = rank % lanes;
+  const int group_in_warp = (rank & 31) / lanes;
   {
     const int slots = (N + groups - 1) / groups;
     const RowWalk walk(M, lanes, h, group_in_warp);
@@ -454,6 +474,7 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
   rank_sort_descending(team, norms, N, pos);
   team.sync();
 
+  const std::int64_t k = N;
   T* S = P.S + matrix * P.s_stride;
   for (int r = rank; r < N; r += threads) S[r] = ldexp(norms[pos[r]], exponent);
   if (P.uv) {
@@ -469,6 +490,22 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
   if (rank == 0)
     report_matrix(report, matrix, P.batch,
                   MatrixStatus{outcome.sweeps, outcome.converged ? 1 : 0, 0, 0, double(outcome.off)});
+}
+
+// The whole SVD of matrix `matrix` of P by one team, its working set in `smem` (layout L).
+template <class T, class Team>
+__device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipLayout& L,
+                            const Problem<T>& P, std::int64_t matrix, int lanes,
+                            const Report& report) {
+  int exponent = 0;
+  if (!load_on_chip(team, smem, L, P, matrix, report, exponent)) return;
+  T* W = reinterpret_cast<T*>(smem + L.w_offset);
+  T* Vw = reinterpret_cast<T*>(smem + L.v_offset);
+  T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  int* pos = reinterpret_cast<int*>(smem + L.pos_offset);
+  const SweepOutcome<T> outcome = team_sweeps(team, W, L.ldw, L.M, L.N, Vw, L.ldv, L.N, P.uv, norms,
+                                              pos, P.tol, P.max_sweeps, lanes);
+  finish_on_chip(team, smem, L, P, matrix, lanes, exponent, outcome, report);
 }
 
 }  // namespace rooflab::jacobi

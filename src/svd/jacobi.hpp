@@ -55,7 +55,7 @@ struct Report {
   BatchSummary* summary = nullptr;
 };
 
-// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2 and 4).
+// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5 and 6).
 enum class GlobalSchedule {
   launch_per_round,  // one kernel per round of disjoint column pairs
   launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
@@ -66,7 +66,7 @@ enum class GlobalSchedule {
 };
 
 // Where a matrix is solved; production_path picks by shape and batch.
-enum class Path { warp_per_matrix, block_per_matrix, blocked, global_rounds };
+enum class Path { warp_per_matrix, block_per_matrix, register_ring, blocked, global_rounds };
 
 // The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
 // wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being rotated.
@@ -91,6 +91,13 @@ bool fits_on_chip(int m, int n, bool uv);
 template <class T>
 void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& report,
                  cudaStream_t stream);
+
+// The register ring (src/svd/register_ring.cu): a block per matrix, W and V in registers, for at
+// most 64 columns of at most 64 rows. fits_in_registers says whether an m x n matrix qualifies.
+template <class T>
+bool fits_in_registers(int m, int n, bool uv);
+template <class T>
+void run_in_registers(const Problem<T>& problem, const Report& report, cudaStream_t stream);
 
 // Runs every matrix of `problem` with its columns in global memory, any size (the blocked
 // schedule: while a pair of 4-column blocks fits in shared memory). Synchronizes `stream` once per

@@ -55,13 +55,34 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 4 — blocked one-sided Jacobi (svd.cu's blocked_round).
+// Rung 4 — the register ring (src/svd/register_ring.cu).
+// The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp four
+// rows of them; odd rounds swap columns between neighbouring lanes with shuffles, and only three
+// partial dot products per pair and warp cross shared memory. A round is two block barriers and
+// the rotation's latency instead of a pass of W and V through one SM's shared memory.
+ROOFLAB_VARIANT(Variant{
+    "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 4 rows",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::fits_in_registers<float>(m, n, true)
+                                   : jacobi::fits_in_registers<double>(m, n, true))
+        return {};
+      return "more than 64 columns or 64 rows";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_in_registers(w.problem(stream), w.report(), stream);
+      });
+    }});
+
+// Rung 5 — blocked one-sided Jacobi (svd.cu's blocked_round).
 // The odd-even ring runs over blocks of b columns; a block of threads takes each pair of blocks,
 // sweeps its 2b columns once in shared memory, and applies the accumulated 2b x 2b rotation to
 // V's columns. Column data crosses L2 once per pair of blocks instead of once per pair of
 // columns, and n / (2b) blocks of threads work at once on different SMs.
 ROOFLAB_VARIANT(Variant{
-    "svd", 4, "blocked", "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
+    "svd", 5, "blocked", "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
     Where::gpu, false,
     blocked_limit,
     [](Workspace& workspace, cudaStream_t stream) {
@@ -70,13 +91,13 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 5 — blocked, persistent (svd.cu's blocked_persistent).
+// Rung 6 — blocked, persistent (svd.cu's blocked_persistent).
 // The same pairs of blocks in one cooperative kernel for the whole iteration: a grid-wide barrier
 // (about a microsecond) instead of a launch per round, and the convergence test on the device
 // instead of a host round trip per sweep. For one matrix the rounds are short, so what they
 // cost between them is most of the time.
 ROOFLAB_VARIANT(Variant{
-    "svd", 5, "blocked-persistent", "the blocked rounds in one cooperative launch, grid barriers between",
+    "svd", 6, "blocked-persistent", "the blocked rounds in one cooperative launch, grid barriers between",
     Where::gpu, false,
     blocked_limit,
     [](Workspace& workspace, cudaStream_t stream) {
@@ -86,11 +107,11 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 6 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: one kernel for
-// small matrices, blocked beyond), with its argument checks, scratch allocation and the final
+// Rung 7 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
+// ring for small matrices, one kernel while shared memory holds the matrix, blocked beyond), with its argument checks, scratch allocation and the final
 // synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{
-    "svd", 6, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
+    "svd", 7, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         SvdOptions options;

@@ -1,9 +1,9 @@
 // rooflab::svd: one-sided Jacobi SVD of one matrix (the method: src/svd/jacobi.cuh), and the
-// global-memory schedules shared with rooflab::svd_batched. A small matrix is solved in one
+// global-memory schedules shared with rooflab::svd_batched. A matrix of at most 64 x 64 is solved
+// in registers by the register ring (src/svd/register_ring.cu); a larger one that fits in one
 // block's shared memory in a single kernel (the batched block-per-matrix kernel with batch 1);
-// a larger one keeps its columns in global memory and runs the blocked schedule: pairs of column
-// blocks swept in shared memory, the whole iteration in one cooperative launch
-// (jacobi::production_path decides).
+// beyond, the columns stay in global memory and run the blocked schedule: pairs of column blocks
+// swept in shared memory (jacobi::production_path decides).
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
 }
 
 // ---------------------------------------------------------------------------------------------
-// The blocked schedule (the ladder's rung 4). The sorted positions are cut into blocks of b
+// The blocked schedule (the ladder's rung 5). The sorted positions are cut into blocks of b
 // columns; the odd-even ring runs over blocks, and a block of threads takes each pair of blocks:
 // it gathers their 2b columns of W into shared memory, sweeps them once with the on-chip team
 // routine (accumulating the rotations into a 2b x 2b Q instead of V), writes them back, applies Q
@@ -698,7 +698,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   detail::check_launch(op, "global_report");
 }
 
-// The dispatch (docs/svd.md): when the batch fills the GPU, small matrices stay in one warp's
+// The dispatch (docs/svd.md): fewer matrices than SMs of at most 64 x 64 go to the register ring
+// (on the H200 25 x 25 in double took 191 us there against 320 us in one block's shared memory);
+// when the batch fills the GPU, small matrices stay in one warp's
 // shared memory (no block barriers, many per SM); any other matrix that fits stays in a block's
 // (on the H200 a single 100 x 100 double matrix took 3.16 ms there against 6.5 ms blocked);
 // a matrix beyond shared memory goes to the blocked schedule, which spreads its pairs of column
@@ -707,6 +709,7 @@ template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
   const std::int64_t sms = current_sm_count();
+  if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
@@ -720,6 +723,7 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
   switch (path) {
     case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
+    case Path::register_ring: return run_in_registers(problem, report, stream);
     case Path::blocked: {
       // Measured on the H200 (docs/svd.md): from 256 columns a round's work dwarfs a launch and
       // per-round launches win (60.6 against 64.1 ms at 512, 146 against 157 ms at 1024; 71.1

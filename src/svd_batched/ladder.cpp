@@ -75,11 +75,32 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 4 — the global-memory rounds for the whole batch (svd.cu's global_round).
+// Rung 4 — the register ring per matrix (src/svd/register_ring.cu).
+// A block per matrix with W and V in registers (two ring positions per lane, four rows per
+// warp): up to 64 x 64, rounds cost two block barriers and no pass of the columns through shared
+// memory, but each block holds one matrix, so it pays while the batch is too small to fill the
+// GPU with warp-per-matrix teams.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 4, "register-ring", "a block per matrix, W and V in registers",
+    Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const int m = int(problem.m), n = int(problem.n);
+      if (problem.dtype == "float" ? jacobi::fits_in_registers<float>(m, n, true)
+                                   : jacobi::fits_in_registers<double>(m, n, true))
+        return {};
+      return "more than 64 columns or 64 rows";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_in_registers(w.problem(stream), w.report(), stream);
+      });
+    }});
+
+// Rung 5 — the global-memory rounds for the whole batch (svd.cu's global_round).
 // Beyond shared memory: every matrix's pairs of a round in one launch, so the launches are shared
 // by the batch; converged matrices drop out of later sweeps.
 ROOFLAB_VARIANT(Variant{
-    "svd-batched", 4, "global-rounds", "the batch's column pairs in global memory, a launch per round",
+    "svd-batched", 5, "global-rounds", "the batch's column pairs in global memory, a launch per round",
     Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_round, w.report(),
@@ -87,12 +108,12 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 5 — blocked (svd.cu's blocked_step in the persistent kernel), beyond shared memory.
+// Rung 6 — blocked (svd.cu's blocked_step in the persistent kernel), beyond shared memory.
 // Pairs of b-column blocks of every matrix in each round, each swept in a block's shared memory,
 // the rotations reaching V as one 2b x 2b product; one cooperative launch for the whole iteration.
 // A 256 x 256 batch in double runs 8 pairs of 16-column blocks per matrix at once.
 ROOFLAB_VARIANT(Variant{
-    "svd-batched", 5, "blocked", "pairs of column blocks swept in shared memory, every matrix at once",
+    "svd-batched", 6, "blocked", "pairs of column blocks swept in shared memory, every matrix at once",
     Where::gpu, false,
     blocked_limit,
     [](Workspace& workspace, cudaStream_t stream) {
@@ -102,10 +123,10 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 6 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: warp or block
-// per matrix, blocked beyond), with its checks and the final synchronization.
+// Rung 7 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: the register
+// ring for fewer matrices than SMs, warp or block per matrix, blocked beyond), with its checks and the final synchronization.
 ROOFLAB_VARIANT(Variant{
-    "svd-batched", 6, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
+    "svd-batched", 7, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
     false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         svd_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(), nullptr,

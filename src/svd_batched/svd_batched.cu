@@ -55,12 +55,6 @@ int block_team_threads(const OnChipLayout& L, int batch) {
   return std::clamp(pairs * lanes, 32, 1024);
 }
 
-template <class Kernel>
-void allow_shared_memory(Kernel kernel, int bytes) {
-  if (bytes > 48 * 1024)
-    ROOFLAB_CUDA("svd", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-}
-
 }  // namespace
 
 int shared_memory_optin() {

@@ -1,6 +1,6 @@
 // rooflab::svd and rooflab::svd_batched against LAPACK's SVD tests (ddrvbd's ratios, <= 35 ulps)
 // and LAPACK's singular values, on every path (one kernel in shared memory, a warp per matrix,
-// global memory with either schedule), with the awkward inputs: graded, rank-deficient, zero,
+// the register ring, global memory with either schedule), with the awkward inputs: graded, rank-deficient, zero,
 // NaN/Inf, scaled near overflow and underflow, 1 x n, n x 1, wide and tall, padded leading
 // dimensions, too few sweeps. Tests named *Large* are too slow for compute-sanitizer.
 #include <cuda_runtime_api.h>
@@ -350,7 +350,7 @@ void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
 }
 
 // One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked,
-// 4 blocked persistent.
+// 4 blocked persistent, 5 the register ring.
 template <class T>
 std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path) {
   return [path](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
@@ -379,7 +379,9 @@ std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path)
     const jacobi::GlobalSchedule schedules[] = {jacobi::GlobalSchedule::launch_per_round,
                                                 jacobi::GlobalSchedule::blocked,
                                                 jacobi::GlobalSchedule::blocked_persistent};
-    if (path >= 2)
+    if (path == 5)
+      jacobi::run_in_registers(P, report, nullptr);
+    else if (path >= 2)
       jacobi::run_global(P, schedules[path - 2], report, nullptr);
     else
       jacobi::run_on_chip(P, path == 0, report, nullptr);
@@ -402,14 +404,12 @@ void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}};
   for (const auto& [m, n] : small)
-    for (const int path : {-1, 0, 1, 2, 3, 4}) {
+    for (const int path : {-1, 0, 1, 2, 3, 4, 5}) {
       expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
       expect_mixed_batch_accurate<double>(m, n, 8, path, 2000 + m * 7 + n);
     }
-  for (const int path : {-1, 1, 2, 3, 4}) {
-    expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
-    expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
-  }
+  for (const int path : {-1, 1, 2, 3, 4, 5}) expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
+  for (const int path : {-1, 1, 2, 3, 4}) expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
 }
 
 TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
