@@ -699,7 +699,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 }
 
 // The dispatch (docs/svd.md): fewer matrices than SMs of at most 64 x 64 go to the register ring
-// (on the H200 25 x 25 in double took 191 us there against 320 us in one block's shared memory);
+// (on the H200 25 x 25 in double took 190 us there against 325 us in one block's shared memory,
+// docs/results/h200-round7-svd.json);
 // when the batch fills the GPU, small matrices stay in one warp's
 // shared memory (no block barriers, many per SM); any other matrix that fits stays in a block's
 // (on the H200 a single 100 x 100 double matrix took 3.16 ms there against 6.5 ms blocked);
