@@ -62,14 +62,7 @@ ROOFLAB_VARIANT(Variant{
 // the rotation's latency instead of a pass of W and V through one SM's shared memory.
 ROOFLAB_VARIANT(Variant{
     "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 4 rows",
-    Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const int m = int(problem.m), n = int(problem.n);
-      if (problem.dtype == "float" ? jacobi::fits_in_registers<float>(m, n, true)
-                                   : jacobi::fits_in_registers<double>(m, n, true))
-        return {};
-      return "more than 64 columns or 64 rows";
-    },
+    Where::gpu, false, register_ring_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_in_registers(w.problem(stream), w.report(), stream);

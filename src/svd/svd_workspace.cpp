@@ -192,4 +192,11 @@ std::string blocked_limit(const Problem& problem) {
   return fits ? std::string() : "columns too long for a pair of 4-column blocks in shared memory";
 }
 
+std::string register_ring_limit(const Problem& problem) {
+  const int m = int(problem.m), n = int(problem.n);
+  const bool fits = problem.dtype == "float" ? jacobi::fits_in_registers<float>(m, n, true)
+                                             : jacobi::fits_in_registers<double>(m, n, true);
+  return fits ? std::string() : "more than 64 columns or 64 rows";
+}
+
 }  // namespace rooflab::bench

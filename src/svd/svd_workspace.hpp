@@ -67,6 +67,9 @@ std::unique_ptr<Workspace> make_svd_workspace(int m, int n, int batch, DType dty
 // problem's type fits in a block's shared memory.
 std::string blocked_limit(const Problem& problem);
 
+// The limit of the register-ring rungs: empty when the matrix has at most 64 columns and 64 rows.
+std::string register_ring_limit(const Problem& problem);
+
 // The nominal flops of one SVD, the LAPACK-style count 4 M N^2 + 8 N^3 (M = max(m, n),
 // N = min(m, n)): a fixed yardstick for comparing methods, not the Jacobi sweeps' actual work.
 double nominal_svd_flops(std::int64_t m, std::int64_t n);

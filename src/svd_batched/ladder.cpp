@@ -82,14 +82,7 @@ ROOFLAB_VARIANT(Variant{
 // GPU with warp-per-matrix teams.
 ROOFLAB_VARIANT(Variant{
     "svd-batched", 4, "register-ring", "a block per matrix, W and V in registers",
-    Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const int m = int(problem.m), n = int(problem.n);
-      if (problem.dtype == "float" ? jacobi::fits_in_registers<float>(m, n, true)
-                                   : jacobi::fits_in_registers<double>(m, n, true))
-        return {};
-      return "more than 64 columns or 64 rows";
-    },
+    Where::gpu, false, register_ring_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_in_registers(w.problem(stream), w.report(), stream);
