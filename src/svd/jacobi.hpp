@@ -63,6 +63,8 @@ enum class GlobalSchedule {
                      // columns swept in one block's shared memory
   blocked_persistent,  // the same rounds in one cooperative kernel for the whole iteration
                        // (per-round launches where the blocks cannot all be resident)
+  gram,  // the blocked ring with pairs of 16-column blocks diagonalized through their 32 x 32
+         // Gram matrices, the rotations applied to W and V as products
 };
 
 // Where a matrix is solved; production_path picks by shape and batch.

@@ -109,6 +109,18 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int first_position(int round, int pair) {
   return 2 * pair + (round & 1);
 }
 
+// The circle method (round-robin tournament) for an even number of players: players 0..n-2 sit
+// on a circle and n-1 in the middle; in round r (0 <= r < n - 1) player i meets j with
+// i + j = r (mod n - 1), and the one player with 2i = r meets the middle. Every two players meet
+// exactly once in n - 1 rounds, and no data moves: a pair is a function of the round.
+ROOFLAB_JACOBI_HOST_DEVICE inline int circle_partner(int player, int round, int players) {
+  const int circle = players - 1;
+  // The i with 2i = round (mod circle): (circle + 1) / 2 inverts 2, circle being odd.
+  if (player == circle) return round * ((circle + 1) / 2) % circle;
+  const int other = ((round - player) % circle + circle) % circle;
+  return other == player ? circle : other;
+}
+
 ROOFLAB_JACOBI_HOST_DEVICE inline int round_up(int value, int multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }

@@ -100,11 +100,24 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 7 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
+// Rung 7 — blocked through Gram matrices (svd.cu's gram_partials, gram_solve, gram_apply).
+// The blocked ring with 16-column blocks, but a pair of blocks is diagonalized through its 32 x 32
+// Gram matrix (formed over all rows at once, then two-sided Jacobi in one warp) and the rotation
+// reaches W and V as one product: the inner rounds touch 1024 numbers instead of 32 columns of M
+// rows, and the columns cross memory three times per pair of blocks.
+ROOFLAB_VARIANT(Variant{
+    "svd", 7, "gram", "pairs of column blocks through their Gram matrices, rotations applied as products",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram, w.report(), stream);
+      });
+    }});
+
+// Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
 // ring for small matrices, one kernel while shared memory holds the matrix, blocked beyond), with its argument checks, scratch allocation and the final
 // synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{
-    "svd", 7, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
+    "svd", 8, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         SvdOptions options;

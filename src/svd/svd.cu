@@ -396,6 +396,263 @@ __global__ void __launch_bounds__(blocked_max_threads)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The Gram schedule (the ladder's rung 7): the blocked ring with the inner work moved off the
+// columns. Blocks of 16 columns ride the same odd-even ring; for each pair of blocks of a round
+// (32 columns, a warp's width) three kernels run: gram_partials forms the pair's Gram matrix
+// G = W_p^T W_p in slices of rows, gram_solve diagonalizes G by two-sided Jacobi (a warp per
+// pair: G in shared memory, the accumulated rotation Q in registers) and sorts the eigenvalues,
+// and gram_apply replaces the pair's columns of W and V by W_p Q and V_p Q. The columns cross
+// memory three times per pair of blocks, and an inner round touches 32 x 32 numbers where the
+// blocked schedule's touches all M rows of the 2b columns. The Gram test is the column test
+// (|G_pq| <= tol sqrt(G_pp G_qq) on freshly formed dot products), so convergence means the same.
+
+constexpr int gram_width = 32;              // columns of a pair of blocks: a lane each
+constexpr int gram_block = gram_width / 2;  // columns of a block
+constexpr int gram_tile_rows = 64;          // rows staged in shared memory at a time
+constexpr int gram_threads = 128;
+constexpr int gram_solve_warps = gram_threads / 32;
+// Inner sweeps per pair of blocks at most (fewer once no rotation is left).
+constexpr int gram_inner_sweeps = 1;
+
+// A round's scratch, per pair of blocks of the round (the batch's pairs, matrix-major).
+template <class T>
+struct GramWork {
+  T* partials = nullptr;    // per pair and slice of rows: the partial Gram, G_kl at k * 32 + l
+  T* rotations = nullptr;   // per pair: Q, row = input position, column = output position
+  int* in_columns = nullptr;   // per pair: W's column at each input position (>= N: padding)
+  int* out_columns = nullptr;  // per pair: W's column that receives each output
+  int* rotated = nullptr;      // per pair: 0 when the pair was orthogonal and is left alone
+  int slices = 1, slice_rows = 0;
+};
+
+// Pair `item` of round `round`: its matrix and first position; false when the matrix stopped.
+template <class T>
+__device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item, std::int64_t& matrix,
+                          int& first) {
+  const int pairs = pairs_in_round(round, G.block_positions);
+  matrix = item / pairs;
+  first = first_position(round, int(item % pairs)) * gram_block;
+  return G.active[matrix];
+}
+
+// A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix. Each
+// thread accumulates a 2 x 4 patch of G over the slice, 64 rows at a time through shared memory.
+template <class T>
+__global__ void __launch_bounds__(gram_threads)
+    gram_partials(GlobalState<T> G, GramWork<T> work, int round) {
+  constexpr int ld = gram_width + 4;  // rows of 16-byte multiples
+  __shared__ __align__(16) T tile[gram_tile_rows * ld];
+  __shared__ int columns[gram_width];
+  const std::int64_t item = blockIdx.x / work.slices;
+  const int slice = blockIdx.x % work.slices;
+  std::int64_t matrix = 0;
+  int first = 0;
+  if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
+  if (threadIdx.x < gram_width) columns[threadIdx.x] = G.pos_of(matrix)[first + threadIdx.x];
+  const T* W = G.w(matrix);
+  const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
+  T sum[2][4] = {};
+  const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
+  for (int r0 = begin; r0 < end; r0 += gram_tile_rows) {
+    __syncthreads();  // columns known, the previous tile consumed
+    for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
+      const int r = e % gram_tile_rows, s = e / gram_tile_rows, c = columns[s];
+      tile[r * ld + s] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int r = 0; r < gram_tile_rows; ++r) {
+      const T* row = tile + r * ld;
+#pragma unroll
+      for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) sum[a][b] = fma(row[i0 + a], row[j0 + b], sum[a][b]);
+    }
+  }
+  T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
+#pragma unroll
+  for (int a = 0; a < 2; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) out[(i0 + a) * gram_width + j0 + b] = sum[a][b];
+}
+
+// A warp per pair: sums the slices' partial Grams (in a fixed order: reproducible), tests the
+// pair, and when it is not orthogonal to tol diagonalizes G by two-sided Jacobi, G <- J^T G J,
+// with the rounds of the circle method (lane l holds column l of G and of Q; no data moves
+// between rounds). The outputs are ordered by decreasing eigenvalue (padding last), the larger
+// half going to the second block's positions, as the odd-even ring's swap sends it on.
+template <class T>
+__global__ void __launch_bounds__(gram_threads)
+    gram_solve(GlobalState<T> G, GramWork<T> work, int round, std::int64_t items) {
+  constexpr int ld = gram_width + 1;
+  constexpr unsigned full = 0xffffffffu;
+  __shared__ T gram_shared[gram_solve_warps][gram_width * ld];
+  __shared__ T cosines[gram_solve_warps][gram_width], sines[gram_solve_warps][gram_width];
+  __shared__ int slot_columns[gram_solve_warps][gram_width];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t item = std::int64_t(blockIdx.x) * gram_solve_warps + warp;
+  std::int64_t matrix = 0;
+  int first = 0;
+  if (item >= items || !gram_pair(G, round, item, matrix, first)) return;  // uniform over the warp
+  T* g = gram_shared[warp];  // G_kl at g[k * ld + l]
+  int* pos = G.pos_of(matrix);
+  T* norms = G.norms_of(matrix);
+  const int column = pos[first + lane];
+  const bool real = column < G.N;
+
+  const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
+  T x[gram_width];
+#pragma unroll
+  for (int k = 0; k < gram_width; ++k) x[k] = partial[k * gram_width + lane];
+  for (int slice = 1; slice < work.slices; ++slice)
+#pragma unroll
+    for (int k = 0; k < gram_width; ++k) x[k] += partial[slice * (gram_width * gram_width) + k * gram_width + lane];
+#pragma unroll
+  for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
+  __syncwarp();
+
+  // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible.
+  const T diagonal = g[lane * ld + lane];
+  const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt(diagonal) : T(0);
+  T off = 0;
+#pragma unroll
+  for (int k = 0; k < gram_width; ++k) {
+    const T cosine = fabs(x[k]) * __shfl_sync(full, inverse_root, k) * inverse_root;
+    off = k == lane ? off : fmax(off, cosine);
+  }
+  off = warp_max(off);
+  if (lane == 0 && off > 0)
+    atomicMax(&G.off_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
+  if (!(off > G.P.tol)) {  // orthogonal: W and V stay, the ring's swap moves the blocks on
+    if (lane == 0) work.rotated[item] = 0;
+    if (real) norms[column] = diagonal;
+    pos[first + (lane + gram_block) % gram_width] = column;
+    return;
+  }
+
+  T q[gram_width];
+#pragma unroll
+  for (int k = 0; k < gram_width; ++k) q[k] = k == lane ? T(1) : T(0);
+  T* cosine_of = cosines[warp];
+  T* sine_of = sines[warp];
+  for (int sweep = 0; sweep < gram_inner_sweeps; ++sweep) {
+    bool rotated = false;
+    for (int r = 0; r < gram_width - 1; ++r) {
+      const int partner = circle_partner(lane, r, gram_width);
+      const int low = min(lane, partner), high = max(lane, partner);
+      const T alpha = g[low * ld + low], beta = g[high * ld + high], gamma = g[low * ld + high];
+      Rotation<T> rotation;
+      T cosine = 0;
+      const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation, cosine);
+      rotated |= rotate;
+      // Column `low` <- c low - s high, column `high` <- s low + c high; rows alike.
+      const T c = rotation.c, s = lane == low ? -rotation.s : rotation.s;
+      cosine_of[lane] = c;
+      sine_of[lane] = s;
+      // G J: this lane's column from its own and its partner's.
+#pragma unroll
+      for (int k = 0; k < gram_width; ++k) x[k] = c * g[k * ld + lane] + s * g[k * ld + partner];
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
+      __syncwarp();
+      // J^T (G J): every row k with its partner's row.
+#pragma unroll
+      for (int k = 0; k < gram_width; ++k)
+        x[k] = cosine_of[k] * x[k] + sine_of[k] * g[circle_partner(k, r, gram_width) * ld + lane];
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
+      if (rotate) {  // the pair's 2 x 2 block exactly: the larger column grows, the other shrinks
+        g[lane * ld + lane] = lane == low ? alpha - rotation.t * gamma : beta + rotation.t * gamma;
+        g[partner * ld + lane] = 0;
+      }
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < gram_width; ++k) q[k] = c * q[k] + s * __shfl_sync(full, q[k], partner);
+    }
+    if (!__any_sync(full, rotated)) break;
+  }
+
+  // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
+  // fill the real columns first, in position order.
+  const T eigenvalue = g[lane * ld + lane];
+  const unsigned real_lanes = __ballot_sync(full, real);
+  const unsigned below = (1u << lane) - 1;
+  const int real_count = __popc(real_lanes);
+  int rank = real ? 0 : real_count + __popc(~real_lanes & below);
+#pragma unroll
+  for (int k = 0; k < gram_width; ++k) {
+    const T other = __shfl_sync(full, eigenvalue, k);
+    const bool ahead = (real_lanes >> k & 1u) && (other > eigenvalue || (other == eigenvalue && k < lane));
+    rank += real && ahead;
+  }
+  int* slot_column = slot_columns[warp];
+  slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] = column;
+  __syncwarp();
+  const int target = slot_column[rank];
+  const std::int64_t base = item * gram_width;
+  work.in_columns[base + lane] = column;
+  work.out_columns[base + rank] = target;
+#pragma unroll
+  for (int k = 0; k < gram_width; ++k) work.rotations[base * gram_width + k * gram_width + rank] = q[k];
+  if (real) norms[target] = fmax(eigenvalue, T(0));
+  pos[first + (rank + gram_block) % gram_width] = target;
+  if (lane == 0) work.rotated[item] = 1;
+}
+
+// A block per pair and 64 rows of W or of V: the rows' 32 columns times Q, written in place
+// (the block reads all 32 inputs of its rows before it writes an output). Each thread forms a
+// 4 x 4 patch of the result.
+template <class T>
+__global__ void __launch_bounds__(gram_threads)
+    gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
+  constexpr int ldq = gram_width + 4, ldt = gram_tile_rows + 4;
+  __shared__ __align__(16) T q[gram_width * ldq];
+  __shared__ __align__(16) T tile[gram_width * ldt];  // column s of the rows at tile[s * ldt]
+  __shared__ int in_columns[gram_width], out_columns[gram_width];
+  const std::int64_t item = blockIdx.x / (w_tiles + v_tiles);
+  const int t = blockIdx.x % (w_tiles + v_tiles);
+  std::int64_t matrix = 0;
+  int first = 0;
+  if (!gram_pair(G, round, item, matrix, first) || !work.rotated[item]) return;  // uniform
+  const bool on_w = t < w_tiles;
+  T* X = on_w ? G.w(matrix) : G.v(matrix);
+  const std::int64_t ld = on_w ? G.ldw : G.ldv;
+  const int rows = on_w ? G.M : G.N;
+  const int r0 = (on_w ? t : t - w_tiles) * gram_tile_rows;
+  const T* rotation = work.rotations + item * (gram_width * gram_width);
+  for (int e = threadIdx.x; e < gram_width * gram_width; e += gram_threads)
+    q[e / gram_width * ldq + e % gram_width] = rotation[e];
+  if (threadIdx.x < gram_width) {
+    in_columns[threadIdx.x] = work.in_columns[item * gram_width + threadIdx.x];
+    out_columns[threadIdx.x] = work.out_columns[item * gram_width + threadIdx.x];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
+    const int r = e % gram_tile_rows, s = e / gram_tile_rows, c = in_columns[s];
+    tile[s * ldt + r] = r0 + r < rows && c < G.N ? X[r0 + r + c * ld] : T(0);
+  }
+  __syncthreads();
+  const int r = 4 * (threadIdx.x % 16), k0 = 4 * (threadIdx.x / 16);
+  T sum[4][4] = {};
+#pragma unroll 8
+  for (int s = 0; s < gram_width; ++s)
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const int c = out_columns[k0 + b];
+    if (c >= G.N) continue;
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+      if (r0 + r + a < rows) X[r0 + r + a + c * ld] = sum[a][b];
+  }
+}
+
 // u_c = w_c / sigma_c.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T> G) {
@@ -564,8 +821,26 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
       ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_persistent<T>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, blocked.bytes));
     }
+  } else if (schedule == GlobalSchedule::gram) {
+    G.block = gram_block;
+    const int blocks = (G.N + gram_block - 1) / gram_block;
+    G.block_positions = blocks + (blocks & 1);
+    G.positions = G.block_positions * gram_block;
   } else {
     G.positions = G.N + (G.N & 1);
+  }
+  // The Gram schedule's round scratch: slices of rows enough for two blocks per SM per round.
+  GramWork<T> gram;
+  const std::int64_t gram_pairs = schedule == GlobalSchedule::gram ? batch * (G.block_positions / 2) : 0;
+  const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
+  const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
+  if (gram_pairs > 0) {
+    const std::int64_t wanted = (2 * current_sm_count() + gram_pairs - 1) / gram_pairs;
+    const int slices = int(std::clamp<std::int64_t>(wanted, 1, gram_w_tiles));
+    gram.slice_rows = (gram_w_tiles + slices - 1) / slices * gram_tile_rows;
+    gram.slices = (G.M + gram.slice_rows - 1) / gram.slice_rows;
+    require(gram_pairs * (gram_w_tiles + gram_v_tiles) < (std::int64_t(1) << 31), op, "batch",
+            "too many matrices");
   }
 
   // One allocation for all of the scratch, carved into aligned pieces.
@@ -576,8 +851,14 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::size_t word_bytes = aligned(sizeof(unsigned long long) * batch);
   const std::size_t int_bytes = aligned(sizeof(int) * batch);
   const std::size_t count_bytes = aligned(sizeof(unsigned) * (problem.max_sweeps + 1));
+  constexpr std::size_t gram_square = gram_width * gram_width;
+  const std::size_t partial_bytes = aligned(sizeof(T) * gram_square * gram.slices * gram_pairs);
+  const std::size_t rotation_bytes = aligned(sizeof(T) * gram_square * gram_pairs);
+  const std::size_t gram_column_bytes = aligned(sizeof(int) * gram_width * gram_pairs);
+  const std::size_t rotated_bytes = aligned(sizeof(int) * gram_pairs);
   StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 2 * word_bytes +
-                           5 * int_bytes + count_bytes,
+                           5 * int_bytes + count_bytes + partial_bytes + rotation_bytes +
+                           2 * gram_column_bytes + rotated_bytes,
                        stream, op);
   unsigned char* at = scratch.as<unsigned char>();
   const auto take = [&at](std::size_t bytes) {
@@ -600,6 +881,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // active_counts[0] serves the host-driven schedules; [1 + sweep] the persistent kernel's sweeps.
   unsigned* active_counts = reinterpret_cast<unsigned*>(take(count_bytes));
   G.active_count = active_counts;
+  gram.partials = reinterpret_cast<T*>(take(partial_bytes));
+  gram.rotations = reinterpret_cast<T*>(take(rotation_bytes));
+  gram.in_columns = reinterpret_cast<int*>(take(gram_column_bytes));
+  gram.out_columns = reinterpret_cast<int*>(take(gram_column_bytes));
+  gram.rotated = reinterpret_cast<int*>(take(rotated_bytes));
 
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
   const std::int64_t elements = std::int64_t(problem.m) * problem.n;
@@ -664,6 +950,19 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           blocked_round<T><<<unsigned(blocks), blocked_block_threads, blocked.bytes, stream>>>(
               G, blocked, round, blocked_lanes);
           detail::check_launch(op, "blocked_round");
+        }
+      } else if (schedule == GlobalSchedule::gram) {
+        for (int round = 0; round < G.block_positions; ++round) {
+          const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
+          if (items == 0) continue;
+          gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
+          detail::check_launch(op, "gram_partials");
+          gram_solve<T><<<unsigned((items + gram_solve_warps - 1) / gram_solve_warps), gram_threads, 0,
+                          stream>>>(G, gram, round, items);
+          detail::check_launch(op, "gram_solve");
+          gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
+              G, gram, round, gram_w_tiles, gram_v_tiles);
+          detail::check_launch(op, "gram_apply");
         }
       } else {
         for (int round = 0; round < G.positions; ++round) {

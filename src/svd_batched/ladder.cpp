@@ -116,10 +116,21 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 7 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: the register
+// Rung 7 — the Gram schedule (the svd ladder's rung 7) for every matrix at once: each round's
+// pairs of 16-column blocks of all matrices go through their Gram matrices together, so a batch
+// of 256 x 256 matrices runs 8 pairs per matrix and round, a warp each for the inner solve.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 7, "gram", "pairs of column blocks of every matrix through their Gram matrices",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram, w.report(), stream);
+      });
+    }});
+
+// Rung 8 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: the register
 // ring for fewer matrices than SMs, warp or block per matrix, blocked beyond), with its checks and the final synchronization.
 ROOFLAB_VARIANT(Variant{
-    "svd-batched", 7, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
+    "svd-batched", 8, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
     false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         svd_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(), nullptr,

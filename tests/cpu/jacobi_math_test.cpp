@@ -147,6 +147,22 @@ TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
   }
 }
 
+TEST(CircleMethod, EveryRoundIsAPerfectMatchingAndEveryTwoPlayersMeetOnce) {
+  for (int players = 2; players <= 64; players += 2) {
+    std::set<std::pair<int, int>> met;
+    for (int round = 0; round < players - 1; ++round)
+      for (int player = 0; player < players; ++player) {
+        const int partner = circle_partner(player, round, players);
+        ASSERT_GE(partner, 0);
+        ASSERT_LT(partner, players);
+        ASSERT_NE(partner, player) << players << " round " << round;
+        ASSERT_EQ(circle_partner(partner, round, players), player) << players << " round " << round;
+        met.insert({std::min(player, partner), std::max(player, partner)});
+      }
+    EXPECT_EQ(int(met.size()), players * (players - 1) / 2) << players;
+  }
+}
+
 TEST(OnChipLayout, PiecesAreAlignedAndDisjoint) {
   for (const auto& [m, n] : {std::pair{8, 8}, std::pair{33, 17}, std::pair{5, 40}, std::pair{1, 1}}) {
     const OnChipLayout L = on_chip_layout(m, n, 8, true, true);

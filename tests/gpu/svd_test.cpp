@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -258,7 +259,8 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 81);
     const int k = std::min(m, n);
     for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
-                                jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent}) {
+                                jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent,
+                                jacobi::GlobalSchedule::gram}) {
       std::vector<double> host_a = a.values;
       DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
       DeviceBuffer<jacobi::MatrixStatus> status(1);
@@ -350,7 +352,7 @@ void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
 }
 
 // One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked,
-// 4 blocked persistent, 5 the register ring.
+// 4 blocked persistent, 5 the register ring, 6 the Gram schedule.
 template <class T>
 std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path) {
   return [path](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
@@ -376,15 +378,18 @@ std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path)
     P.tol = jacobi::default_tolerance<T>(m, n, true);
     P.max_sweeps = 30;
     const jacobi::Report report{status.data(), summary.data()};
-    const jacobi::GlobalSchedule schedules[] = {jacobi::GlobalSchedule::launch_per_round,
-                                                jacobi::GlobalSchedule::blocked,
-                                                jacobi::GlobalSchedule::blocked_persistent};
-    if (path == 5)
-      jacobi::run_in_registers(P, report, nullptr);
-    else if (path >= 2)
-      jacobi::run_global(P, schedules[path - 2], report, nullptr);
-    else
+    if (path == 0 || path == 1) {
       jacobi::run_on_chip(P, path == 0, report, nullptr);
+    } else if (path == 5) {
+      jacobi::run_in_registers(P, report, nullptr);
+    } else {
+      const std::map<int, jacobi::GlobalSchedule> schedules = {
+          {2, jacobi::GlobalSchedule::launch_per_round},
+          {3, jacobi::GlobalSchedule::blocked},
+          {4, jacobi::GlobalSchedule::blocked_persistent},
+          {6, jacobi::GlobalSchedule::gram}};
+      jacobi::run_global(P, schedules.at(path), report, nullptr);
+    }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     for (const jacobi::MatrixStatus& s : status.download()) EXPECT_EQ(s.converged, 1);
   };
@@ -404,12 +409,12 @@ void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}};
   for (const auto& [m, n] : small)
-    for (const int path : {-1, 0, 1, 2, 3, 4, 5}) {
+    for (const int path : {-1, 0, 1, 2, 3, 4, 5, 6}) {
       expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
       expect_mixed_batch_accurate<double>(m, n, 8, path, 2000 + m * 7 + n);
     }
-  for (const int path : {-1, 1, 2, 3, 4, 5}) expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
-  for (const int path : {-1, 1, 2, 3, 4}) expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
+  for (const int path : {-1, 1, 2, 3, 4, 5, 6}) expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
+  for (const int path : {-1, 1, 2, 3, 4, 6}) expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
 }
 
 TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
@@ -419,6 +424,8 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<double>(130, 130, 3, 2, 4300);  // global rounds
   expect_mixed_batch_accurate<float>(300, 40, 3, 3, 4400);    // blocked, tall
   expect_mixed_batch_accurate<double>(40, 300, 3, 4, 4500);   // blocked persistent, wide
+  expect_mixed_batch_accurate<double>(270, 250, 4, 6, 4600);  // Gram: several slices of rows
+  expect_mixed_batch_accurate<float>(70, 300, 4, 6, 4700);    // Gram, wide, padded blocks
 }
 
 TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
