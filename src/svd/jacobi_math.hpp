@@ -113,11 +113,13 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int first_position(int round, int pair) {
 // on a circle and n-1 in the middle; in round r (0 <= r < n - 1) player i meets j with
 // i + j = r (mod n - 1), and the one player with 2i = r meets the middle. Every two players meet
 // exactly once in n - 1 rounds, and no data moves: a pair is a function of the round.
+// No division: 0 <= round < players - 1 and 0 <= player < players.
 ROOFLAB_JACOBI_HOST_DEVICE inline int circle_partner(int player, int round, int players) {
   const int circle = players - 1;
-  // The i with 2i = round (mod circle): (circle + 1) / 2 inverts 2, circle being odd.
-  if (player == circle) return round * ((circle + 1) / 2) % circle;
-  const int other = ((round - player) % circle + circle) % circle;
+  // The middle meets the i with 2i = round (mod circle): round / 2, or (round + circle) / 2 for
+  // an odd round (circle is odd).
+  if (player == circle) return (round & 1) ? (round + circle) / 2 : round / 2;
+  const int other = round - player < 0 ? round - player + circle : round - player;
   return other == player ? circle : other;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -484,11 +485,10 @@ __global__ void __launch_bounds__(gram_threads)
 // half going to the second block's positions, as the odd-even ring's swap sends it on.
 template <class T>
 __global__ void __launch_bounds__(gram_threads)
-    gram_solve(GlobalState<T> G, GramWork<T> work, int round, std::int64_t items) {
+    gram_solve(GlobalState<T> G, GramWork<T> work, int round, std::int64_t items, int inner_sweeps) {
   constexpr int ld = gram_width + 1;
   constexpr unsigned full = 0xffffffffu;
   __shared__ T gram_shared[gram_solve_warps][gram_width * ld];
-  __shared__ T cosines[gram_solve_warps][gram_width], sines[gram_solve_warps][gram_width];
   __shared__ int slot_columns[gram_solve_warps][gram_width];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t item = std::int64_t(blockIdx.x) * gram_solve_warps + warp;
@@ -534,9 +534,7 @@ __global__ void __launch_bounds__(gram_threads)
   T q[gram_width];
 #pragma unroll
   for (int k = 0; k < gram_width; ++k) q[k] = k == lane ? T(1) : T(0);
-  T* cosine_of = cosines[warp];
-  T* sine_of = sines[warp];
-  for (int sweep = 0; sweep < gram_inner_sweeps; ++sweep) {
+  for (int sweep = 0; sweep < inner_sweeps; ++sweep) {
     bool rotated = false;
     for (int r = 0; r < gram_width - 1; ++r) {
       const int partner = circle_partner(lane, r, gram_width);
@@ -548,26 +546,26 @@ __global__ void __launch_bounds__(gram_threads)
       rotated |= rotate;
       // Column `low` <- c low - s high, column `high` <- s low + c high; rows alike.
       const T c = rotation.c, s = lane == low ? -rotation.s : rotation.s;
-      cosine_of[lane] = c;
-      sine_of[lane] = s;
-      // G J: this lane's column from its own and its partner's.
+      // H = G J: this lane's column of H from its own column and its partner's.
+      T h[gram_width];
 #pragma unroll
-      for (int k = 0; k < gram_width; ++k) x[k] = c * g[k * ld + lane] + s * g[k * ld + partner];
+      for (int k = 0; k < gram_width; ++k) h[k] = c * x[k] + s * g[k * ld + partner];
       __syncwarp();
 #pragma unroll
-      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
+      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = h[k];
       __syncwarp();
-      // J^T (G J): every row k with its partner's row.
+      // J^T H is symmetric, so its column `lane` is its row `lane`: c (row lane of H) + s (row
+      // partner of H), with this lane's own (c, s). The pair's 2 x 2 block is set exactly: the
+      // larger column grows, the other shrinks, their product is 0.
+      const T grown = lane == low ? alpha - rotation.t * gamma : beta + rotation.t * gamma;
 #pragma unroll
-      for (int k = 0; k < gram_width; ++k)
-        x[k] = cosine_of[k] * x[k] + sine_of[k] * g[circle_partner(k, r, gram_width) * ld + lane];
-      __syncwarp();
-#pragma unroll
-      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
-      if (rotate) {  // the pair's 2 x 2 block exactly: the larger column grows, the other shrinks
-        g[lane * ld + lane] = lane == low ? alpha - rotation.t * gamma : beta + rotation.t * gamma;
-        g[partner * ld + lane] = 0;
+      for (int k = 0; k < gram_width; ++k) {
+        const T value = c * g[lane * ld + k] + s * g[partner * ld + k];
+        x[k] = !rotate ? value : k == lane ? grown : k == partner ? T(0) : value;
       }
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
       __syncwarp();
 #pragma unroll
       for (int k = 0; k < gram_width; ++k) q[k] = c * q[k] + s * __shfl_sync(full, q[k], partner);
@@ -831,6 +829,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   }
   // The Gram schedule's round scratch: slices of rows enough for two blocks per SM per round.
   GramWork<T> gram;
+  const int gram_inner = std::getenv("ROOFLAB_GRAM_INNER") ? std::atoi(std::getenv("ROOFLAB_GRAM_INNER")) : gram_inner_sweeps;
   const std::int64_t gram_pairs = schedule == GlobalSchedule::gram ? batch * (G.block_positions / 2) : 0;
   const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
@@ -958,7 +957,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
           detail::check_launch(op, "gram_partials");
           gram_solve<T><<<unsigned((items + gram_solve_warps - 1) / gram_solve_warps), gram_threads, 0,
-                          stream>>>(G, gram, round, items);
+                          stream>>>(G, gram, round, items, gram_inner);
           detail::check_launch(op, "gram_solve");
           gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
               G, gram, round, gram_w_tiles, gram_v_tiles);
