@@ -412,7 +412,8 @@ constexpr int gram_width = 32;              // columns of a pair of blocks: a la
 constexpr int gram_block = gram_width / 2;  // columns of a block
 constexpr int gram_tile_rows = 64;          // rows staged in shared memory at a time
 constexpr int gram_threads = 128;
-constexpr int gram_solve_warps = gram_threads / 32;
+constexpr int gram_solve_warps = 1;  // a warp per block: the pairs of a round spread over the SMs
+constexpr int gram_solve_threads = 32 * gram_solve_warps;
 // Inner sweeps per pair of blocks at most (fewer once no rotation is left).
 constexpr int gram_inner_sweeps = 1;
 
@@ -484,7 +485,7 @@ __global__ void __launch_bounds__(gram_threads)
 // between rounds). The outputs are ordered by decreasing eigenvalue (padding last), the larger
 // half going to the second block's positions, as the odd-even ring's swap sends it on.
 template <class T>
-__global__ void __launch_bounds__(gram_threads)
+__global__ void __launch_bounds__(gram_solve_threads)
     gram_solve(GlobalState<T> G, GramWork<T> work, int round, std::int64_t items, int inner_sweeps) {
   constexpr int ld = gram_width + 1;
   constexpr unsigned full = 0xffffffffu;
@@ -956,7 +957,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           if (items == 0) continue;
           gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
           detail::check_launch(op, "gram_partials");
-          gram_solve<T><<<unsigned((items + gram_solve_warps - 1) / gram_solve_warps), gram_threads, 0,
+          gram_solve<T><<<unsigned((items + gram_solve_warps - 1) / gram_solve_warps), gram_solve_threads, 0,
                           stream>>>(G, gram, round, items, gram_inner);
           detail::check_launch(op, "gram_solve");
           gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
