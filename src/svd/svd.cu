@@ -412,8 +412,6 @@ constexpr int gram_width = 32;              // columns of a pair of blocks: a la
 constexpr int gram_block = gram_width / 2;  // columns of a block
 constexpr int gram_tile_rows = 64;          // rows staged in shared memory at a time
 constexpr int gram_threads = 128;
-constexpr int gram_solve_warps = 1;  // a warp per block: the pairs of a round spread over the SMs
-constexpr int gram_solve_threads = 32 * gram_solve_warps;
 // Inner sweeps per pair of blocks at most (fewer once no rotation is left).
 constexpr int gram_inner_sweeps = 1;
 
@@ -479,62 +477,73 @@ __global__ void __launch_bounds__(gram_threads)
     for (int b = 0; b < 4; ++b) out[(i0 + a) * gram_width + j0 + b] = sum[a][b];
 }
 
-// A warp per pair: sums the slices' partial Grams (in a fixed order: reproducible), tests the
-// pair, and when it is not orthogonal to tol diagonalizes G by two-sided Jacobi, G <- J^T G J,
-// with the rounds of the circle method (lane l holds column l of G and of Q; no data moves
-// between rounds). The outputs are ordered by decreasing eigenvalue (padding last), the larger
-// half going to the second block's positions, as the odd-even ring's swap sends it on.
-template <class T>
-__global__ void __launch_bounds__(gram_solve_threads)
-    gram_solve(GlobalState<T> G, GramWork<T> work, int round, std::int64_t items, int inner_sweeps) {
-  constexpr int ld = gram_width + 1;
+// A block of `parts` warps per pair: sums the slices' partial Grams (in a fixed order:
+// reproducible), tests the pair, and when it is not orthogonal to tol diagonalizes G by two-sided
+// Jacobi, G <- J^T G J, in the rounds of the circle method. Lane l of warp w holds rows
+// w R .. w R + R - 1 (R = 32 / parts) of column l of G and of Q, so no data moves between rounds
+// and the parts share each round's work. A round forms H = G J (each lane its own column, from its
+// partner's column in the same rows: within the warp) and then J^T H, which is symmetric, so its
+// column l is c (row l of H) + s (row partner of H) with the lane's own (c, s): two barriers. The
+// outputs are ordered by decreasing eigenvalue (padding last), the larger half going to the second
+// block's positions, as the odd-even ring's swap sends it on.
+template <class T, int parts>
+__global__ void __launch_bounds__(32 * parts)
+    gram_solve(GlobalState<T> G, GramWork<T> work, int round, int inner_sweeps) {
+  constexpr int ld = gram_width + 1, rows = gram_width / parts;
   constexpr unsigned full = 0xffffffffu;
-  __shared__ T gram_shared[gram_solve_warps][gram_width * ld];
-  __shared__ int slot_columns[gram_solve_warps][gram_width];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const std::int64_t item = std::int64_t(blockIdx.x) * gram_solve_warps + warp;
+  __shared__ T g[gram_width * ld];  // G_kl at g[k * ld + l]
+  __shared__ T h[gram_width * ld];  // H = G J, alike
+  __shared__ T part_max[parts];
+  __shared__ int slot_column[gram_width];
+  const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * rows;
+  const std::int64_t item = blockIdx.x;
   std::int64_t matrix = 0;
   int first = 0;
-  if (item >= items || !gram_pair(G, round, item, matrix, first)) return;  // uniform over the warp
-  T* g = gram_shared[warp];  // G_kl at g[k * ld + l]
+  if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
   int* pos = G.pos_of(matrix);
   T* norms = G.norms_of(matrix);
   const int column = pos[first + lane];
   const bool real = column < G.N;
 
   const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
-  T x[gram_width];
+  T x[rows];  // G_kl, k = k0 + kk, l = lane
 #pragma unroll
-  for (int k = 0; k < gram_width; ++k) x[k] = partial[k * gram_width + lane];
+  for (int kk = 0; kk < rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
   for (int slice = 1; slice < work.slices; ++slice)
 #pragma unroll
-    for (int k = 0; k < gram_width; ++k) x[k] += partial[slice * (gram_width * gram_width) + k * gram_width + lane];
+    for (int kk = 0; kk < rows; ++kk)
+      x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
 #pragma unroll
-  for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
-  __syncwarp();
+  for (int kk = 0; kk < rows; ++kk) g[(k0 + kk) * ld + lane] = x[kk];
+  __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible.
   const T diagonal = g[lane * ld + lane];
   const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt(diagonal) : T(0);
   T off = 0;
 #pragma unroll
-  for (int k = 0; k < gram_width; ++k) {
-    const T cosine = fabs(x[k]) * __shfl_sync(full, inverse_root, k) * inverse_root;
-    off = k == lane ? off : fmax(off, cosine);
+  for (int kk = 0; kk < rows; ++kk) {
+    const T cosine = fabs(x[kk]) * __shfl_sync(full, inverse_root, k0 + kk) * inverse_root;
+    off = k0 + kk == lane ? off : fmax(off, cosine);
   }
   off = warp_max(off);
-  if (lane == 0 && off > 0)
+  if (lane == 0) part_max[part] = off;
+  __syncthreads();
+#pragma unroll
+  for (int p = 0; p < parts; ++p) off = fmax(off, part_max[p]);
+  if (threadIdx.x == 0 && off > 0)
     atomicMax(&G.off_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
   if (!(off > G.P.tol)) {  // orthogonal: W and V stay, the ring's swap moves the blocks on
+    if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
     if (real) norms[column] = diagonal;
     pos[first + (lane + gram_block) % gram_width] = column;
     return;
   }
 
-  T q[gram_width];
+  T q[rows];
 #pragma unroll
-  for (int k = 0; k < gram_width; ++k) q[k] = k == lane ? T(1) : T(0);
+  for (int kk = 0; kk < rows; ++kk) q[kk] = k0 + kk == lane ? T(1) : T(0);
   for (int sweep = 0; sweep < inner_sweeps; ++sweep) {
     bool rotated = false;
     for (int r = 0; r < gram_width - 1; ++r) {
@@ -547,31 +556,24 @@ __global__ void __launch_bounds__(gram_solve_threads)
       rotated |= rotate;
       // Column `low` <- c low - s high, column `high` <- s low + c high; rows alike.
       const T c = rotation.c, s = lane == low ? -rotation.s : rotation.s;
-      // H = G J: this lane's column of H from its own column and its partner's.
-      T h[gram_width];
 #pragma unroll
-      for (int k = 0; k < gram_width; ++k) h[k] = c * x[k] + s * g[k * ld + partner];
-      __syncwarp();
-#pragma unroll
-      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = h[k];
-      __syncwarp();
-      // J^T H is symmetric, so its column `lane` is its row `lane`: c (row lane of H) + s (row
-      // partner of H), with this lane's own (c, s). The pair's 2 x 2 block is set exactly: the
-      // larger column grows, the other shrinks, their product is 0.
+      for (int kk = 0; kk < rows; ++kk) h[(k0 + kk) * ld + lane] = c * x[kk] + s * g[(k0 + kk) * ld + partner];
+      __syncthreads();
+      // The pair's 2 x 2 block exactly: the larger column grows, the other shrinks, their
+      // product is 0.
       const T grown = lane == low ? alpha - rotation.t * gamma : beta + rotation.t * gamma;
 #pragma unroll
-      for (int k = 0; k < gram_width; ++k) {
-        const T value = c * g[lane * ld + k] + s * g[partner * ld + k];
-        x[k] = !rotate ? value : k == lane ? grown : k == partner ? T(0) : value;
+      for (int kk = 0; kk < rows; ++kk) {
+        const int k = k0 + kk;
+        const T value = c * h[lane * ld + k] + s * h[partner * ld + k];
+        x[kk] = !rotate ? value : k == lane ? grown : k == partner ? T(0) : value;
+        g[k * ld + lane] = x[kk];
       }
-      __syncwarp();
+      __syncthreads();
 #pragma unroll
-      for (int k = 0; k < gram_width; ++k) g[k * ld + lane] = x[k];
-      __syncwarp();
-#pragma unroll
-      for (int k = 0; k < gram_width; ++k) q[k] = c * q[k] + s * __shfl_sync(full, q[k], partner);
+      for (int kk = 0; kk < rows; ++kk) q[kk] = c * q[kk] + s * __shfl_sync(full, q[kk], partner);
     }
-    if (!__any_sync(full, rotated)) break;
+    if (!__syncthreads_or(rotated)) break;
   }
 
   // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
@@ -587,15 +589,16 @@ __global__ void __launch_bounds__(gram_solve_threads)
     const bool ahead = (real_lanes >> k & 1u) && (other > eigenvalue || (other == eigenvalue && k < lane));
     rank += real && ahead;
   }
-  int* slot_column = slot_columns[warp];
-  slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] = column;
-  __syncwarp();
-  const int target = slot_column[rank];
+  if (part == 0)
+    slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] = column;
+  __syncthreads();
   const std::int64_t base = item * gram_width;
+#pragma unroll
+  for (int kk = 0; kk < rows; ++kk) work.rotations[(base + k0 + kk) * gram_width + rank] = q[kk];
+  if (part != 0) return;
+  const int target = slot_column[rank];
   work.in_columns[base + lane] = column;
   work.out_columns[base + rank] = target;
-#pragma unroll
-  for (int k = 0; k < gram_width; ++k) work.rotations[base * gram_width + k * gram_width + rank] = q[k];
   if (real) norms[target] = fmax(eigenvalue, T(0));
   pos[first + (rank + gram_block) % gram_width] = target;
   if (lane == 0) work.rotated[item] = 1;
@@ -957,8 +960,12 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           if (items == 0) continue;
           gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
           detail::check_launch(op, "gram_partials");
-          gram_solve<T><<<unsigned((items + gram_solve_warps - 1) / gram_solve_warps), gram_solve_threads, 0,
-                          stream>>>(G, gram, round, items, gram_inner);
+          {
+            const int parts = std::getenv("ROOFLAB_GRAM_PARTS") ? std::atoi(std::getenv("ROOFLAB_GRAM_PARTS")) : 2;
+            if (parts == 1) gram_solve<T, 1><<<unsigned(items), 32, 0, stream>>>(G, gram, round, gram_inner);
+            else if (parts == 2) gram_solve<T, 2><<<unsigned(items), 64, 0, stream>>>(G, gram, round, gram_inner);
+            else gram_solve<T, 4><<<unsigned(items), 128, 0, stream>>>(G, gram, round, gram_inner);
+          }
           detail::check_launch(op, "gram_solve");
           gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
               G, gram, round, gram_w_tiles, gram_v_tiles);
