@@ -436,13 +436,23 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
   return G.active[matrix];
 }
 
-// A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix. Each
-// thread accumulates a 2 x 4 patch of G over the slice, 64 rows at a time through shared memory.
+// The 8 x 8 x 4 double-precision tensor-core product D += A B of a warp (DMMA): lane (g, t) =
+// (lane / 4, lane % 4) holds A_gt, B_tg, D_g,2t and D_g,2t+1.
+__device__ __forceinline__ void mma_8x8x4(double& d0, double& d1, double a, double b) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d0), "+d"(d1)
+               : "d"(a), "d"(b));
+}
+
+// A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
+// at a time through shared memory (column s of the rows at tile[s * ld]). In double each warp
+// forms 8 rows of G on the tensor cores (four 8 x 8 products per 4 rows); in float each thread
+// accumulates a 2 x 4 patch with FMAs.
 template <class T>
 __global__ void __launch_bounds__(gram_threads)
     gram_partials(GlobalState<T> G, GramWork<T> work, int round) {
-  constexpr int ld = gram_width + 4;  // rows of 16-byte multiples
-  __shared__ __align__(16) T tile[gram_tile_rows * ld];
+  constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
+  __shared__ __align__(16) T tile[gram_width * ld];
   __shared__ int columns[gram_width];
   const std::int64_t item = blockIdx.x / work.slices;
   const int slice = blockIdx.x % work.slices;
@@ -451,30 +461,44 @@ __global__ void __launch_bounds__(gram_threads)
   if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
   if (threadIdx.x < gram_width) columns[threadIdx.x] = G.pos_of(matrix)[first + threadIdx.x];
   const T* W = G.w(matrix);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
   const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
-  T sum[2][4] = {};
+  T sum[4][2] = {};  // double: D of the tile (warp, b), elements a; float: G at (i0 + a, j0 + b)
   const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
   for (int r0 = begin; r0 < end; r0 += gram_tile_rows) {
     __syncthreads();  // columns known, the previous tile consumed
     for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
       const int r = e % gram_tile_rows, s = e / gram_tile_rows, c = columns[s];
-      tile[r * ld + s] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
+      tile[s * ld + r] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
     }
     __syncthreads();
+    if constexpr (sizeof(T) == 8) {
+      const T* a = tile + (8 * warp + group) * ld + in_group;
 #pragma unroll 4
-    for (int r = 0; r < gram_tile_rows; ++r) {
-      const T* row = tile + r * ld;
+      for (int k = 0; k < gram_tile_rows; k += 4)
 #pragma unroll
-      for (int a = 0; a < 2; ++a)
+        for (int nt = 0; nt < 4; ++nt)
+          mma_8x8x4(sum[nt][0], sum[nt][1], a[k], tile[(8 * nt + group) * ld + k + in_group]);
+    } else {
+#pragma unroll 4
+      for (int r = 0; r < gram_tile_rows; ++r)
 #pragma unroll
-        for (int b = 0; b < 4; ++b) sum[a][b] = fma(row[i0 + a], row[j0 + b], sum[a][b]);
+        for (int a = 0; a < 2; ++a)
+#pragma unroll
+          for (int b = 0; b < 4; ++b)
+            sum[b][a] = fma(tile[(i0 + a) * ld + r], tile[(j0 + b) * ld + r], sum[b][a]);
     }
   }
   T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
 #pragma unroll
-  for (int a = 0; a < 2; ++a)
+  for (int b = 0; b < 4; ++b)
 #pragma unroll
-    for (int b = 0; b < 4; ++b) out[(i0 + a) * gram_width + j0 + b] = sum[a][b];
+    for (int a = 0; a < 2; ++a) {
+      if constexpr (sizeof(T) == 8)
+        out[(8 * warp + group) * gram_width + 8 * b + 2 * in_group + a] = sum[b][a];
+      else
+        out[(i0 + a) * gram_width + j0 + b] = sum[b][a];
+    }
 }
 
 // A block of `parts` warps per pair: sums the slices' partial Grams (in a fixed order:
@@ -605,13 +629,14 @@ __global__ void __launch_bounds__(32 * parts)
 }
 
 // A block per pair and 64 rows of W or of V: the rows' 32 columns times Q, written in place
-// (the block reads all 32 inputs of its rows before it writes an output). Each thread forms a
-// 4 x 4 patch of the result.
+// (the block reads all 32 inputs of its rows before it writes an output). In double each warp
+// forms 16 rows of the product on the tensor cores; in float each thread a 4 x 4 patch with FMAs.
+// The results pass through shared memory so that the stores are whole column segments.
 template <class T>
 __global__ void __launch_bounds__(gram_threads)
     gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
-  constexpr int ldq = gram_width + 4, ldt = gram_tile_rows + 4;
-  __shared__ __align__(16) T q[gram_width * ldq];
+  constexpr int ldq = gram_width + 8, ldt = gram_tile_rows + 8;  // 8 (mod 16): distinct banks
+  __shared__ __align__(16) T q[gram_width * ldq];                // Q_sk at q[s * ldq + k]
   __shared__ __align__(16) T tile[gram_width * ldt];  // column s of the rows at tile[s * ldt]
   __shared__ int in_columns[gram_width], out_columns[gram_width];
   const std::int64_t item = blockIdx.x / (w_tiles + v_tiles);
@@ -637,21 +662,45 @@ __global__ void __launch_bounds__(gram_threads)
     tile[s * ldt + r] = r0 + r < rows && c < G.N ? X[r0 + r + c * ld] : T(0);
   }
   __syncthreads();
-  const int r = 4 * (threadIdx.x % 16), k0 = 4 * (threadIdx.x / 16);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
   T sum[4][4] = {};
+  if constexpr (sizeof(T) == 8) {  // D of the tile (mt, nt), element e, at sum[2 mt + nt / 2][2 (nt % 2) + e]
+#pragma unroll
+    for (int s0 = 0; s0 < gram_width; s0 += 4) {
+      const T* a = tile + (s0 + in_group) * ldt + 16 * warp + group;
+      const T* b = q + (s0 + in_group) * ldq + group;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+          mma_8x8x4(sum[mt * 2 + nt / 2][(nt % 2) * 2], sum[mt * 2 + nt / 2][(nt % 2) * 2 + 1], a[8 * mt],
+                    b[8 * nt]);
+    }
+  } else {
+    const int r = 4 * (threadIdx.x % 16), k0 = 4 * (threadIdx.x / 16);
 #pragma unroll 8
-  for (int s = 0; s < gram_width; ++s)
+    for (int s = 0; s < gram_width; ++s)
 #pragma unroll
-    for (int a = 0; a < 4; ++a)
+      for (int a = 0; a < 4; ++a)
 #pragma unroll
-      for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
+        for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
+  }
+  __syncthreads();  // every input read: the tile takes the outputs, output k at tile[k * ldt]
 #pragma unroll
-  for (int b = 0; b < 4; ++b) {
-    const int c = out_columns[k0 + b];
-    if (c >= G.N) continue;
+  for (int a = 0; a < 4; ++a)
 #pragma unroll
-    for (int a = 0; a < 4; ++a)
-      if (r0 + r + a < rows) X[r0 + r + a + c * ld] = sum[a][b];
+    for (int b = 0; b < 4; ++b) {
+      if constexpr (sizeof(T) == 8) {
+        const int mt = a / 2, nt = (a % 2) * 2 + b / 2, e = b % 2;
+        tile[(8 * nt + 2 * in_group + e) * ldt + 16 * warp + 8 * mt + group] = sum[a][b];
+      } else {
+        tile[(4 * (threadIdx.x / 16) + b) * ldt + 4 * (threadIdx.x % 16) + a] = sum[a][b];
+      }
+    }
+  __syncthreads();
+  for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
+    const int r = e % gram_tile_rows, k = e / gram_tile_rows, c = out_columns[k];
+    if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[k * ldt + r];
   }
 }
 
@@ -961,10 +1010,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
           detail::check_launch(op, "gram_partials");
           {
-            const int parts = std::getenv("ROOFLAB_GRAM_PARTS") ? std::atoi(std::getenv("ROOFLAB_GRAM_PARTS")) : 2;
+            const int parts = std::getenv("ROOFLAB_GRAM_PARTS") ? std::atoi(std::getenv("ROOFLAB_GRAM_PARTS")) : 4;
             if (parts == 1) gram_solve<T, 1><<<unsigned(items), 32, 0, stream>>>(G, gram, round, gram_inner);
             else if (parts == 2) gram_solve<T, 2><<<unsigned(items), 64, 0, stream>>>(G, gram, round, gram_inner);
-            else gram_solve<T, 4><<<unsigned(items), 128, 0, stream>>>(G, gram, round, gram_inner);
+            else if (parts == 4) gram_solve<T, 4><<<unsigned(items), 128, 0, stream>>>(G, gram, round, gram_inner);
+            else gram_solve<T, 8><<<unsigned(items), 256, 0, stream>>>(G, gram, round, gram_inner);
           }
           detail::check_launch(op, "gram_solve");
           gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
