@@ -1014,7 +1014,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
             if (parts == 1) gram_solve<T, 1><<<unsigned(items), 32, 0, stream>>>(G, gram, round, gram_inner);
             else if (parts == 2) gram_solve<T, 2><<<unsigned(items), 64, 0, stream>>>(G, gram, round, gram_inner);
             else if (parts == 4) gram_solve<T, 4><<<unsigned(items), 128, 0, stream>>>(G, gram, round, gram_inner);
-            else gram_solve<T, 8><<<unsigned(items), 256, 0, stream>>>(G, gram, round, gram_inner);
+            else if (parts == 8) gram_solve<T, 8><<<unsigned(items), 256, 0, stream>>>(G, gram, round, gram_inner);
+            else gram_solve<T, 16><<<unsigned(items), 512, 0, stream>>>(G, gram, round, gram_inner);
           }
           detail::check_launch(op, "gram_solve");
           gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
