@@ -61,8 +61,8 @@ struct Rotation {
 // t = s / c is Rutishauser's smaller root of t^2 + 2 zeta t - 1 = 0, zeta = (beta - alpha) /
 // (2 gamma), written without zeta: with tau = beta - alpha and root = sqrt(tau^2 + 4 gamma^2),
 //     t = sign(zeta) 2 |gamma| / d,   d = |tau| + root,   c = d / sqrt(2 root d),
-// since d^2 + 4 gamma^2 = 2 root d. One square root and one reciprocal square root lie on the
-// path to (c, s), where the zeta form chains two divisions, two square roots and a reciprocal
+// since d^2 + 4 gamma^2 = 2 root d (and t = s 2 root k, k = 1 / sqrt(2 root d)). One square root
+// and one reciprocal square root lie on the path to (c, s, t), where the zeta form chains two divisions, two square roots and a reciprocal
 // square root: this latency separates every round of the ring. alpha, beta and gamma are first
 // scaled by the power of two that brings max(alpha, beta) into [1/2, 1) (exact), so tau^2 and
 // gamma^2 can neither overflow nor, while the pair is worth rotating, underflow, and alpha beta
@@ -94,7 +94,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   const bool rotate = !negligible && cosine > tol;
   r.c = rotate ? d * k : T(1);
   r.s = rotate ? sign * (2 * fabs(g) * k) : T(0);
-  r.t = rotate ? sign * (2 * fabs(g) / d) : T(0);
+  // t = s / c = sign 2 |g| / d, and 1 / d = 2 root k^2: no division on the way.
+  r.t = rotate ? r.s * (2 * root * k) : T(0);
   return rotate;
 }
 

@@ -439,7 +439,7 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
 // The 8 x 8 x 4 double-precision tensor-core product D += A B of a warp (DMMA): lane (g, t) =
 // (lane / 4, lane % 4) holds A_gt, B_tg, D_g,2t and D_g,2t+1.
 __device__ __forceinline__ void mma_8x8x4(double& d0, double& d1, double a, double b) {
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
                : "+d"(d0), "+d"(d1)
                : "d"(a), "d"(b));
 }
@@ -465,13 +465,27 @@ __global__ void __launch_bounds__(gram_threads)
   const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
   T sum[4][2] = {};  // double: D of the tile (warp, b), elements a; float: G at (i0 + a, j0 + b)
   const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
+  // Each tile's loads are issued together, and the next tile's while this one is multiplied.
+  constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
+  T staged[per_thread];
+  const auto load = [&](int r0) {
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = columns[e / gram_tile_rows];
+      staged[i] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
+    }
+  };
+  __syncthreads();  // columns known
+  load(begin);
   for (int r0 = begin; r0 < end; r0 += gram_tile_rows) {
-    __syncthreads();  // columns known, the previous tile consumed
-    for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
-      const int r = e % gram_tile_rows, s = e / gram_tile_rows, c = columns[s];
-      tile[s * ld + r] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
+    __syncthreads();  // the previous tile consumed
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int e = threadIdx.x + i * gram_threads;
+      tile[e / gram_tile_rows * ld + e % gram_tile_rows] = staged[i];
     }
     __syncthreads();
+    if (r0 + gram_tile_rows < end) load(r0 + gram_tile_rows);
     if constexpr (sizeof(T) == 8) {
       const T* a = tile + (8 * warp + group) * ld + in_group;
 #pragma unroll 4
@@ -650,16 +664,28 @@ __global__ void __launch_bounds__(gram_threads)
   const int rows = on_w ? G.M : G.N;
   const int r0 = (on_w ? t : t - w_tiles) * gram_tile_rows;
   const T* rotation = work.rotations + item * (gram_width * gram_width);
-  for (int e = threadIdx.x; e < gram_width * gram_width; e += gram_threads)
+#pragma unroll
+  for (int i = 0; i < gram_width * gram_width / gram_threads; ++i) {
+    const int e = threadIdx.x + i * gram_threads;
     q[e / gram_width * ldq + e % gram_width] = rotation[e];
+  }
   if (threadIdx.x < gram_width) {
     in_columns[threadIdx.x] = work.in_columns[item * gram_width + threadIdx.x];
     out_columns[threadIdx.x] = work.out_columns[item * gram_width + threadIdx.x];
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
-    const int r = e % gram_tile_rows, s = e / gram_tile_rows, c = in_columns[s];
-    tile[s * ldt + r] = r0 + r < rows && c < G.N ? X[r0 + r + c * ld] : T(0);
+  // All of a thread's loads are issued before any is stored.
+  constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
+  T staged[per_thread];
+#pragma unroll
+  for (int i = 0; i < per_thread; ++i) {
+    const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = in_columns[e / gram_tile_rows];
+    staged[i] = r0 + r < rows && c < G.N ? X[r0 + r + c * ld] : T(0);
+  }
+#pragma unroll
+  for (int i = 0; i < per_thread; ++i) {
+    const int e = threadIdx.x + i * gram_threads;
+    tile[e / gram_tile_rows * ldt + e % gram_tile_rows] = staged[i];
   }
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
@@ -698,9 +724,10 @@ __global__ void __launch_bounds__(gram_threads)
       }
     }
   __syncthreads();
-  for (int e = threadIdx.x; e < gram_tile_rows * gram_width; e += gram_threads) {
-    const int r = e % gram_tile_rows, k = e / gram_tile_rows, c = out_columns[k];
-    if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[k * ldt + r];
+#pragma unroll
+  for (int i = 0; i < per_thread; ++i) {
+    const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = out_columns[e / gram_tile_rows];
+    if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_tile_rows * ldt + r];
   }
 }
 
