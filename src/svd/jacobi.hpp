@@ -68,7 +68,7 @@ enum class GlobalSchedule {
 };
 
 // Where a matrix is solved; production_path picks by shape and batch.
-enum class Path { warp_per_matrix, block_per_matrix, register_ring, blocked, global_rounds };
+enum class Path { warp_per_matrix, block_per_matrix, register_ring, gram };
 
 // The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
 // wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being rotated.
@@ -102,7 +102,7 @@ template <class T>
 void run_in_registers(const Problem<T>& problem, const Report& report, cudaStream_t stream);
 
 // Runs every matrix of `problem` with its columns in global memory, any size (the blocked
-// schedule: while a pair of 4-column blocks fits in shared memory). Synchronizes `stream` once per
+// schedules: while a pair of 4-column blocks fits in shared memory). Synchronizes `stream` once per
 // sweep to test convergence. Defined in src/svd/svd.cu.
 template <class T>
 void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,

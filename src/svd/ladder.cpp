@@ -114,8 +114,9 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 // Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
-// ring for small matrices, one kernel while shared memory holds the matrix, blocked beyond), with its argument checks, scratch allocation and the final
-// synchronization a caller sees.
+// ring for small matrices, one kernel while shared memory holds the matrix, the Gram schedule
+// beyond), with its argument checks, scratch allocation and the final synchronization a caller
+// sees.
 ROOFLAB_VARIANT(Variant{
     "svd", 8, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {

@@ -2,13 +2,12 @@
 // global-memory schedules shared with rooflab::svd_batched. A matrix of at most 64 x 64 is solved
 // in registers by the register ring (src/svd/register_ring.cu); a larger one that fits in one
 // block's shared memory in a single kernel (the batched block-per-matrix kernel with batch 1);
-// beyond, the columns stay in global memory and run the blocked schedule: pairs of column blocks
-// swept in shared memory (jacobi::production_path decides).
+// beyond, the columns stay in global memory and run the Gram schedule: pairs of column blocks
+// diagonalized through their Gram matrices (jacobi::production_path decides).
 #include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -412,8 +411,13 @@ constexpr int gram_width = 32;              // columns of a pair of blocks: a la
 constexpr int gram_block = gram_width / 2;  // columns of a block
 constexpr int gram_tile_rows = 64;          // rows staged in shared memory at a time
 constexpr int gram_threads = 128;
-// Inner sweeps per pair of blocks at most (fewer once no rotation is left).
+// One inner sweep per pair of blocks: on the H200, 256 x 256 in double took 10.0, 13.3 and 17.2 ms
+// with 1, 2 and 3 (the outer sweeps barely fall).
 constexpr int gram_inner_sweeps = 1;
+// Warps sharing a pair's solve: a round's work split 8 ways leaves mostly its latency. 256 x 256
+// double on the H200: 13.3, 9.6 and 7.5 ms with 1, 2 and 4 warps; later 6.6 against 6.9 ms with
+// 8 and 16.
+constexpr int gram_solve_parts = 8;
 
 // A round's scratch, per pair of blocks of the round (the batch's pairs, matrix-major).
 template <class T>
@@ -526,7 +530,7 @@ __global__ void __launch_bounds__(gram_threads)
 // block's positions, as the odd-even ring's swap sends it on.
 template <class T, int parts>
 __global__ void __launch_bounds__(32 * parts)
-    gram_solve(GlobalState<T> G, GramWork<T> work, int round, int inner_sweeps) {
+    gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
   constexpr int ld = gram_width + 1, rows = gram_width / parts;
   constexpr unsigned full = 0xffffffffu;
   __shared__ T g[gram_width * ld];  // G_kl at g[k * ld + l]
@@ -582,7 +586,7 @@ __global__ void __launch_bounds__(32 * parts)
   T q[rows];
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk) q[kk] = k0 + kk == lane ? T(1) : T(0);
-  for (int sweep = 0; sweep < inner_sweeps; ++sweep) {
+  for (int sweep = 0; sweep < gram_inner_sweeps; ++sweep) {
     bool rotated = false;
     for (int r = 0; r < gram_width - 1; ++r) {
       const int partner = circle_partner(lane, r, gram_width);
@@ -909,7 +913,6 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   }
   // The Gram schedule's round scratch: slices of rows enough for two blocks per SM per round.
   GramWork<T> gram;
-  const int gram_inner = std::getenv("ROOFLAB_GRAM_INNER") ? std::atoi(std::getenv("ROOFLAB_GRAM_INNER")) : gram_inner_sweeps;
   const std::int64_t gram_pairs = schedule == GlobalSchedule::gram ? batch * (G.block_positions / 2) : 0;
   const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
@@ -1036,14 +1039,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           if (items == 0) continue;
           gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
           detail::check_launch(op, "gram_partials");
-          {
-            const int parts = std::getenv("ROOFLAB_GRAM_PARTS") ? std::atoi(std::getenv("ROOFLAB_GRAM_PARTS")) : 4;
-            if (parts == 1) gram_solve<T, 1><<<unsigned(items), 32, 0, stream>>>(G, gram, round, gram_inner);
-            else if (parts == 2) gram_solve<T, 2><<<unsigned(items), 64, 0, stream>>>(G, gram, round, gram_inner);
-            else if (parts == 4) gram_solve<T, 4><<<unsigned(items), 128, 0, stream>>>(G, gram, round, gram_inner);
-            else if (parts == 8) gram_solve<T, 8><<<unsigned(items), 256, 0, stream>>>(G, gram, round, gram_inner);
-            else gram_solve<T, 16><<<unsigned(items), 512, 0, stream>>>(G, gram, round, gram_inner);
-          }
+          gram_solve<T, gram_solve_parts><<<unsigned(items), 32 * gram_solve_parts, 0, stream>>>(G, gram,
+                                                                                            round);
           detail::check_launch(op, "gram_solve");
           gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
               G, gram, round, gram_w_tiles, gram_v_tiles);
@@ -1087,9 +1084,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 // docs/results/h200-round7-svd.json);
 // when the batch fills the GPU, small matrices stay in one warp's
 // shared memory (no block barriers, many per SM); any other matrix that fits stays in a block's
-// (on the H200 a single 100 x 100 double matrix took 3.16 ms there against 6.5 ms blocked);
-// a matrix beyond shared memory goes to the blocked schedule, which spreads its pairs of column
-// blocks over the SMs.
+// (100 x 128 x 128 in double: 3.36 ms there against 4.05 ms through Gram matrices);
+// a matrix beyond shared memory goes to the Gram schedule, which spreads its pairs of column
+// blocks over the SMs (125 x 125 double: 2.55 ms against 9.56 ms for the blocked one).
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
@@ -1100,7 +1097,7 @@ Path production_path(int m, int n, int batch, bool uv) {
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
     return Path::block_per_matrix;
   }
-  return blocked_fits<T>(m, n) ? Path::blocked : Path::global_rounds;
+  return Path::gram;
 }
 
 template <class T>
@@ -1109,16 +1106,7 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
     case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
     case Path::register_ring: return run_in_registers(problem, report, stream);
-    case Path::blocked: {
-      // Measured on the H200 (docs/svd.md): from 256 columns a round's work dwarfs a launch and
-      // per-round launches win (60.6 against 64.1 ms at 512, 146 against 157 ms at 1024; 71.1
-      // against 72.1 ms for 100 matrices of 256); below, one persistent launch saves the
-      // launches (9.3 against 10.0 ms at 125).
-      const bool wide = std::min(problem.m, problem.n) >= 256;
-      return run_global(problem, wide ? GlobalSchedule::blocked : GlobalSchedule::blocked_persistent,
-                        report, stream);
-    }
-    case Path::global_rounds: return run_global(problem, GlobalSchedule::launch_per_round, report, stream);
+    case Path::gram: return run_global(problem, GlobalSchedule::gram, report, stream);
   }
 }
 

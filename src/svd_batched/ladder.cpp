@@ -128,7 +128,8 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 // Rung 8 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: the register
-// ring for fewer matrices than SMs, warp or block per matrix, blocked beyond), with its checks and the final synchronization.
+// ring for fewer matrices than SMs, warp or block per matrix, the Gram schedule beyond), with its
+// checks and the final synchronization.
 ROOFLAB_VARIANT(Variant{
     "svd-batched", 8, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
     false, no_limit, [](Workspace& workspace, cudaStream_t stream) {

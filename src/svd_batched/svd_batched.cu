@@ -1,7 +1,7 @@
 // rooflab::svd_batched: the SVD of many matrices. Each matrix's working set (W, V, norms, order)
 // lives in shared memory, owned by one warp (small matrices: many per block, no block barriers)
 // or by one block (up to the 227 KB a Hopper block can opt into); larger matrices go to the
-// blocked schedule of src/svd/svd.cu (jacobi::production_path chooses). Every matrix converges on
+// Gram schedule of src/svd/svd.cu (jacobi::production_path chooses). Every matrix converges on
 // its own: a converged matrix's team stops and its SM takes the next one.
 #include <algorithm>
 #include <string>
