@@ -1084,9 +1084,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 // docs/results/h200-round7-svd.json);
 // when the batch fills the GPU, small matrices stay in one warp's
 // shared memory (no block barriers, many per SM); any other matrix that fits stays in a block's
-// (100 x 128 x 128 in double: 3.36 ms there against 4.05 ms through Gram matrices);
+// (100 x 128 x 128 in float: 3.39 ms there against 3.85 ms through Gram matrices);
 // a matrix beyond shared memory goes to the Gram schedule, which spreads its pairs of column
-// blocks over the SMs (125 x 125 double: 2.55 ms against 9.56 ms for the blocked one).
+// blocks over the SMs (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one;
+// docs/results/h200-round8-svd.json).
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
