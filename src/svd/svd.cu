@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(blocked_max_threads)
 // The Gram schedule (the ladder's rung 7): the blocked ring with the inner work moved off the
 // columns. Blocks of 16 columns ride the same odd-even ring; for each pair of blocks of a round
 // (32 columns, a warp's width) three kernels run: gram_partials forms the pair's Gram matrix
-// G = W_p^T W_p in slices of rows, gram_solve diagonalizes G by two-sided Jacobi (a warp per
+// G = W_p^T W_p in slices of rows, gram_solve diagonalizes G by two-sided Jacobi (8 warps per
 // pair: G in shared memory, the accumulated rotation Q in registers) and sorts the eigenvalues,
 // and gram_apply replaces the pair's columns of W and V by W_p Q and V_p Q. The columns cross
 // memory three times per pair of blocks, and an inner round touches 32 x 32 numbers where the
@@ -444,8 +444,8 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
 // (lane / 4, lane % 4) holds A_gt, B_tg, D_g,2t and D_g,2t+1.
 __device__ __forceinline__ void mma_8x8x4(double& d0, double& d1, double a, double b) {
   asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-               : "+d"(d0), "+d"(d1)
-               : "d"(a), "d"(b));
+      : "+d"(d0), "+d"(d1)
+      : "d"(a), "d"(b));
 }
 
 // A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
