@@ -59,14 +59,16 @@ struct Rotation {
 // are, or when a column is negligible); `cosine` gets the scaled
 // off-diagonal |gamma| / sqrt(alpha beta) (0 for a negligible column, which is never rotated).
 // t = s / c is Rutishauser's smaller root of t^2 + 2 zeta t - 1 = 0, zeta = (beta - alpha) /
-// (2 gamma), written without zeta: with tau = beta - alpha and root = sqrt(tau^2 + 4 gamma^2),
-//     t = sign(zeta) 2 |gamma| / d,   d = |tau| + root,   c = d / sqrt(2 root d),
-// since d^2 + 4 gamma^2 = 2 root d (and t = s 2 root k, k = 1 / sqrt(2 root d)). One square root
-// and one reciprocal square root lie on the path to (c, s, t), where the zeta form chains two divisions, two square roots and a reciprocal
-// square root: this latency separates every round of the ring. alpha, beta and gamma are first
-// scaled by the power of two that brings max(alpha, beta) into [1/2, 1) (exact), so tau^2 and
-// gamma^2 can neither overflow nor, while the pair is worth rotating, underflow, and alpha beta
-// stays a normal number above negligible / 2.
+// (2 gamma), written through the double angle instead: with tau = beta - alpha and
+// y = 1 / sqrt(tau^2 + 4 gamma^2), cos 2 theta = |tau| y and sin 2 theta = 2 |gamma| y, so
+//     c^2 = (1 + |tau| y) / 2 in [1/2, 1],   k = 1 / sqrt(c^2) = 1 / c,
+//     c = c^2 k,   s = sign(zeta) |gamma| y k,   t = s k,
+// without a cancellation (s never comes from 1 - c^2). Two reciprocal square roots, one after the
+// other, lie on the path to (c, s, t) (the zeta form chains two divisions, two square roots and a
+// reciprocal square root): this latency separates every round of the ring. alpha, beta and gamma
+// are first scaled by the power of two that brings max(alpha, beta) into [1/2, 1) (exact), so
+// tau^2 and gamma^2 can neither overflow nor, while the pair is worth rotating, underflow, and
+// alpha beta stays a normal number above negligible / 2.
 // The larger column grows: alpha' = alpha - t gamma, beta' = beta + t gamma.
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol,
@@ -74,28 +76,30 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   using std::copysign;
   using std::fabs;
   using std::sqrt;
-  // Everything is computed before anything is decided, so that the square roots of the test and
-  // of the rotation overlap; a negligible or orthogonal pair then takes the identity.
+  // Everything is computed before anything is decided, so that the test's reciprocal square root
+  // overlaps the rotation's; a negligible or orthogonal pair then takes the identity (and whatever
+  // the formulas gave for it, a NaN at tau = gamma = 0 too, is dropped).
   const bool negligible = !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
   const T scale = binade_scale(alpha > beta ? alpha : beta);
   const T a = alpha * scale, b = beta * scale, g = gamma * scale;
   const T tau = b - a;
-  const T root = sqrt(tau * tau + 4 * g * g);
-  const T d = fabs(tau) + root;
   const T sign = tau < 0 ? -copysign(T(1), g) : copysign(T(1), g);  // sign(zeta); tau = 0: +
 #if defined(__CUDA_ARCH__)
   const T scaled_cosine = fabs(g) * rsqrt(a * b);
-  const T k = rsqrt(2 * root * d);
+  const T y = rsqrt(tau * tau + 4 * g * g);
+  const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
+  const T k = rsqrt(cosine_squared);
 #else
   const T scaled_cosine = fabs(g) / sqrt(a * b);
-  const T k = 1 / sqrt(2 * root * d);
+  const T y = 1 / sqrt(tau * tau + 4 * g * g);
+  const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
+  const T k = 1 / sqrt(cosine_squared);
 #endif
   cosine = negligible ? T(0) : scaled_cosine;
   const bool rotate = !negligible && cosine > tol;
-  r.c = rotate ? d * k : T(1);
-  r.s = rotate ? sign * (2 * fabs(g) * k) : T(0);
-  // t = s / c = sign 2 |g| / d, and 1 / d = 2 root k^2: no division on the way.
-  r.t = rotate ? r.s * (2 * root * k) : T(0);
+  r.c = rotate ? cosine_squared * k : T(1);
+  r.s = rotate ? sign * (fabs(g) * y * k) : T(0);
+  r.t = rotate ? r.s * k : T(0);
   return rotate;
 }
 
@@ -111,17 +115,23 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int first_position(int round, int pair) {
 }
 
 // The circle method (round-robin tournament) for an even number of players: players 0..n-2 sit
-// on a circle and n-1 in the middle; in round r (0 <= r < n - 1) player i meets j with
-// i + j = r (mod n - 1), and the one player with 2i = r meets the middle. Every two players meet
-// exactly once in n - 1 rounds, and no data moves: a pair is a function of the round.
-// No division: 0 <= round < players - 1 and 0 <= player < players.
-ROOFLAB_JACOBI_HOST_DEVICE inline int circle_partner(int player, int round, int players) {
+// on a circle and n-1 in the middle; in round r (0 <= r < n - 1) players i and j meet when
+// i + j = r (mod n - 1), and the one player m with 2m = r meets the middle. Every two players meet
+// exactly once in n - 1 rounds, and no data moves: a pair is a function of the round. Pair 0 of
+// round r is (m, n - 1) and pair t > 0 is (m - t, m + t) mod n - 1, low first; m = r n/2 mod
+// (n - 1), since n/2 is the inverse of 2 modulo the odd n - 1.
+ROOFLAB_JACOBI_HOST_DEVICE inline void circle_pair(int pair, int round, int players, int& low, int& high) {
   const int circle = players - 1;
-  // The middle meets the i with 2i = round (mod circle): round / 2, or (round + circle) / 2 for
-  // an odd round (circle is odd).
-  if (player == circle) return (round & 1) ? (round + circle) / 2 : round / 2;
-  const int other = round - player < 0 ? round - player + circle : round - player;
-  return other == player ? circle : other;
+  const int middle = round * (players / 2) % circle;
+  if (pair == 0) {
+    low = middle;
+    high = circle;
+    return;
+  }
+  const int down = middle - pair < 0 ? middle - pair + circle : middle - pair;
+  const int up = middle + pair >= circle ? middle + pair - circle : middle + pair;
+  low = down < up ? down : up;
+  high = down < up ? up : down;
 }
 
 ROOFLAB_JACOBI_HOST_DEVICE inline int round_up(int value, int multiple) {

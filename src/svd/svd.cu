@@ -216,10 +216,32 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned
   }
 }
 
+// The same for the host-driven schedules, spread over `chunks` blocks of sort_threads columns per
+// matrix: each thread ranks one column against all of the matrix's norms, staged through shared
+// memory a tile at a time. (One block per matrix spent 0.53 ms per sweep on 2048 x 2048.)
+constexpr int sort_threads = 128;
 template <class T>
-__global__ void __launch_bounds__(global_threads) global_sweep_start(GlobalState<T> G) {
-  __shared__ unsigned long long scratch[32];
-  sweep_start(G, BlockTeam{scratch}, blockIdx.x);
+__global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T> G, int chunks) {
+  __shared__ T tile[sort_threads];
+  const std::int64_t matrix = blockIdx.x / chunks;
+  const int chunk = int(blockIdx.x % chunks);
+  if (!G.active[matrix]) return;  // uniform over the block
+  const T* key = G.norms_of(matrix);
+  const int count = G.positions, c = chunk * sort_threads + threadIdx.x;
+  const T mine = c < count ? key[c] : T(0);
+  int rank = 0;
+  for (int t0 = 0; t0 < count; t0 += sort_threads) {
+    __syncthreads();  // the previous tile counted
+    if (t0 + threadIdx.x < count) tile[threadIdx.x] = key[t0 + threadIdx.x];
+    __syncthreads();
+    const int here = min(sort_threads, count - t0);
+    for (int o = 0; o < here; ++o) {
+      const T theirs = tile[o];
+      rank += (theirs > mine) || (theirs == mine && t0 + o < c);
+    }
+  }
+  if (c < count) G.pos_of(matrix)[rank] = c;
+  if (chunk == 0 && threadIdx.x == 0) G.off_bits[matrix] = 0;
 }
 
 template <class T>
@@ -400,8 +422,8 @@ __global__ void __launch_bounds__(blocked_max_threads)
 // The Gram schedule (the ladder's rung 7): the blocked ring with the inner work moved off the
 // columns. Blocks of 16 columns ride the same odd-even ring; for each pair of blocks of a round
 // (32 columns, a warp's width) three kernels run: gram_partials forms the pair's Gram matrix
-// G = W_p^T W_p in slices of rows, gram_solve diagonalizes G by two-sided Jacobi (8 warps per
-// pair: G in shared memory, the accumulated rotation Q in registers) and sorts the eigenvalues,
+// G = W_p^T W_p in slices of rows, gram_solve diagonalizes G by two-sided Jacobi (a thread
+// per 2 x 2 block of G and Q in shared memory) and sorts the eigenvalues,
 // and gram_apply replaces the pair's columns of W and V by W_p Q and V_p Q. The columns cross
 // memory three times per pair of blocks, and an inner round touches 32 x 32 numbers where the
 // blocked schedule's touches all M rows of the 2b columns. The Gram test is the column test
@@ -414,10 +436,8 @@ constexpr int gram_threads = 128;
 // One inner sweep per pair of blocks: on the H200, 256 x 256 in double took 10.0, 13.3 and 17.2 ms
 // with 1, 2 and 3 (the outer sweeps barely fall).
 constexpr int gram_inner_sweeps = 1;
-// Warps sharing a pair's solve: a round's work split 8 ways leaves mostly its latency. 256 x 256
-// double on the H200: 13.3, 9.6 and 7.5 ms with 1, 2 and 4 warps; later 6.6 against 6.9 ms with
-// 8 and 16.
-constexpr int gram_solve_parts = 8;
+// Threads of a pair's solve: one per 2 x 2 block of the 32 x 32 Gram matrix in each round.
+constexpr int gram_solve_threads = (gram_width / 2) * (gram_width / 2);
 
 // A round's scratch, per pair of blocks of the round (the batch's pairs, matrix-major).
 template <class T>
@@ -429,6 +449,21 @@ struct GramWork {
   int* rotated = nullptr;      // per pair: 0 when the pair was orthogonal and is left alone
   int slices = 1, slice_rows = 0;
 };
+
+// The Gram kernels follow one another with programmatic dependent launch (Hopper): a kernel's
+// blocks may start while the one before it still runs, and wait here for its results, so a
+// round's three launches do not each pay the whole launch latency. Every block waits before it
+// reads or returns, so a kernel completes only after the one before it did (outside such a launch
+// the wait returns at once).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+// The next kernel may launch once every block of this one has called this (or exited). Called
+// late, before a block's last stores: called first thing, the next kernel's waiting blocks took
+// the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
+__device__ __forceinline__ void let_next_kernel_start() {
+  asm volatile("griddepcontrol.launch_dependents;");
+}
 
 // Pair `item` of round `round`: its matrix and first position; false when the matrix stopped.
 template <class T>
@@ -455,6 +490,7 @@ __device__ __forceinline__ void mma_8x8x4(double& d0, double& d1, double a, doub
 template <class T>
 __global__ void __launch_bounds__(gram_threads)
     gram_partials(GlobalState<T> G, GramWork<T> work, int round) {
+  wait_for_previous_kernel();
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   __shared__ __align__(16) T tile[gram_width * ld];
   __shared__ int columns[gram_width];
@@ -507,6 +543,7 @@ __global__ void __launch_bounds__(gram_threads)
             sum[b][a] = fma(tile[(i0 + a) * ld + r], tile[(j0 + b) * ld + r], sum[b][a]);
     }
   }
+  let_next_kernel_start();
   T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
 #pragma unroll
   for (int b = 0; b < 4; ++b)
@@ -519,22 +556,26 @@ __global__ void __launch_bounds__(gram_threads)
     }
 }
 
-// A block of `parts` warps per pair: sums the slices' partial Grams (in a fixed order:
+// A block of 256 threads per pair: sums the slices' partial Grams (in a fixed order:
 // reproducible), tests the pair, and when it is not orthogonal to tol diagonalizes G by two-sided
-// Jacobi, G <- J^T G J, in the rounds of the circle method. Lane l of warp w holds rows
-// w R .. w R + R - 1 (R = 32 / parts) of column l of G and of Q, so no data moves between rounds
-// and the parts share each round's work. A round forms H = G J (each lane its own column, from its
-// partner's column in the same rows: within the warp) and then J^T H, which is symmetric, so its
-// column l is c (row l of H) + s (row partner of H) with the lane's own (c, s): two barriers. The
-// outputs are ordered by decreasing eigenvalue (padding last), the larger half going to the second
-// block's positions, as the odd-even ring's swap sends it on.
-template <class T, int parts>
-__global__ void __launch_bounds__(32 * parts)
+// Jacobi, G <- J^T G J, in the rounds of the circle method. A round's J rotates 16 disjoint pairs
+// of columns, so J^T G J changes G in 2 x 2 blocks, each on its own: the block of rows of pair i
+// and columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round (its
+// four loads in flight at once, four stores, one barrier; G double-buffered because every thread
+// of column j also reads pair j's diagonal block), computes R_j itself and takes R_i from the lane
+// that computed it; it also rotates Q's columns of pair j in its two rows. The outputs are ordered
+// by decreasing eigenvalue (padding last), the larger half going to the second block's positions,
+// as the odd-even ring's swap sends it on.
+template <class T>
+__global__ void __launch_bounds__(gram_solve_threads)
     gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
-  constexpr int ld = gram_width + 1, rows = gram_width / parts;
+  wait_for_previous_kernel();
+  constexpr int ld = gram_width + 1, pairs = gram_width / 2, parts = gram_solve_threads / 32;
+  constexpr int rows = gram_width / parts;
+  static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
-  __shared__ T g[gram_width * ld];  // G_kl at g[k * ld + l]
-  __shared__ T h[gram_width * ld];  // H = G J, alike
+  __shared__ T g[2][gram_width * ld];  // G_kl at g[.][k * ld + l], this round's and the next
+  __shared__ T q[gram_width * ld];     // Q_kl at q[k * ld + l]
   __shared__ T part_max[parts];
   __shared__ int slot_column[gram_width];
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * rows;
@@ -547,20 +588,25 @@ __global__ void __launch_bounds__(32 * parts)
   const int column = pos[first + lane];
   const bool real = column < G.N;
 
+  // Warp w sums rows w R .. w R + R - 1 (R = 32 / 8) of G, lane l column l.
   const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
   T x[rows];  // G_kl, k = k0 + kk, l = lane
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
+#pragma unroll 4  // several slices' loads in flight at once
   for (int slice = 1; slice < work.slices; ++slice)
 #pragma unroll
     for (int kk = 0; kk < rows; ++kk)
       x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
 #pragma unroll
-  for (int kk = 0; kk < rows; ++kk) g[(k0 + kk) * ld + lane] = x[kk];
+  for (int kk = 0; kk < rows; ++kk) {
+    g[0][(k0 + kk) * ld + lane] = x[kk];
+    q[(k0 + kk) * ld + lane] = k0 + kk == lane ? T(1) : T(0);
+  }
   __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible.
-  const T diagonal = g[lane * ld + lane];
+  const T diagonal = g[0][lane * ld + lane];
   const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt(diagonal) : T(0);
   T off = 0;
 #pragma unroll
@@ -583,44 +629,62 @@ __global__ void __launch_bounds__(32 * parts)
     return;
   }
 
-  T q[rows];
-#pragma unroll
-  for (int kk = 0; kk < rows; ++kk) q[kk] = k0 + kk == lane ? T(1) : T(0);
-  for (int sweep = 0; sweep < gram_inner_sweeps; ++sweep) {
-    bool rotated = false;
-    for (int r = 0; r < gram_width - 1; ++r) {
-      const int partner = circle_partner(lane, r, gram_width);
-      const int low = min(lane, partner), high = max(lane, partner);
-      const T alpha = g[low * ld + low], beta = g[high * ld + high], gamma = g[low * ld + high];
-      Rotation<T> rotation;
-      T cosine = 0;
-      const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation, cosine);
-      rotated |= rotate;
-      // Column `low` <- c low - s high, column `high` <- s low + c high; rows alike.
-      const T c = rotation.c, s = lane == low ? -rotation.s : rotation.s;
-#pragma unroll
-      for (int kk = 0; kk < rows; ++kk) h[(k0 + kk) * ld + lane] = c * x[kk] + s * g[(k0 + kk) * ld + partner];
-      __syncthreads();
+  const int row_pair = threadIdx.x / pairs, column_pair = threadIdx.x % pairs;
+  const int q_row = 2 * row_pair;  // Q's rows of this thread: q_row and q_row + 1
+  constexpr int rounds = gram_width - 1;
+  int a, a2, b, b2;  // the block's rows (pair i) and columns (pair j) this round, low first
+  circle_pair(row_pair, 0, gram_width, a, a2);
+  circle_pair(column_pair, 0, gram_width, b, b2);
+  int now = 0;  // g[now] holds the current G
+  for (int step = 0; step < gram_inner_sweeps * rounds; ++step, now ^= 1) {
+    const T* current = g[now];
+    const T alpha = current[b * ld + b], beta = current[b2 * ld + b2], gamma = current[b * ld + b2];
+    const T m00 = current[a * ld + b], m01 = current[a * ld + b2];
+    const T m10 = current[a2 * ld + b], m11 = current[a2 * ld + b2];
+    T* q0 = q + q_row * ld;
+    T* q1 = q0 + ld;
+    const T q0b = q0[b], q0b2 = q0[b2], q1b = q1[b], q1b2 = q1[b2];
+    // The next round's blocks, found while this round's loads and rotation are in flight.
+    const int next_round = (step + 1) % rounds;
+    int next_a, next_a2, next_b, next_b2;
+    circle_pair(row_pair, next_round, gram_width, next_a, next_a2);
+    circle_pair(column_pair, next_round, gram_width, next_b, next_b2);
+    Rotation<T> rotation;
+    T cosine = 0;
+    const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation, cosine);
+    const T c = rotation.c, s = rotation.s;
+    // R_i from the lane of this warp whose column pair is i (lane i: the warp's row pairs are
+    // below 16).
+    const T ci = __shfl_sync(full, c, row_pair), si = __shfl_sync(full, s, row_pair);
+    // Column b <- c b - s b2, column b2 <- s b + c b2; then rows a, a2 alike with R_i.
+    const T n00 = c * m00 - s * m01, n01 = s * m00 + c * m01;
+    const T n10 = c * m10 - s * m11, n11 = s * m10 + c * m11;
+    T o00 = ci * n00 - si * n10, o01 = ci * n01 - si * n11;
+    T o10 = si * n00 + ci * n10, o11 = si * n01 + ci * n11;
+    if (row_pair == column_pair && rotate) {
       // The pair's 2 x 2 block exactly: the larger column grows, the other shrinks, their
       // product is 0.
-      const T grown = lane == low ? alpha - rotation.t * gamma : beta + rotation.t * gamma;
-#pragma unroll
-      for (int kk = 0; kk < rows; ++kk) {
-        const int k = k0 + kk;
-        const T value = c * h[lane * ld + k] + s * h[partner * ld + k];
-        x[kk] = !rotate ? value : k == lane ? grown : k == partner ? T(0) : value;
-        g[k * ld + lane] = x[kk];
-      }
-      __syncthreads();
-#pragma unroll
-      for (int kk = 0; kk < rows; ++kk) q[kk] = c * q[kk] + s * __shfl_sync(full, q[kk], partner);
+      o00 = alpha - rotation.t * gamma;
+      o11 = beta + rotation.t * gamma;
+      o01 = o10 = T(0);
     }
-    if (!__syncthreads_or(rotated)) break;
+    T* next = g[now ^ 1];
+    next[a * ld + b] = o00;
+    next[a * ld + b2] = o01;
+    next[a2 * ld + b] = o10;
+    next[a2 * ld + b2] = o11;
+    q0[b] = c * q0b - s * q0b2;
+    q0[b2] = s * q0b + c * q0b2;
+    q1[b] = c * q1b - s * q1b2;
+    q1[b2] = s * q1b + c * q1b2;
+    a = next_a, a2 = next_a2, b = next_b, b2 = next_b2;
+    __syncthreads();
   }
 
+  let_next_kernel_start();
   // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
   // fill the real columns first, in position order.
-  const T eigenvalue = g[lane * ld + lane];
+  const T eigenvalue = g[now][lane * ld + lane];
   const unsigned real_lanes = __ballot_sync(full, real);
   const unsigned below = (1u << lane) - 1;
   const int real_count = __popc(real_lanes);
@@ -636,7 +700,8 @@ __global__ void __launch_bounds__(32 * parts)
   __syncthreads();
   const std::int64_t base = item * gram_width;
 #pragma unroll
-  for (int kk = 0; kk < rows; ++kk) work.rotations[(base + k0 + kk) * gram_width + rank] = q[kk];
+  for (int kk = 0; kk < rows; ++kk)
+    work.rotations[(base + k0 + kk) * gram_width + rank] = q[(k0 + kk) * ld + lane];
   if (part != 0) return;
   const int target = slot_column[rank];
   work.in_columns[base + lane] = column;
@@ -653,6 +718,7 @@ __global__ void __launch_bounds__(32 * parts)
 template <class T>
 __global__ void __launch_bounds__(gram_threads)
     gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
+  wait_for_previous_kernel();
   constexpr int ldq = gram_width + 8, ldt = gram_tile_rows + 8;  // 8 (mod 16): distinct banks
   __shared__ __align__(16) T q[gram_width * ldq];                // Q_sk at q[s * ldq + k]
   __shared__ __align__(16) T tile[gram_width * ldt];  // column s of the rows at tile[s * ldt]
@@ -715,6 +781,7 @@ __global__ void __launch_bounds__(gram_threads)
 #pragma unroll
         for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
   }
+  let_next_kernel_start();
   __syncthreads();  // every input read: the tile takes the outputs, output k at tile[k * ldt]
 #pragma unroll
   for (int a = 0; a < 4; ++a)
@@ -821,6 +888,24 @@ __global__ void global_report(GlobalState<T> G) {
 unsigned grid_for(std::int64_t items, int per_block) {
   const std::int64_t blocks = (items + per_block - 1) / per_block;
   return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
+}
+
+// Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch: it
+// may start before the stream's previous kernel completes.
+template <class... Parameters, class... Arguments>
+void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
+                           cudaStream_t stream, const char* name, Arguments... arguments) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(unsigned(threads));
+  config.stream = stream;
+  cudaLaunchAttribute early_start{};
+  early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early_start.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &early_start;
+  config.numAttrs = 1;
+  detail::check_cuda(cudaLaunchKernelEx(&config, kernel, arguments...), "svd", name);
+  detail::check_launch("svd", name);
 }
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -970,6 +1055,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   gram.rotated = reinterpret_cast<int*>(take(rotated_bytes));
 
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
+  const int sort_chunks = (G.positions + sort_threads - 1) / sort_threads;
+  require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
   const std::int64_t elements = std::int64_t(problem.m) * problem.n;
   const std::int64_t chunk = std::int64_t(global_threads) * 16;
   const std::int64_t blocks_per_matrix = (elements + chunk - 1) / chunk;
@@ -1022,7 +1109,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     if (schedule != GlobalSchedule::launch_per_sweep ||
         !launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), cooperative_blocks,
                                 global_threads, arguments, 0, stream)) {
-      global_sweep_start<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
+      global_sweep_start<T><<<unsigned(batch * sort_chunks), sort_threads, 0, stream>>>(G, sort_chunks);
       detail::check_launch(op, "global_sweep_start");
       if (blocked_schedule) {
         for (int round = 0; round < G.block_positions; ++round) {
@@ -1037,14 +1124,12 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
         for (int round = 0; round < G.block_positions; ++round) {
           const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
           if (items == 0) continue;
-          gram_partials<T><<<unsigned(items * gram.slices), gram_threads, 0, stream>>>(G, gram, round);
-          detail::check_launch(op, "gram_partials");
-          gram_solve<T, gram_solve_parts><<<unsigned(items), 32 * gram_solve_parts, 0, stream>>>(G, gram,
-                                                                                            round);
-          detail::check_launch(op, "gram_solve");
-          gram_apply<T><<<unsigned(items * (gram_w_tiles + gram_v_tiles)), gram_threads, 0, stream>>>(
-              G, gram, round, gram_w_tiles, gram_v_tiles);
-          detail::check_launch(op, "gram_apply");
+          launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, stream, "gram_partials",
+                                G, gram, round);
+          launch_after_previous(gram_solve<T>, items, gram_solve_threads, stream, "gram_solve", G, gram,
+                                round);
+          launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_threads, stream,
+                                "gram_apply", G, gram, round, gram_w_tiles, gram_v_tiles);
         }
       } else {
         for (int round = 0; round < G.positions; ++round) {

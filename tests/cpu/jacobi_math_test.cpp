@@ -97,6 +97,19 @@ TEST(JacobiRotation, LeavesPairsOrthogonalToTolAlone) {
   EXPECT_TRUE(jacobi_rotation(1.0, 1.0, 1e-13, 1e-14, r, cosine));
 }
 
+TEST(JacobiRotation, EqualNormsTurnByAnEighthOfATurn) {
+  // tau = 0: cos 2 theta = 0, so c = s = 1 / sqrt(2), the sign following gamma, and t = +-1.
+  for (const double gamma : {0.25, -0.25, 1e-9}) {
+    Rotation<double> r;
+    double cosine = 0;
+    ASSERT_TRUE(jacobi_rotation(3.0, 3.0, gamma, 1e-14, r, cosine)) << gamma;
+    const double eps = std::numeric_limits<double>::epsilon();
+    EXPECT_NEAR(r.c, std::sqrt(0.5), 4 * eps) << gamma;
+    EXPECT_NEAR(r.s, std::copysign(std::sqrt(0.5), gamma), 4 * eps) << gamma;
+    EXPECT_NEAR(r.t, std::copysign(1.0, gamma), 8 * eps) << gamma;
+  }
+}
+
 TEST(JacobiRotation, NeverRotatesANegligibleColumn) {
   Rotation<float> r;
   float cosine = 1;
@@ -150,15 +163,26 @@ TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
 TEST(CircleMethod, EveryRoundIsAPerfectMatchingAndEveryTwoPlayersMeetOnce) {
   for (int players = 2; players <= 64; players += 2) {
     std::set<std::pair<int, int>> met;
-    for (int round = 0; round < players - 1; ++round)
-      for (int player = 0; player < players; ++player) {
-        const int partner = circle_partner(player, round, players);
-        ASSERT_GE(partner, 0);
-        ASSERT_LT(partner, players);
-        ASSERT_NE(partner, player) << players << " round " << round;
-        ASSERT_EQ(circle_partner(partner, round, players), player) << players << " round " << round;
-        met.insert({std::min(player, partner), std::max(player, partner)});
+    for (int round = 0; round < players - 1; ++round) {
+      std::set<int> seated;
+      for (int pair = 0; pair < players / 2; ++pair) {
+        int low = -1, high = -1;
+        circle_pair(pair, round, players, low, high);
+        ASSERT_GE(low, 0);
+        ASSERT_LT(low, high) << players << " round " << round << " pair " << pair;
+        ASSERT_LT(high, players);
+        // The circle's rule: the two meet when their sum is the round (mod n - 1), or one is the
+        // middle and the other doubled is the round.
+        if (high == players - 1)
+          EXPECT_EQ(2 * low % (players - 1), round) << players;
+        else
+          EXPECT_EQ((low + high) % (players - 1), round) << players;
+        seated.insert(low);
+        seated.insert(high);
+        met.insert({low, high});
       }
+      EXPECT_EQ(int(seated.size()), players) << players << " round " << round;
+    }
     EXPECT_EQ(int(met.size()), players * (players - 1) / 2) << players;
   }
 }
