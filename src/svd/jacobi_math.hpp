@@ -114,24 +114,31 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int first_position(int round, int pair) {
   return 2 * pair + (round & 1);
 }
 
-// The circle method (round-robin tournament) for an even number of players: players 0..n-2 sit
+// The circle method (round-robin tournament) for an even number n of players: players 0..n-2 sit
 // on a circle and n-1 in the middle; in round r (0 <= r < n - 1) players i and j meet when
 // i + j = r (mod n - 1), and the one player m with 2m = r meets the middle. Every two players meet
-// exactly once in n - 1 rounds, and no data moves: a pair is a function of the round. Pair 0 of
-// round r is (m, n - 1) and pair t > 0 is (m - t, m + t) mod n - 1, low first; m = r n/2 mod
-// (n - 1), since n/2 is the inverse of 2 modulo the odd n - 1.
-ROOFLAB_JACOBI_HOST_DEVICE inline void circle_pair(int pair, int round, int players, int& low, int& high) {
-  const int circle = players - 1;
-  const int middle = round * (players / 2) % circle;
-  if (pair == 0) {
-    low = middle;
-    high = circle;
-    return;
-  }
-  const int down = middle - pair < 0 ? middle - pair + circle : middle - pair;
-  const int up = middle + pair >= circle ? middle + pair - circle : middle + pair;
-  low = down < up ? down : up;
-  high = down < up ? up : down;
+// exactly once in n - 1 rounds. Seats name the pairs: pair 0, (m, n - 1), sits at seats 0 and 1,
+// and pair t > 0, (m - t, m + t) mod n - 1, at seats 2t and 2t + 1; m = r n/2 mod (n - 1), since
+// n/2 is the inverse of 2 modulo the odd n - 1.
+ROOFLAB_JACOBI_HOST_DEVICE inline int circle_seat(int player, int round, int players) {
+  const int circle = players - 1, half = players / 2;
+  const int middle = round * half % circle;
+  if (player == circle) return 1;
+  const int offset = player - middle < 0 ? player - middle + circle : player - middle;
+  if (offset == 0) return 0;
+  return offset < half ? 2 * offset + 1 : 2 * (circle - offset);  // m + t: 2t + 1; m - t: 2t
+}
+
+// The seat, in the next round, of the player in `seat` now. It does not depend on the round (the
+// middle player m moves on by n/2 each round), so a thread that follows seats needs no arithmetic
+// per round.
+ROOFLAB_JACOBI_HOST_DEVICE inline int next_circle_seat(int seat, int players) {
+  const int half = players / 2;
+  if (seat == 1) return 1;             // the middle stays
+  if (seat == 0) return half == 1 ? 0 : 2 * half - 1;  // m = m' + (n/2 - 1)
+  const int t = seat / 2;
+  if (seat & 1) return 2 * (half - t);        // m + t = m' - (n/2 - t)
+  return t == half - 1 ? 0 : 2 * (half - 1 - t) + 1;  // m - t = m' + (n/2 - 1 - t)
 }
 
 ROOFLAB_JACOBI_HOST_DEVICE inline int round_up(int value, int multiple) {

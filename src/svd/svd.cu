@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "core/device_info.hpp"
 #include "rooflab/cuda_check.hpp"
@@ -560,22 +561,31 @@ __global__ void __launch_bounds__(gram_threads)
 // reproducible), tests the pair, and when it is not orthogonal to tol diagonalizes G by two-sided
 // Jacobi, G <- J^T G J, in the rounds of the circle method. A round's J rotates 16 disjoint pairs
 // of columns, so J^T G J changes G in 2 x 2 blocks, each on its own: the block of rows of pair i
-// and columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round (its
-// four loads in flight at once, four stores, one barrier; G double-buffered because every thread
-// of column j also reads pair j's diagonal block), computes R_j itself and takes R_i from the lane
-// that computed it; it also rotates Q's columns of pair j in its two rows. The outputs are ordered
-// by decreasing eigenvalue (padding last), the larger half going to the second block's positions,
-// as the odd-even ring's swap sends it on.
+// and columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round,
+// computes R_j itself and takes R_i from the lane that computed it, and rotates Q's columns of
+// pair j in its two rows. G and Q are kept in seat coordinates (circle_seat): in round r pair j's
+// columns sit at seats 2j and 2j + 1, so a thread reads its block, pair j's diagonal block and its
+// Q entries as pairs of neighbours (16 bytes in double, free of bank conflicts: indexed by column,
+// the gathers cost 2.5 times their ideal wavefronts) and writes its outputs to the next round's
+// seats, in the other of two buffers; one barrier per round. The outputs are ordered by
+// decreasing eigenvalue (padding last), the larger half going to the second block's positions, as
+// the odd-even ring's swap sends it on.
 template <class T>
 __global__ void __launch_bounds__(gram_solve_threads)
     gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
   wait_for_previous_kernel();
-  constexpr int ld = gram_width + 1, pairs = gram_width / 2, parts = gram_solve_threads / 32;
-  constexpr int rows = gram_width / parts;
+  using Two = std::conditional_t<sizeof(T) == 8, double2, float2>;  // a pair of seats
+  constexpr int pairs = gram_width / 2, parts = gram_solve_threads / 32, rows = gram_width / parts;
+  // Even: pairs of seats are aligned, and pair j's diagonal block (rows 2j, 2j + 1) falls on
+  // distinct banks across j (a row of ld + 1 pairs of seats, odd).
+  constexpr int ld = gram_width + 2;
+  constexpr int rounds = gram_width - 1;  // a sweep; then every column is back in its first seat
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
-  __shared__ T g[2][gram_width * ld];  // G_kl at g[.][k * ld + l], this round's and the next
-  __shared__ T q[gram_width * ld];     // Q_kl at q[k * ld + l]
+  // G at g[.][seat(k) * ld + seat(l)], Q at q[.][k * ld + seat(l)] (k: input position); this
+  // round's buffer and the next's.
+  __shared__ __align__(16) T g[2][gram_width * ld];
+  __shared__ __align__(16) T q[2][gram_width * ld];
   __shared__ T part_max[parts];
   __shared__ int slot_column[gram_width];
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * rows;
@@ -598,15 +608,17 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
     for (int kk = 0; kk < rows; ++kk)
       x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
+  const int lane_seat = circle_seat(lane, 0, gram_width);
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk) {
-    g[0][(k0 + kk) * ld + lane] = x[kk];
-    q[(k0 + kk) * ld + lane] = k0 + kk == lane ? T(1) : T(0);
+    const int k = k0 + kk;
+    g[0][circle_seat(k, 0, gram_width) * ld + lane_seat] = x[kk];
+    q[0][k * ld + lane_seat] = k == lane ? T(1) : T(0);
   }
   __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible.
-  const T diagonal = g[0][lane * ld + lane];
+  const T diagonal = g[0][lane_seat * ld + lane_seat];
   const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt(diagonal) : T(0);
   T off = 0;
 #pragma unroll
@@ -630,25 +642,21 @@ __global__ void __launch_bounds__(gram_solve_threads)
   }
 
   const int row_pair = threadIdx.x / pairs, column_pair = threadIdx.x % pairs;
-  const int q_row = 2 * row_pair;  // Q's rows of this thread: q_row and q_row + 1
-  constexpr int rounds = gram_width - 1;
-  int a, a2, b, b2;  // the block's rows (pair i) and columns (pair j) this round, low first
-  circle_pair(row_pair, 0, gram_width, a, a2);
-  circle_pair(column_pair, 0, gram_width, b, b2);
-  int now = 0;  // g[now] holds the current G
+  const int top = 2 * row_pair, left = 2 * column_pair;  // the block's seats
+  // Where the block's columns sit next round: the same permutation every round.
+  const int next_top = next_circle_seat(top, gram_width), next_top2 = next_circle_seat(top + 1, gram_width);
+  const int next_left = next_circle_seat(left, gram_width);
+  const int next_left2 = next_circle_seat(left + 1, gram_width);
+  int now = 0;  // g[now], q[now]: this round's
   for (int step = 0; step < gram_inner_sweeps * rounds; ++step, now ^= 1) {
-    const T* current = g[now];
-    const T alpha = current[b * ld + b], beta = current[b2 * ld + b2], gamma = current[b * ld + b2];
-    const T m00 = current[a * ld + b], m01 = current[a * ld + b2];
-    const T m10 = current[a2 * ld + b], m11 = current[a2 * ld + b2];
-    T* q0 = q + q_row * ld;
-    T* q1 = q0 + ld;
-    const T q0b = q0[b], q0b2 = q0[b2], q1b = q1[b], q1b2 = q1[b2];
-    // The next round's blocks, found while this round's loads and rotation are in flight.
-    const int next_round = (step + 1) % rounds;
-    int next_a, next_a2, next_b, next_b2;
-    circle_pair(row_pair, next_round, gram_width, next_a, next_a2);
-    circle_pair(column_pair, next_round, gram_width, next_b, next_b2);
+    const T* gc = g[now];
+    const Two pair_top = *reinterpret_cast<const Two*>(gc + left * ld + left);           // alpha, gamma
+    const Two pair_bottom = *reinterpret_cast<const Two*>(gc + (left + 1) * ld + left);  // gamma, beta
+    const Two m0 = *reinterpret_cast<const Two*>(gc + top * ld + left);
+    const Two m1 = *reinterpret_cast<const Two*>(gc + (top + 1) * ld + left);
+    const Two q0 = *reinterpret_cast<const Two*>(q[now] + top * ld + left);
+    const Two q1 = *reinterpret_cast<const Two*>(q[now] + (top + 1) * ld + left);
+    const T alpha = pair_top.x, gamma = pair_top.y, beta = pair_bottom.y;
     Rotation<T> rotation;
     T cosine = 0;
     const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation, cosine);
@@ -656,9 +664,10 @@ __global__ void __launch_bounds__(gram_solve_threads)
     // R_i from the lane of this warp whose column pair is i (lane i: the warp's row pairs are
     // below 16).
     const T ci = __shfl_sync(full, c, row_pair), si = __shfl_sync(full, s, row_pair);
-    // Column b <- c b - s b2, column b2 <- s b + c b2; then rows a, a2 alike with R_i.
-    const T n00 = c * m00 - s * m01, n01 = s * m00 + c * m01;
-    const T n10 = c * m10 - s * m11, n11 = s * m10 + c * m11;
+    // With p, q the columns in seats 2j, 2j + 1: column p <- c p - s q, column q <- s p + c q;
+    // then the rows alike with R_i.
+    const T n00 = c * m0.x - s * m0.y, n01 = s * m0.x + c * m0.y;
+    const T n10 = c * m1.x - s * m1.y, n11 = s * m1.x + c * m1.y;
     T o00 = ci * n00 - si * n10, o01 = ci * n01 - si * n11;
     T o10 = si * n00 + ci * n10, o11 = si * n01 + ci * n11;
     if (row_pair == column_pair && rotate) {
@@ -668,23 +677,23 @@ __global__ void __launch_bounds__(gram_solve_threads)
       o11 = beta + rotation.t * gamma;
       o01 = o10 = T(0);
     }
-    T* next = g[now ^ 1];
-    next[a * ld + b] = o00;
-    next[a * ld + b2] = o01;
-    next[a2 * ld + b] = o10;
-    next[a2 * ld + b2] = o11;
-    q0[b] = c * q0b - s * q0b2;
-    q0[b2] = s * q0b + c * q0b2;
-    q1[b] = c * q1b - s * q1b2;
-    q1[b2] = s * q1b + c * q1b2;
-    a = next_a, a2 = next_a2, b = next_b, b2 = next_b2;
+    T* gn = g[now ^ 1];
+    gn[next_top * ld + next_left] = o00;
+    gn[next_top * ld + next_left2] = o01;
+    gn[next_top2 * ld + next_left] = o10;
+    gn[next_top2 * ld + next_left2] = o11;
+    T* qn = q[now ^ 1];  // Q's rows stay: input positions
+    qn[top * ld + next_left] = c * q0.x - s * q0.y;
+    qn[top * ld + next_left2] = s * q0.x + c * q0.y;
+    qn[(top + 1) * ld + next_left] = c * q1.x - s * q1.y;
+    qn[(top + 1) * ld + next_left2] = s * q1.x + c * q1.y;
     __syncthreads();
   }
 
   let_next_kernel_start();
   // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
   // fill the real columns first, in position order.
-  const T eigenvalue = g[now][lane * ld + lane];
+  const T eigenvalue = g[now][lane_seat * ld + lane_seat];
   const unsigned real_lanes = __ballot_sync(full, real);
   const unsigned below = (1u << lane) - 1;
   const int real_count = __popc(real_lanes);
@@ -701,7 +710,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const std::int64_t base = item * gram_width;
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk)
-    work.rotations[(base + k0 + kk) * gram_width + rank] = q[(k0 + kk) * ld + lane];
+    work.rotations[(base + k0 + kk) * gram_width + rank] = q[now][(k0 + kk) * ld + lane_seat];
   if (part != 0) return;
   const int target = slot_column[rank];
   work.in_columns[base + lane] = column;
@@ -1002,7 +1011,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
   if (gram_pairs > 0) {
-    const std::int64_t wanted = (2 * current_sm_count() + gram_pairs - 1) / gram_pairs;
+    static const int exp_per_sm = getenv("ROOFLAB_PER_SM") ? atoi(getenv("ROOFLAB_PER_SM")) : 2;
+    const std::int64_t wanted = (exp_per_sm * current_sm_count() + gram_pairs - 1) / gram_pairs;
     const int slices = int(std::clamp<std::int64_t>(wanted, 1, gram_w_tiles));
     gram.slice_rows = (gram_w_tiles + slices - 1) / slices * gram_tile_rows;
     gram.slices = (G.M + gram.slice_rows - 1) / gram.slice_rows;

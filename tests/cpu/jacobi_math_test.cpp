@@ -160,28 +160,30 @@ TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
   }
 }
 
-TEST(CircleMethod, EveryRoundIsAPerfectMatchingAndEveryTwoPlayersMeetOnce) {
+TEST(CircleMethod, SeatsPairEveryTwoPlayersOnceAndFollowOnePermutation) {
   for (int players = 2; players <= 64; players += 2) {
     std::set<std::pair<int, int>> met;
     for (int round = 0; round < players - 1; ++round) {
-      std::set<int> seated;
+      std::vector<int> at(players, -1);  // the player in each seat
+      for (int player = 0; player < players; ++player) {
+        const int seat = circle_seat(player, round, players);
+        ASSERT_GE(seat, 0);
+        ASSERT_LT(seat, players);
+        ASSERT_EQ(at[seat], -1) << players << " round " << round << ": seat " << seat << " taken";
+        at[seat] = player;
+        EXPECT_EQ(next_circle_seat(seat, players), circle_seat(player, (round + 1) % (players - 1), players))
+            << players << " round " << round << " player " << player;
+      }
       for (int pair = 0; pair < players / 2; ++pair) {
-        int low = -1, high = -1;
-        circle_pair(pair, round, players, low, high);
-        ASSERT_GE(low, 0);
-        ASSERT_LT(low, high) << players << " round " << round << " pair " << pair;
-        ASSERT_LT(high, players);
-        // The circle's rule: the two meet when their sum is the round (mod n - 1), or one is the
+        const int low = std::min(at[2 * pair], at[2 * pair + 1]), high = std::max(at[2 * pair], at[2 * pair + 1]);
+        // The circle's rule: two meet when their sum is the round (mod n - 1), or one is the
         // middle and the other doubled is the round.
         if (high == players - 1)
           EXPECT_EQ(2 * low % (players - 1), round) << players;
         else
           EXPECT_EQ((low + high) % (players - 1), round) << players;
-        seated.insert(low);
-        seated.insert(high);
         met.insert({low, high});
       }
-      EXPECT_EQ(int(seated.size()), players) << players << " round " << round;
     }
     EXPECT_EQ(int(met.size()), players * (players - 1) / 2) << players;
   }
