@@ -437,6 +437,15 @@ constexpr int gram_threads = 128;
 // One inner sweep per pair of blocks: on the H200, 256 x 256 in double took 10.0, 13.3 and 17.2 ms
 // with 1, 2 and 3 (the outer sweeps barely fall).
 constexpr int gram_inner_sweeps = 1;
+// The Gram matrices' row slices: enough for this many partials blocks per SM in a round (a long
+// matrix's columns are summed by several blocks). On the H200 at 5a872e0, 8 against 2: 1024 x 1024
+// double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms); batches of
+// 256 x 256 have more pairs than that and one slice either way.
+constexpr int gram_partial_blocks_per_sm = 8;
+// The apply kernel held to 128 registers (one 4-byte spill in double) so that 4 blocks share an SM
+// instead of 3: more of W and V in flight. On the H200 at 3495372, 100 x 256 x 256 double 21.8
+// against 22.7 ms, 2048 x 2048 107 against 114 ms.
+constexpr int gram_apply_blocks_per_sm = 4;
 // Threads of a pair's solve: one per 2 x 2 block of the 32 x 32 Gram matrix in each round.
 constexpr int gram_solve_threads = (gram_width / 2) * (gram_width / 2);
 
@@ -725,7 +734,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 // forms 16 rows of the product on the tensor cores; in float each thread a 4 x 4 patch with FMAs.
 // The results pass through shared memory so that the stores are whole column segments.
 template <class T>
-__global__ void __launch_bounds__(gram_threads)
+__global__ void __launch_bounds__(gram_threads, gram_apply_blocks_per_sm)
     gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
   wait_for_previous_kernel();
   constexpr int ldq = gram_width + 8, ldt = gram_tile_rows + 8;  // 8 (mod 16): distinct banks
@@ -1005,14 +1014,14 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   } else {
     G.positions = G.N + (G.N & 1);
   }
-  // The Gram schedule's round scratch: slices of rows enough for two blocks per SM per round.
+  // The Gram schedule's round scratch: slices of rows enough for gram_partial_blocks_per_sm blocks
+  // per SM per round.
   GramWork<T> gram;
   const std::int64_t gram_pairs = schedule == GlobalSchedule::gram ? batch * (G.block_positions / 2) : 0;
   const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
   if (gram_pairs > 0) {
-    static const int exp_per_sm = getenv("ROOFLAB_PER_SM") ? atoi(getenv("ROOFLAB_PER_SM")) : 2;
-    const std::int64_t wanted = (exp_per_sm * current_sm_count() + gram_pairs - 1) / gram_pairs;
+    const std::int64_t wanted = (gram_partial_blocks_per_sm * current_sm_count() + gram_pairs - 1) / gram_pairs;
     const int slices = int(std::clamp<std::int64_t>(wanted, 1, gram_w_tiles));
     gram.slice_rows = (gram_w_tiles + slices - 1) / slices * gram_tile_rows;
     gram.slices = (G.M + gram.slice_rows - 1) / gram.slice_rows;
