@@ -585,8 +585,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
   wait_for_previous_kernel();
   using Two = std::conditional_t<sizeof(T) == 8, double2, float2>;  // a pair of seats
   constexpr int pairs = gram_width / 2, parts = gram_solve_threads / 32, rows = gram_width / parts;
-  // Even: pairs of seats are aligned, and pair j's diagonal block (rows 2j, 2j + 1) falls on
-  // distinct banks across j (a row of ld + 1 pairs of seats, odd).
+  // Even, so that pairs of seats are 16-byte aligned; pair j's diagonal block then lies ld + 1
+  // (odd) pairs of seats after pair j - 1's, so the diagonal blocks fall on distinct banks.
   constexpr int ld = gram_width + 2;
   constexpr int rounds = gram_width - 1;  // a sweep; then every column is back in its first seat
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
@@ -653,7 +653,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const int row_pair = threadIdx.x / pairs, column_pair = threadIdx.x % pairs;
   const int top = 2 * row_pair, left = 2 * column_pair;  // the block's seats
   // Where the block's columns sit next round: the same permutation every round.
-  const int next_top = next_circle_seat(top, gram_width), next_top2 = next_circle_seat(top + 1, gram_width);
+  const int next_top = next_circle_seat(top, gram_width);
+  const int next_top2 = next_circle_seat(top + 1, gram_width);
   const int next_left = next_circle_seat(left, gram_width);
   const int next_left2 = next_circle_seat(left + 1, gram_width);
   int now = 0;  // g[now], q[now]: this round's
@@ -1021,7 +1022,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
   if (gram_pairs > 0) {
-    const std::int64_t wanted = (gram_partial_blocks_per_sm * current_sm_count() + gram_pairs - 1) / gram_pairs;
+    const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
+    const std::int64_t wanted = (blocks + gram_pairs - 1) / gram_pairs;
     const int slices = int(std::clamp<std::int64_t>(wanted, 1, gram_w_tiles));
     gram.slice_rows = (gram_w_tiles + slices - 1) / slices * gram_tile_rows;
     gram.slices = (G.M + gram.slice_rows - 1) / gram.slice_rows;

@@ -175,7 +175,8 @@ TEST(CircleMethod, SeatsPairEveryTwoPlayersOnceAndFollowOnePermutation) {
             << players << " round " << round << " player " << player;
       }
       for (int pair = 0; pair < players / 2; ++pair) {
-        const int low = std::min(at[2 * pair], at[2 * pair + 1]), high = std::max(at[2 * pair], at[2 * pair + 1]);
+        const int low = std::min(at[2 * pair], at[2 * pair + 1]);
+        const int high = std::max(at[2 * pair], at[2 * pair + 1]);
         // The circle's rule: two meet when their sum is the round (mod n - 1), or one is the
         // middle and the other doubled is the round.
         if (high == players - 1)
