@@ -321,7 +321,7 @@ __device__ void rank_sort_descending(const Team& team, const T* key, int count, 
     int rank = 0;
     for (int other = 0; other < count; ++other) {
       const T theirs = key[other];
-      rank += (theirs > mine) || (theirs == mine && other < c);
+      rank += ahead_when_descending(theirs, other, mine, c);
     }
     order[rank] = c;
   }

@@ -103,6 +103,13 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   return rotate;
 }
 
+// The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes
+// before (mine, my_index). An entry's rank is the count of entries ahead of it.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool ahead_when_descending(T key, int index, T mine, int my_index) {
+  return key > mine || (key == mine && index < my_index);
+}
+
 // The odd-even ring over n_pad (even) positions: round r pairs positions (i, i + 1) for
 // i = 2k + r % 2, and each pair swaps its two positions after its rotation. Even rounds have
 // n_pad / 2 pairs, odd rounds one fewer; after n_pad rounds every two columns have met exactly

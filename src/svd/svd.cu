@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T
     const int here = min(sort_threads, count - t0);
     for (int o = 0; o < here; ++o) {
       const T theirs = tile[o];
-      rank += (theirs > mine) || (theirs == mine && t0 + o < c);
+      rank += ahead_when_descending(theirs, t0 + o, mine, c);
     }
   }
   if (c < count) G.pos_of(matrix)[rank] = c;
@@ -711,7 +711,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
   for (int k = 0; k < gram_width; ++k) {
     const T other = __shfl_sync(full, eigenvalue, k);
-    const bool ahead = (real_lanes >> k & 1u) && (other > eigenvalue || (other == eigenvalue && k < lane));
+    const bool ahead = (real_lanes >> k & 1u) && ahead_when_descending(other, k, eigenvalue, lane);
     rank += real && ahead;
   }
   if (part == 0)

@@ -190,6 +190,18 @@ TEST(CircleMethod, SeatsPairEveryTwoPlayersOnceAndFollowOnePermutation) {
   }
 }
 
+TEST(DescendingOrder, RanksArePermutationsWithTiesByIndex) {
+  const std::vector<double> keys = {2.0, 5.0, 2.0, -1.0, 5.0, 0.0};
+  std::vector<int> order(keys.size(), -1);
+  for (int c = 0; c < int(keys.size()); ++c) {
+    int rank = 0;
+    for (int other = 0; other < int(keys.size()); ++other)
+      rank += ahead_when_descending(keys[other], other, keys[c], c);
+    order[rank] = c;
+  }
+  EXPECT_EQ(order, (std::vector<int>{1, 4, 0, 2, 5, 3}));
+}
+
 TEST(OnChipLayout, PiecesAreAlignedAndDisjoint) {
   for (const auto& [m, n] : {std::pair{8, 8}, std::pair{33, 17}, std::pair{5, 40}, std::pair{1, 1}}) {
     const OnChipLayout L = on_chip_layout(m, n, 8, true, true);
