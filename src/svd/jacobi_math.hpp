@@ -53,11 +53,23 @@ struct Rotation {
   T c = 1, s = 0, t = 0;  // cosine, sine, tangent
 };
 
-// For columns with squared norms alpha, beta and dot product gamma: returns true and the rotation
-//     p <- c p - s q,   q <- s p + c q
-// that makes them orthogonal when they are not orthogonal to tol (false and the identity when they
-// are, or when a column is negligible); `cosine` gets the scaled
-// off-diagonal |gamma| / sqrt(alpha beta) (0 for a negligible column, which is never rotated).
+// A pair of columns' squared norms and dot product scaled by the power of two that brings
+// max(alpha, beta) into [1/2, 1) (exact), so that tau^2 and gamma^2 can neither overflow nor, while
+// the pair is worth rotating, underflow, and a b stays a normal number above negligible / 2.
+template <class T>
+struct ScaledPair {
+  bool negligible;  // a column below Precision<T>::negligible: never rotated
+  T a, b, g;
+};
+
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline ScaledPair<T> scaled_pair(T alpha, T beta, T gamma) {
+  const bool negligible = !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
+  const T scale = binade_scale(alpha > beta ? alpha : beta);
+  return {negligible, alpha * scale, beta * scale, gamma * scale};
+}
+
+// The rotation of a scaled pair, or the identity when `rotate` is false.
 // t = s / c is Rutishauser's smaller root of t^2 + 2 zeta t - 1 = 0, zeta = (beta - alpha) /
 // (2 gamma), written through the double angle instead: with tau = beta - alpha and
 // y = 1 / sqrt(tau^2 + 4 gamma^2), cos 2 theta = |tau| y and sin 2 theta = 2 |gamma| y, so
@@ -65,41 +77,62 @@ struct Rotation {
 //     c = c^2 k,   s = sign(zeta) |gamma| y k,   t = s k,
 // without a cancellation (s never comes from 1 - c^2). Two reciprocal square roots, one after the
 // other, lie on the path to (c, s, t) (the zeta form chains two divisions, two square roots and a
-// reciprocal square root): this latency separates every round of the ring. alpha, beta and gamma
-// are first scaled by the power of two that brings max(alpha, beta) into [1/2, 1) (exact), so
-// tau^2 and gamma^2 can neither overflow nor, while the pair is worth rotating, underflow, and
-// alpha beta stays a normal number above negligible / 2.
-// The larger column grows: alpha' = alpha - t gamma, beta' = beta + t gamma.
+// reciprocal square root): this latency separates every round of the ring. Everything is computed
+// before anything is selected, and whatever the formulas gave for a pair left alone (a NaN at
+// tau = gamma = 0 too) is dropped.
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol,
-                                                       Rotation<T>& r, T& cosine) {
+ROOFLAB_JACOBI_HOST_DEVICE inline void set_rotation(const ScaledPair<T>& pair, bool rotate, Rotation<T>& r) {
   using std::copysign;
   using std::fabs;
   using std::sqrt;
-  // Everything is computed before anything is decided, so that the test's reciprocal square root
-  // overlaps the rotation's; a negligible or orthogonal pair then takes the identity (and whatever
-  // the formulas gave for it, a NaN at tau = gamma = 0 too, is dropped).
-  const bool negligible = !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
-  const T scale = binade_scale(alpha > beta ? alpha : beta);
-  const T a = alpha * scale, b = beta * scale, g = gamma * scale;
-  const T tau = b - a;
+  const T tau = pair.b - pair.a, g = pair.g;
   const T sign = tau < 0 ? -copysign(T(1), g) : copysign(T(1), g);  // sign(zeta); tau = 0: +
 #if defined(__CUDA_ARCH__)
-  const T scaled_cosine = fabs(g) * rsqrt(a * b);
   const T y = rsqrt(tau * tau + 4 * g * g);
   const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
   const T k = rsqrt(cosine_squared);
 #else
-  const T scaled_cosine = fabs(g) / sqrt(a * b);
   const T y = 1 / sqrt(tau * tau + 4 * g * g);
   const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
   const T k = 1 / sqrt(cosine_squared);
 #endif
-  cosine = negligible ? T(0) : scaled_cosine;
-  const bool rotate = !negligible && cosine > tol;
   r.c = rotate ? cosine_squared * k : T(1);
   r.s = rotate ? sign * (fabs(g) * y * k) : T(0);
   r.t = rotate ? r.s * k : T(0);
+}
+
+// For columns with squared norms alpha, beta and dot product gamma: returns true and the rotation
+//     p <- c p - s q,   q <- s p + c q
+// that makes them orthogonal when they are not orthogonal to tol (false and the identity when they
+// are, or when a column is negligible); `cosine` gets the scaled
+// off-diagonal |gamma| / sqrt(alpha beta) (0 for a negligible column, which is never rotated).
+// The larger column grows: alpha' = alpha - t gamma, beta' = beta + t gamma.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol,
+                                                       Rotation<T>& r, T& cosine) {
+  using std::fabs;
+  using std::sqrt;
+  const ScaledPair<T> pair = scaled_pair(alpha, beta, gamma);
+#if defined(__CUDA_ARCH__)
+  const T scaled_cosine = fabs(pair.g) * rsqrt(pair.a * pair.b);
+#else
+  const T scaled_cosine = fabs(pair.g) / sqrt(pair.a * pair.b);
+#endif
+  cosine = pair.negligible ? T(0) : scaled_cosine;
+  const bool rotate = !pair.negligible && cosine > tol;
+  set_rotation(pair, rotate, r);
+  return rotate;
+}
+
+// The same rotation where the cosine is not wanted (the Gram solve's rounds): the test
+// cosine > tol as g^2 > tol^2 a b, a reciprocal square root fewer. Near the extremes of the
+// exponent range the products lose digits (tol^2 a b may underflow to 0) and a pair at cosine ~ tol
+// may be rotated where the other form leaves it: a rotation by an angle below tol, harmless.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, Rotation<T>& r) {
+  const ScaledPair<T> pair = scaled_pair(alpha, beta, gamma);
+  const bool rotate = !pair.negligible && pair.g * pair.g > tol * tol * (pair.a * pair.b);
+  set_rotation(pair, rotate, r);
   return rotate;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <set>
 #include <utility>
 #include <vector>
@@ -139,6 +140,46 @@ TEST(JacobiRotation, ExtremeNormRatiosGiveAFiniteOrthogonalRotation) {
   ASSERT_TRUE(jacobi_rotation(alpha, beta, gamma, 1e-6f, r, cosine));
   EXPECT_TRUE(std::isfinite(r.t) && std::isfinite(r.c) && std::isfinite(r.s));
   EXPECT_NEAR(r.c * r.c + r.s * r.s, 1, 1e-6);
+}
+
+// The form without the cosine tests by squares; away from cosine ~ tol it decides alike and gives
+// the same rotation, bit for bit.
+template <class T>
+void expect_squared_test_agrees(T tol, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  int rotated = 0, kept = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const T alpha = T(std::ldexp(1.5 + unit(random), int(40 * unit(random))));
+    const T beta = T(std::ldexp(1.5 + unit(random), int(40 * unit(random))));
+    // cosines spread over 10^-16 .. 1, both signs
+    const T gamma = T(unit(random) * std::pow(10.0, 8 * (unit(random) - 1)) * std::sqrt(double(alpha) * beta));
+    Rotation<T> with_cosine, by_squares;
+    T cosine = 0;
+    const bool first = jacobi_rotation(alpha, beta, gamma, tol, with_cosine, cosine);
+    const bool second = jacobi_rotation(alpha, beta, gamma, tol, by_squares);
+    if (std::abs(cosine / tol - 1) < 1e-3) continue;  // the forms may round either way here
+    ASSERT_EQ(first, second) << alpha << " " << beta << " " << gamma;
+    EXPECT_EQ(with_cosine.c, by_squares.c);
+    EXPECT_EQ(with_cosine.s, by_squares.s);
+    EXPECT_EQ(with_cosine.t, by_squares.t);
+    (first ? rotated : kept) += 1;
+  }
+  EXPECT_GT(rotated, 100);  // both outcomes exercised
+  EXPECT_GT(kept, 100);
+}
+
+TEST(JacobiRotation, SquaredTestDecidesAsTheCosine) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    expect_squared_test_agrees<double>(1e-8, seed);
+    expect_squared_test_agrees<double>(1e-13, seed);
+    expect_squared_test_agrees<float>(1e-5f, seed);
+  }
+  Rotation<double> r;
+  EXPECT_FALSE(jacobi_rotation(Precision<double>::negligible / 2, 1.0, 1e-200, 1e-14, r));
+  EXPECT_FALSE(jacobi_rotation(0.0, 0.0, 0.0, 1e-14, r));
+  EXPECT_EQ(r.c, 1.0);
+  EXPECT_EQ(r.s, 0.0);
 }
 
 TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
