@@ -427,7 +427,8 @@ __global__ void __launch_bounds__(blocked_max_threads)
 // per 2 x 2 block of G and Q in shared memory) and sorts the eigenvalues,
 // and gram_apply replaces the pair's columns of W and V by W_p Q and V_p Q. The columns cross
 // memory three times per pair of blocks, and an inner round touches 32 x 32 numbers where the
-// blocked schedule's touches all M rows of the 2b columns. The Gram test is the column test
+// blocked schedule's touches all M rows of the 2b columns. When a round's solves alone fill the
+// GPU (a large batch) the solve forms G itself (form_gram) and the partials kernel drops out. The Gram test is the column test
 // (|G_pq| <= tol sqrt(G_pp G_qq) on freshly formed dot products), so convergence means the same.
 
 constexpr int gram_width = 32;              // columns of a pair of blocks: a lane each
@@ -439,13 +440,12 @@ constexpr int gram_threads = 128;
 constexpr int gram_inner_sweeps = 1;
 // The Gram matrices' row slices: enough for this many partials blocks per SM in a round (a long
 // matrix's columns are summed by several blocks). On the H200 at 5a872e0, 8 against 2: 1024 x 1024
-// double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms); batches of
-// 256 x 256 have more pairs than that and one slice either way.
+// double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms).
 constexpr int gram_partial_blocks_per_sm = 8;
-// The apply kernel held to 128 registers (one 4-byte spill in double) so that 4 blocks share an SM
-// instead of 3: more of W and V in flight. On the H200 at 3495372, 100 x 256 x 256 double 21.8
-// against 22.7 ms, 2048 x 2048 107 against 114 ms.
-constexpr int gram_apply_blocks_per_sm = 4;
+// The apply kernel's blocks per SM. Its rows arrive by asynchronous copies, so it needs 80
+// registers; on the H200 5, 6 and 7 blocks gave the same 67 us a round in a batch of 100 x 256 x 256
+// double (4 blocks with the rows staged in registers: 71.5 us).
+constexpr int gram_apply_blocks_per_sm = 6;
 // Threads of a pair's solve: one per 2 x 2 block of the 32 x 32 Gram matrix in each round.
 constexpr int gram_solve_threads = (gram_width / 2) * (gram_width / 2);
 
@@ -457,7 +457,8 @@ struct GramWork {
   int* in_columns = nullptr;   // per pair: W's column at each input position (>= N: padding)
   int* out_columns = nullptr;  // per pair: W's column that receives each output
   int* rotated = nullptr;      // per pair: 0 when the pair was orthogonal and is left alone
-  int slices = 1, slice_rows = 0;
+  int slices = 1, slice_rows = 0;  // slices = 0: the solve forms G itself
+  bool solve_forms_gram = false;
 };
 
 // The Gram kernels follow one another with programmatic dependent launch (Hopper): a kernel's
@@ -491,6 +492,41 @@ __device__ __forceinline__ void mma_8x8x4(double& d0, double& d1, double a, doub
   asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
       : "+d"(d0), "+d"(d1)
       : "d"(a), "d"(b));
+}
+
+// One element from global to shared memory by an asynchronous copy (cp.async), which holds no
+// register while it is in flight: a block keeps a whole tile of rows loading with few registers,
+// so more blocks share an SM. With `valid` false the element is zero and nothing is read.
+template <class T>
+__device__ __forceinline__ void copy_async(T* shared, const T* global, bool valid) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(address), "l"(global),
+               "n"(int(sizeof(T))), "r"(valid ? int(sizeof(T)) : 0)
+               : "memory");
+}
+// Closes the copies issued since the last call into a group.
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most `pending` of this thread's groups are still in flight (then a barrier
+// makes every thread's copies visible to the block).
+template <int pending>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+// Adds a tile's rows to 8 x 8 blocks of G = W^T W on the tensor cores (the tile holds column s of
+// its rows at tile[s * ld]): the warp's row block against `count` column blocks from
+// `first_block`; lane (group, in_group) accumulates G(8 row_block + group, 8 (first_block + b) +
+// 2 in_group + a) in sum[b][a].
+template <int count>
+__device__ __forceinline__ void add_tile_gram(const double* tile, int ld, int row_block, int first_block,
+                                              double (&sum)[count][2]) {
+  const int lane = threadIdx.x & 31, group = lane >> 2, in_group = lane & 3;
+  const double* a = tile + (8 * row_block + group) * ld + in_group;
+  const double* b = tile + (8 * first_block + group) * ld + in_group;
+#pragma unroll 4
+  for (int k = 0; k < gram_tile_rows; k += 4)
+#pragma unroll
+    for (int nt = 0; nt < count; ++nt) mma_8x8x4(sum[nt][0], sum[nt][1], a[k], b[8 * nt * ld + k]);
 }
 
 // A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
@@ -537,12 +573,7 @@ __global__ void __launch_bounds__(gram_threads)
     __syncthreads();
     if (r0 + gram_tile_rows < end) load(r0 + gram_tile_rows);
     if constexpr (sizeof(T) == 8) {
-      const T* a = tile + (8 * warp + group) * ld + in_group;
-#pragma unroll 4
-      for (int k = 0; k < gram_tile_rows; k += 4)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-          mma_8x8x4(sum[nt][0], sum[nt][1], a[k], tile[(8 * nt + group) * ld + k + in_group]);
+      add_tile_gram(tile, ld, warp, 0, sum);
     } else {
 #pragma unroll 4
       for (int r = 0; r < gram_tile_rows; ++r)
@@ -563,6 +594,74 @@ __global__ void __launch_bounds__(gram_threads)
         out[(8 * warp + group) * gram_width + 8 * b + 2 * in_group + a] = sum[b][a];
       else
         out[(i0 + a) * gram_width + j0 + b] = sum[b][a];
+    }
+}
+
+// The fused path, for rounds with pairs enough to fill the GPU with solves: the solve's block
+// forms its pair's Gram matrix itself, 64 rows at a time by asynchronous copies into two tiles
+// that share the memory of G's and Q's buffers (the next tile loads while this one is multiplied),
+// and leaves G in `g0` in round 0's seats. The partials kernel and its trip through memory drop
+// out. `column` is lane l's W column: position first + l.
+template <class T>
+__device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int column, T* tiles, T* g0,
+                          int ld_g) {
+  constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
+  constexpr int tile_size = gram_width * ld;
+  constexpr int per_thread = gram_tile_rows * gram_width / gram_solve_threads;
+  constexpr int columns_per_pass = gram_solve_threads / gram_tile_rows;
+  const T* W = G.w(matrix);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = threadIdx.x % gram_tile_rows;
+  // Copy i of a tile is row r of the pair's column threadIdx.x / 64 + 4 i.
+  int columns[per_thread];
+#pragma unroll
+  for (int i = 0; i < per_thread; ++i)
+    columns[i] = __shfl_sync(0xffffffffu, column, threadIdx.x / gram_tile_rows + columns_per_pass * i);
+  const auto load = [&](int r0, T* tile) {
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int c = columns[i];
+      const bool valid = r0 + r < G.M && c < G.N;
+      copy_async(tile + (threadIdx.x / gram_tile_rows + columns_per_pass * i) * ld + r,
+                 valid ? W + r0 + r + c * G.ldw : W, valid);
+    }
+    commit_copies();
+  };
+  // double: the warp's 8 x 8 blocks (row block warp % 4, column blocks 2 (warp / 4) + b), as
+  // add_tile_gram lays them out; float: G(i, j0 + 2 b + a) with FMAs.
+  T sum[2][2] = {};
+  const int i = threadIdx.x / 8, j0 = 4 * (threadIdx.x % 8);
+  load(0, tiles);
+  int buffer = 0;
+  for (int r0 = 0; r0 < G.M; r0 += gram_tile_rows, buffer ^= 1) {
+    if (r0 + gram_tile_rows < G.M) {
+      load(r0 + gram_tile_rows, tiles + (buffer ^ 1) * tile_size);  // consumed before the last barrier
+      wait_copies<1>();
+    } else {
+      wait_copies<0>();
+    }
+    __syncthreads();  // the tile is in, from every thread
+    const T* tile = tiles + buffer * tile_size;
+    if constexpr (sizeof(T) == 8) {
+      add_tile_gram(tile, ld, warp % 4, 2 * (warp / 4), sum);
+    } else {
+#pragma unroll 4
+      for (int k = 0; k < gram_tile_rows; ++k)
+#pragma unroll
+        for (int b = 0; b < 2; ++b)
+#pragma unroll
+          for (int a = 0; a < 2; ++a)
+            sum[b][a] = fma(tile[i * ld + k], tile[(j0 + 2 * b + a) * ld + k], sum[b][a]);
+    }
+    __syncthreads();  // consumed: the next loads, or G and Q, may overwrite it
+  }
+  const int group = lane >> 2, in_group = lane & 3;
+#pragma unroll
+  for (int b = 0; b < 2; ++b)
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+      const int row = sizeof(T) == 8 ? 8 * (warp % 4) + group : i;
+      const int col = sizeof(T) == 8 ? 8 * (2 * (warp / 4) + b) + 2 * in_group + a : j0 + 2 * b + a;
+      g0[circle_seat(row, 0, gram_width) * ld_g + circle_seat(col, 0, gram_width)] = sum[b][a];
     }
 }
 
@@ -592,9 +691,12 @@ __global__ void __launch_bounds__(gram_solve_threads)
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
   // G at g[.][seat(k) * ld + seat(l)], Q at q[.][k * ld + seat(l)] (k: input position); this
-  // round's buffer and the next's.
-  __shared__ __align__(16) T g[2][gram_width * ld];
-  __shared__ __align__(16) T q[2][gram_width * ld];
+  // round's buffer and the next's. The fused path first stages two tiles of rows in the same memory.
+  constexpr int buffer_size = gram_width * ld;
+  static_assert(4 * buffer_size >= 2 * gram_width * (gram_tile_rows + 4), "form_gram's tiles fit");
+  __shared__ __align__(16) T buffers[4 * buffer_size];
+  T* const g[2] = {buffers, buffers + buffer_size};
+  T* const q[2] = {buffers + 2 * buffer_size, buffers + 3 * buffer_size};
   __shared__ T part_max[parts];
   __shared__ int slot_column[gram_width];
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * rows;
@@ -607,23 +709,29 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const int column = pos[first + lane];
   const bool real = column < G.N;
 
-  // Warp w sums rows w R .. w R + R - 1 (R = 32 / 8) of G, lane l column l.
-  const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
-  T x[rows];  // G_kl, k = k0 + kk, l = lane
-#pragma unroll
-  for (int kk = 0; kk < rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
-#pragma unroll 4  // several slices' loads in flight at once
-  for (int slice = 1; slice < work.slices; ++slice)
-#pragma unroll
-    for (int kk = 0; kk < rows; ++kk)
-      x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
+  // Warp w holds rows w R .. w R + R - 1 (R = 32 / 8) of G, lane l column l: formed here, or the
+  // sum of the slices' partials.
   const int lane_seat = circle_seat(lane, 0, gram_width);
+  T x[rows];  // G_kl, k = k0 + kk, l = lane
+  if (work.solve_forms_gram) {
+    form_gram(G, matrix, column, buffers, g[0], ld);
+    __syncthreads();
 #pragma unroll
-  for (int kk = 0; kk < rows; ++kk) {
-    const int k = k0 + kk;
-    g[0][circle_seat(k, 0, gram_width) * ld + lane_seat] = x[kk];
-    q[0][k * ld + lane_seat] = k == lane ? T(1) : T(0);
+    for (int kk = 0; kk < rows; ++kk) x[kk] = g[0][circle_seat(k0 + kk, 0, gram_width) * ld + lane_seat];
+  } else {
+    const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
+#pragma unroll
+    for (int kk = 0; kk < rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
+#pragma unroll 4  // several slices' loads in flight at once
+    for (int slice = 1; slice < work.slices; ++slice)
+#pragma unroll
+      for (int kk = 0; kk < rows; ++kk)
+        x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
+#pragma unroll
+    for (int kk = 0; kk < rows; ++kk) g[0][circle_seat(k0 + kk, 0, gram_width) * ld + lane_seat] = x[kk];
   }
+#pragma unroll
+  for (int kk = 0; kk < rows; ++kk) q[0][(k0 + kk) * ld + lane_seat] = k0 + kk == lane ? T(1) : T(0);
   __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible.
@@ -657,19 +765,19 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const int next_top2 = next_circle_seat(top + 1, gram_width);
   const int next_left = next_circle_seat(left, gram_width);
   const int next_left2 = next_circle_seat(left + 1, gram_width);
-  int now = 0;  // g[now], q[now]: this round's
-  for (int step = 0; step < gram_inner_sweeps * rounds; ++step, now ^= 1) {
-    const T* gc = g[now];
+  // A round from g[from], q[from] into g[to], q[to]; the rounds alternate buffers two at a time,
+  // so that every address is a register plus a constant.
+  const auto round_step = [&](int from, int to) {
+    const T* gc = g[from];
     const Two pair_top = *reinterpret_cast<const Two*>(gc + left * ld + left);           // alpha, gamma
     const Two pair_bottom = *reinterpret_cast<const Two*>(gc + (left + 1) * ld + left);  // gamma, beta
     const Two m0 = *reinterpret_cast<const Two*>(gc + top * ld + left);
     const Two m1 = *reinterpret_cast<const Two*>(gc + (top + 1) * ld + left);
-    const Two q0 = *reinterpret_cast<const Two*>(q[now] + top * ld + left);
-    const Two q1 = *reinterpret_cast<const Two*>(q[now] + (top + 1) * ld + left);
+    const Two q0 = *reinterpret_cast<const Two*>(q[from] + top * ld + left);
+    const Two q1 = *reinterpret_cast<const Two*>(q[from] + (top + 1) * ld + left);
     const T alpha = pair_top.x, gamma = pair_top.y, beta = pair_bottom.y;
     Rotation<T> rotation;
-    T cosine = 0;
-    const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation, cosine);
+    const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation);
     const T c = rotation.c, s = rotation.s;
     // R_i from the lane of this warp whose column pair is i (lane i: the warp's row pairs are
     // below 16).
@@ -678,27 +786,31 @@ __global__ void __launch_bounds__(gram_solve_threads)
     // then the rows alike with R_i.
     const T n00 = c * m0.x - s * m0.y, n01 = s * m0.x + c * m0.y;
     const T n10 = c * m1.x - s * m1.y, n11 = s * m1.x + c * m1.y;
-    T o00 = ci * n00 - si * n10, o01 = ci * n01 - si * n11;
-    T o10 = si * n00 + ci * n10, o11 = si * n01 + ci * n11;
-    if (row_pair == column_pair && rotate) {
-      // The pair's 2 x 2 block exactly: the larger column grows, the other shrinks, their
-      // product is 0.
-      o00 = alpha - rotation.t * gamma;
-      o11 = beta + rotation.t * gamma;
-      o01 = o10 = T(0);
-    }
-    T* gn = g[now ^ 1];
+    const bool diagonal = row_pair == column_pair && rotate;
+    // The pair's own 2 x 2 block exactly: the columns' new squared norms, their product 0.
+    const T o00 = diagonal ? alpha - rotation.t * gamma : ci * n00 - si * n10;
+    const T o01 = diagonal ? T(0) : ci * n01 - si * n11;
+    const T o10 = diagonal ? T(0) : si * n00 + ci * n10;
+    const T o11 = diagonal ? beta + rotation.t * gamma : si * n01 + ci * n11;
+    T* gn = g[to];
     gn[next_top * ld + next_left] = o00;
     gn[next_top * ld + next_left2] = o01;
     gn[next_top2 * ld + next_left] = o10;
     gn[next_top2 * ld + next_left2] = o11;
-    T* qn = q[now ^ 1];  // Q's rows stay: input positions
+    T* qn = q[to];  // Q's rows stay: input positions
     qn[top * ld + next_left] = c * q0.x - s * q0.y;
     qn[top * ld + next_left2] = s * q0.x + c * q0.y;
     qn[(top + 1) * ld + next_left] = c * q1.x - s * q1.y;
     qn[(top + 1) * ld + next_left2] = s * q1.x + c * q1.y;
     __syncthreads();
+  };
+  constexpr int steps = gram_inner_sweeps * rounds;
+  for (int step = 0; step + 1 < steps; step += 2) {
+    round_step(0, 1);
+    round_step(1, 0);
   }
+  if (steps & 1) round_step(0, 1);
+  constexpr int now = steps & 1;  // the buffers with the result
 
   let_next_kernel_start();
   // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
@@ -752,30 +864,27 @@ __global__ void __launch_bounds__(gram_threads, gram_apply_blocks_per_sm)
   const std::int64_t ld = on_w ? G.ldw : G.ldv;
   const int rows = on_w ? G.M : G.N;
   const int r0 = (on_w ? t : t - w_tiles) * gram_tile_rows;
+  // Q and the rows arrive by asynchronous copies: no registers held while they are in flight.
   const T* rotation = work.rotations + item * (gram_width * gram_width);
 #pragma unroll
   for (int i = 0; i < gram_width * gram_width / gram_threads; ++i) {
     const int e = threadIdx.x + i * gram_threads;
-    q[e / gram_width * ldq + e % gram_width] = rotation[e];
+    copy_async(q + e / gram_width * ldq + e % gram_width, rotation + e, true);
   }
   if (threadIdx.x < gram_width) {
     in_columns[threadIdx.x] = work.in_columns[item * gram_width + threadIdx.x];
     out_columns[threadIdx.x] = work.out_columns[item * gram_width + threadIdx.x];
   }
-  __syncthreads();
-  // All of a thread's loads are issued before any is stored.
+  __syncthreads();  // the columns known
   constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
-  T staged[per_thread];
-#pragma unroll
+#pragma unroll 4
   for (int i = 0; i < per_thread; ++i) {
     const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = in_columns[e / gram_tile_rows];
-    staged[i] = r0 + r < rows && c < G.N ? X[r0 + r + c * ld] : T(0);
+    const bool valid = r0 + r < rows && c < G.N;
+    copy_async(tile + e / gram_tile_rows * ldt + r, valid ? X + r0 + r + c * ld : X, valid);
   }
-#pragma unroll
-  for (int i = 0; i < per_thread; ++i) {
-    const int e = threadIdx.x + i * gram_threads;
-    tile[e / gram_tile_rows * ldt + e % gram_tile_rows] = staged[i];
-  }
+  commit_copies();
+  wait_copies<0>();
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
   T sum[4][4] = {};
@@ -1022,11 +1131,16 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
   if (gram_pairs > 0) {
+    // A round whose solves alone fill the GPU forms the Gram matrices inside the solve.
+    int solves_per_sm = 0;
+    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
+                                                                   gram_solve_threads, 0));
+    gram.solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count();
     const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
     const std::int64_t wanted = (blocks + gram_pairs - 1) / gram_pairs;
     const int slices = int(std::clamp<std::int64_t>(wanted, 1, gram_w_tiles));
     gram.slice_rows = (gram_w_tiles + slices - 1) / slices * gram_tile_rows;
-    gram.slices = (G.M + gram.slice_rows - 1) / gram.slice_rows;
+    gram.slices = gram.solve_forms_gram ? 0 : (G.M + gram.slice_rows - 1) / gram.slice_rows;
     require(gram_pairs * (gram_w_tiles + gram_v_tiles) < (std::int64_t(1) << 31), op, "batch",
             "too many matrices");
   }
@@ -1145,8 +1259,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
         for (int round = 0; round < G.block_positions; ++round) {
           const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
           if (items == 0) continue;
-          launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, stream, "gram_partials",
-                                G, gram, round);
+          if (!gram.solve_forms_gram)
+            launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, stream,
+                                  "gram_partials", G, gram, round);
           launch_after_previous(gram_solve<T>, items, gram_solve_threads, stream, "gram_solve", G, gram,
                                 round);
           launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_threads, stream,

@@ -428,6 +428,14 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<float>(70, 300, 4, 6, 4700);    // Gram, wide, padded blocks
 }
 
+// A round with more pairs than the GPU holds solves at once (2000 here, against 4 a SM) forms the
+// Gram matrices inside the solve: tiles of rows copied asynchronously, the last one partial,
+// padding columns in the last block.
+TEST_F(SvdBatched, GramScheduleFormsTheGramInTheSolveForLargeBatches) {
+  expect_mixed_batch_accurate<double>(70, 40, 1000, 6, 4800);
+  expect_mixed_batch_accurate<float>(33, 100, 1000, 6, 4900);  // wide: the transpose's columns
+}
+
 TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
   const cpu::Matrix a = cpu::random_matrix(20, 14, 5000);
   const auto run = run_batch<double>({a}, public_batched<double>);
