@@ -442,10 +442,13 @@ constexpr int gram_inner_sweeps = 1;
 // matrix's columns are summed by several blocks). On the H200 at 5a872e0, 8 against 2: 1024 x 1024
 // double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms).
 constexpr int gram_partial_blocks_per_sm = 8;
-// The apply kernel's blocks per SM. Its rows arrive by asynchronous copies, so it needs 80
-// registers; on the H200 5, 6 and 7 blocks gave the same 67 us a round in a batch of 100 x 256 x 256
-// double (4 blocks with the rows staged in registers: 71.5 us).
-constexpr int gram_apply_blocks_per_sm = 6;
+// Rows of W or V per apply block (a warp per 16 of them), and its blocks per SM. The rows arrive by
+// asynchronous copies, which hold no registers. On the H200, a round of a batch of 100 x 256 x 256
+// double: 64 rows 68 us at 5, 6 or 7 blocks per SM (71.5 with the rows staged in registers at 4),
+// 128 rows 62.5 us at 4 blocks (69 at 3), 256 rows 74 us at 2; 2048 x 2048: 49.6, 47.2, 53.6 us.
+constexpr int gram_apply_rows = 128;
+constexpr int gram_apply_blocks_per_sm = 4;
+constexpr int gram_apply_threads = 2 * gram_apply_rows;
 // Threads of a pair's solve: one per 2 x 2 block of the 32 x 32 Gram matrix in each round.
 constexpr int gram_solve_threads = (gram_width / 2) * (gram_width / 2);
 
@@ -703,10 +706,11 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const std::int64_t item = blockIdx.x;
   std::int64_t matrix = 0;
   int first = 0;
-  if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
+  const bool active = gram_pair(G, round, item, matrix, first);
   int* pos = G.pos_of(matrix);
+  const int column = pos[first + lane];  // asked for with the flag: the latencies overlap
+  if (!active) return;                   // uniform over the block
   T* norms = G.norms_of(matrix);
-  const int column = pos[first + lane];
   const bool real = column < G.N;
 
   // Warp w holds rows w R .. w R + R - 1 (R = 32 / 8) of G, lane l column l: formed here, or the
@@ -842,46 +846,61 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (lane == 0) work.rotated[item] = 1;
 }
 
-// A block per pair and 64 rows of W or of V: the rows' 32 columns times Q, written in place
+template <class T>
+constexpr std::size_t gram_apply_shared_bytes =
+    sizeof(T) * gram_width * (gram_width + 8 + gram_apply_rows + 8) + 2 * gram_width * sizeof(int);
+
+// A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in place
 // (the block reads all 32 inputs of its rows before it writes an output). In double each warp
 // forms 16 rows of the product on the tensor cores; in float each thread a 4 x 4 patch with FMAs.
 // The results pass through shared memory so that the stores are whole column segments.
 template <class T>
-__global__ void __launch_bounds__(gram_threads, gram_apply_blocks_per_sm)
+__global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
     gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
   wait_for_previous_kernel();
-  constexpr int ldq = gram_width + 8, ldt = gram_tile_rows + 8;  // 8 (mod 16): distinct banks
-  __shared__ __align__(16) T q[gram_width * ldq];                // Q_sk at q[s * ldq + k]
-  __shared__ __align__(16) T tile[gram_width * ldt];  // column s of the rows at tile[s * ldt]
-  __shared__ int in_columns[gram_width], out_columns[gram_width];
+  constexpr int ldq = gram_width + 8, ldt = gram_apply_rows + 8;  // 8 (mod 16): distinct banks
+  // Q_sk at q[s * ldq + k]; column s of the rows at tile[s * ldt] (gram_apply_shared_bytes).
+  extern __shared__ __align__(16) unsigned char apply_shared[];
+  T* const q = reinterpret_cast<T*>(apply_shared);
+  T* const tile = q + gram_width * ldq;
+  int* const in_columns = reinterpret_cast<int*>(tile + gram_width * ldt);
+  int* const out_columns = in_columns + gram_width;
   const std::int64_t item = blockIdx.x / (w_tiles + v_tiles);
   const int t = blockIdx.x % (w_tiles + v_tiles);
   std::int64_t matrix = 0;
   int first = 0;
-  if (!gram_pair(G, round, item, matrix, first) || !work.rotated[item]) return;  // uniform
-  const bool on_w = t < w_tiles;
-  T* X = on_w ? G.w(matrix) : G.v(matrix);
-  const std::int64_t ld = on_w ? G.ldw : G.ldv;
-  const int rows = on_w ? G.M : G.N;
-  const int r0 = (on_w ? t : t - w_tiles) * gram_tile_rows;
-  // Q and the rows arrive by asynchronous copies: no registers held while they are in flight.
+  const bool active = gram_pair(G, round, item, matrix, first);
+  const bool rotated = work.rotated[item];
+  // Q and the rows arrive by asynchronous copies: no registers held while they are in flight. Q
+  // and the columns are asked for together with the flags (a stopped matrix's scratch is stale
+  // but readable), so that their latencies overlap.
   const T* rotation = work.rotations + item * (gram_width * gram_width);
 #pragma unroll
-  for (int i = 0; i < gram_width * gram_width / gram_threads; ++i) {
-    const int e = threadIdx.x + i * gram_threads;
+  for (int i = 0; i < gram_width * gram_width / gram_apply_threads; ++i) {
+    const int e = threadIdx.x + i * gram_apply_threads;
     copy_async(q + e / gram_width * ldq + e % gram_width, rotation + e, true);
   }
+  commit_copies();
   if (threadIdx.x < gram_width) {
     in_columns[threadIdx.x] = work.in_columns[item * gram_width + threadIdx.x];
     out_columns[threadIdx.x] = work.out_columns[item * gram_width + threadIdx.x];
   }
+  if (!active || !rotated) {  // uniform over the block
+    wait_copies<0>();
+    return;
+  }
+  const bool on_w = t < w_tiles;
+  T* X = on_w ? G.w(matrix) : G.v(matrix);
+  const std::int64_t ld = on_w ? G.ldw : G.ldv;
+  const int rows = on_w ? G.M : G.N;
+  const int r0 = (on_w ? t : t - w_tiles) * gram_apply_rows;
   __syncthreads();  // the columns known
-  constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
+  constexpr int per_thread = gram_apply_rows * gram_width / gram_apply_threads;
 #pragma unroll 4
   for (int i = 0; i < per_thread; ++i) {
-    const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = in_columns[e / gram_tile_rows];
+    const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows, c = in_columns[e / gram_apply_rows];
     const bool valid = r0 + r < rows && c < G.N;
-    copy_async(tile + e / gram_tile_rows * ldt + r, valid ? X + r0 + r + c * ld : X, valid);
+    copy_async(tile + e / gram_apply_rows * ldt + r, valid ? X + r0 + r + c * ld : X, valid);
   }
   commit_copies();
   wait_copies<0>();
@@ -901,7 +920,8 @@ __global__ void __launch_bounds__(gram_threads, gram_apply_blocks_per_sm)
                     b[8 * nt]);
     }
   } else {
-    const int r = 4 * (threadIdx.x % 16), k0 = 4 * (threadIdx.x / 16);
+    constexpr int row_groups = gram_apply_rows / 4;
+    const int r = 4 * (threadIdx.x % row_groups), k0 = 4 * (threadIdx.x / row_groups);
 #pragma unroll 8
     for (int s = 0; s < gram_width; ++s)
 #pragma unroll
@@ -919,14 +939,14 @@ __global__ void __launch_bounds__(gram_threads, gram_apply_blocks_per_sm)
         const int mt = a / 2, nt = (a % 2) * 2 + b / 2, e = b % 2;
         tile[(8 * nt + 2 * in_group + e) * ldt + 16 * warp + 8 * mt + group] = sum[a][b];
       } else {
-        tile[(4 * (threadIdx.x / 16) + b) * ldt + 4 * (threadIdx.x % 16) + a] = sum[a][b];
+        tile[(4 * (threadIdx.x / (gram_apply_rows / 4)) + b) * ldt + 4 * (threadIdx.x % (gram_apply_rows / 4)) + a] = sum[a][b];
       }
     }
   __syncthreads();
 #pragma unroll
   for (int i = 0; i < per_thread; ++i) {
-    const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = out_columns[e / gram_tile_rows];
-    if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_tile_rows * ldt + r];
+    const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows, c = out_columns[e / gram_apply_rows];
+    if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldt + r];
   }
 }
 
@@ -1022,10 +1042,12 @@ unsigned grid_for(std::int64_t items, int per_block) {
 // may start before the stream's previous kernel completes.
 template <class... Parameters, class... Arguments>
 void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
-                           cudaStream_t stream, const char* name, Arguments... arguments) {
+                           std::size_t shared_bytes, cudaStream_t stream, const char* name,
+                           Arguments... arguments) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(blocks));
   config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   cudaLaunchAttribute early_start{};
   early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -1128,9 +1150,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // per SM per round.
   GramWork<T> gram;
   const std::int64_t gram_pairs = schedule == GlobalSchedule::gram ? batch * (G.block_positions / 2) : 0;
-  const int gram_w_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
-  const int gram_v_tiles = problem.uv ? (G.N + gram_tile_rows - 1) / gram_tile_rows : 0;
+  const int gram_w_tiles = (G.M + gram_apply_rows - 1) / gram_apply_rows;
+  const int gram_v_tiles = problem.uv ? (G.N + gram_apply_rows - 1) / gram_apply_rows : 0;
   if (gram_pairs > 0) {
+    ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(gram_apply_shared_bytes<T>)));
     // A round whose solves alone fill the GPU forms the Gram matrices inside the solve.
     int solves_per_sm = 0;
     ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
@@ -1138,8 +1162,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     gram.solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count();
     const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
     const std::int64_t wanted = (blocks + gram_pairs - 1) / gram_pairs;
-    const int slices = int(std::clamp<std::int64_t>(wanted, 1, gram_w_tiles));
-    gram.slice_rows = (gram_w_tiles + slices - 1) / slices * gram_tile_rows;
+    const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
+    const int slices = int(std::clamp<std::int64_t>(wanted, 1, row_tiles));
+    gram.slice_rows = (row_tiles + slices - 1) / slices * gram_tile_rows;
     gram.slices = gram.solve_forms_gram ? 0 : (G.M + gram.slice_rows - 1) / gram.slice_rows;
     require(gram_pairs * (gram_w_tiles + gram_v_tiles) < (std::int64_t(1) << 31), op, "batch",
             "too many matrices");
@@ -1260,11 +1285,12 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
           const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
           if (items == 0) continue;
           if (!gram.solve_forms_gram)
-            launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, stream,
+            launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, stream,
                                   "gram_partials", G, gram, round);
-          launch_after_previous(gram_solve<T>, items, gram_solve_threads, stream, "gram_solve", G, gram,
+          launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, stream, "gram_solve", G, gram,
                                 round);
-          launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_threads, stream,
+          launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_apply_threads,
+                                gram_apply_shared_bytes<T>, stream,
                                 "gram_apply", G, gram, round, gram_w_tiles, gram_v_tiles);
         }
       } else {
