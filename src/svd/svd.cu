@@ -440,12 +440,15 @@ constexpr int gram_threads = 128;
 constexpr int gram_inner_sweeps = 1;
 // The Gram matrices' row slices: enough for this many partials blocks per SM in a round (a long
 // matrix's columns are summed by several blocks). On the H200 at 5a872e0, 8 against 2: 1024 x 1024
-// double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms).
+// double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms). Tiles by
+// asynchronous copies instead of registers (6 blocks per SM by shared memory) took 7.65 against
+// 6.65 us a round at 1024 x 1024, the same 18.4 us at 2048 x 2048.
 constexpr int gram_partial_blocks_per_sm = 8;
 // Rows of W or V per apply block (a warp per 16 of them), and its blocks per SM. The rows arrive by
 // asynchronous copies, which hold no registers. On the H200, a round of a batch of 100 x 256 x 256
 // double: 64 rows 68 us at 5, 6 or 7 blocks per SM (71.5 with the rows staged in registers at 4),
 // 128 rows 62.5 us at 4 blocks (69 at 3), 256 rows 74 us at 2; 2048 x 2048: 49.6, 47.2, 53.6 us.
+// 16-byte copies and stores then took the 128-row rounds to 52 and 42 us.
 constexpr int gram_apply_rows = 128;
 constexpr int gram_apply_blocks_per_sm = 4;
 constexpr int gram_apply_threads = 2 * gram_apply_rows;
@@ -507,6 +510,16 @@ __device__ __forceinline__ void copy_async(T* shared, const T* global, bool vali
                "n"(int(sizeof(T))), "r"(valid ? int(sizeof(T)) : 0)
                : "memory");
 }
+// 16 bytes of a column (16 / sizeof(T) consecutive elements, both addresses 16-byte aligned) from
+// global to shared memory, the first `valid` elements read and the rest zero: cp.async.cg, a
+// quarter or half the copies of the element form, and L1 left alone.
+template <class T>
+__device__ __forceinline__ void copy_async_chunk(T* shared, const T* global, int valid) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
+               "r"(valid * int(sizeof(T)))
+               : "memory");
+}
 // Closes the copies issued since the last call into a group.
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most `pending` of this thread's groups are still in flight (then a barrier
@@ -514,6 +527,55 @@ __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_
 template <int pending>
 __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+// Issues, as one group, the asynchronous copies of rows r0 .. r0 + tile_rows - 1 of a pair's 32
+// columns of X (leading dimension ld, `rows` rows) into tile, column slot s at tile[s * ldt];
+// column_of(slot) names slot's column, those >= N and the rows past `rows` read as zero. 16-byte
+// copies when every column starts on 16 bytes, else one element a copy; `threads` threads share them.
+template <int tile_rows, int threads, class T, class ColumnOf>
+__device__ __forceinline__ void copy_tile_async(T* tile, int ldt, const T* X, std::int64_t ld, int rows,
+                                                int N, int r0, ColumnOf column_of) {
+  constexpr int chunk = 16 / sizeof(T), chunks = tile_rows / chunk;  // 16-byte copies per column
+  if (ld % chunk == 0) {
+#pragma unroll 4
+    for (int i = 0; i < tile_rows * gram_width / chunk / threads; ++i) {
+      const int e = threadIdx.x + i * threads, slot = e / chunks, r = chunk * (e % chunks);
+      const int c = column_of(slot);
+      const int valid = c < N ? max(0, min(chunk, rows - r0 - r)) : 0;
+      copy_async_chunk(tile + slot * ldt + r, valid > 0 ? X + r0 + r + c * ld : X, valid);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = 0; i < tile_rows * gram_width / threads; ++i) {
+      const int e = threadIdx.x + i * threads, slot = e / tile_rows, r = e % tile_rows;
+      const int c = column_of(slot);
+      const bool valid = r0 + r < rows && c < N;
+      copy_async(tile + slot * ldt + r, valid ? X + r0 + r + c * ld : X, valid);
+    }
+  }
+  commit_copies();
+}
+
+// Calls consume(tile) on the tiles of rows begin .. end - 1 in order, gram_tile_rows at a time,
+// each loaded by load(r0, tile) into one of two buffers of tile_size while the one before it is
+// consumed. Every thread of the block calls it.
+template <class T, class Load, class Consume>
+__device__ __forceinline__ void stream_tiles(int begin, int end, T* tiles, int tile_size, Load load,
+                                             Consume consume) {
+  load(begin, tiles);
+  int buffer = 0;
+  for (int r0 = begin; r0 < end; r0 += gram_tile_rows, buffer ^= 1) {
+    if (r0 + gram_tile_rows < end) {
+      load(r0 + gram_tile_rows, tiles + (buffer ^ 1) * tile_size);  // consumed before the last barrier
+      wait_copies<1>();
+    } else {
+      wait_copies<0>();
+    }
+    __syncthreads();  // the tile is in, from every thread
+    consume(tiles + buffer * tile_size);
+    __syncthreads();  // consumed: the next loads may overwrite it
+  }
 }
 
 // Adds a tile's rows to 8 x 8 blocks of G = W^T W on the tensor cores (the tile holds column s of
@@ -610,53 +672,31 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
                           int ld_g) {
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   constexpr int tile_size = gram_width * ld;
-  constexpr int per_thread = gram_tile_rows * gram_width / gram_solve_threads;
-  constexpr int columns_per_pass = gram_solve_threads / gram_tile_rows;
   const T* W = G.w(matrix);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, r = threadIdx.x % gram_tile_rows;
-  // Copy i of a tile is row r of the pair's column threadIdx.x / 64 + 4 i.
-  int columns[per_thread];
-#pragma unroll
-  for (int i = 0; i < per_thread; ++i)
-    columns[i] = __shfl_sync(0xffffffffu, column, threadIdx.x / gram_tile_rows + columns_per_pass * i);
-  const auto load = [&](int r0, T* tile) {
-#pragma unroll
-    for (int i = 0; i < per_thread; ++i) {
-      const int c = columns[i];
-      const bool valid = r0 + r < G.M && c < G.N;
-      copy_async(tile + (threadIdx.x / gram_tile_rows + columns_per_pass * i) * ld + r,
-                 valid ? W + r0 + r + c * G.ldw : W, valid);
-    }
-    commit_copies();
-  };
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   // double: the warp's 8 x 8 blocks (row block warp % 4, column blocks 2 (warp / 4) + b), as
   // add_tile_gram lays them out; float: G(i, j0 + 2 b + a) with FMAs.
   T sum[2][2] = {};
   const int i = threadIdx.x / 8, j0 = 4 * (threadIdx.x % 8);
-  load(0, tiles);
-  int buffer = 0;
-  for (int r0 = 0; r0 < G.M; r0 += gram_tile_rows, buffer ^= 1) {
-    if (r0 + gram_tile_rows < G.M) {
-      load(r0 + gram_tile_rows, tiles + (buffer ^ 1) * tile_size);  // consumed before the last barrier
-      wait_copies<1>();
-    } else {
-      wait_copies<0>();
-    }
-    __syncthreads();  // the tile is in, from every thread
-    const T* tile = tiles + buffer * tile_size;
-    if constexpr (sizeof(T) == 8) {
-      add_tile_gram(tile, ld, warp % 4, 2 * (warp / 4), sum);
-    } else {
+  stream_tiles(
+      0, G.M, tiles, tile_size,
+      [&](int r0, T* tile) {  // lane `slot` holds the slot's column
+        copy_tile_async<gram_tile_rows, gram_solve_threads>(
+            tile, ld, W, G.ldw, G.M, G.N, r0, [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
+      },
+      [&](const T* tile) {
+        if constexpr (sizeof(T) == 8) {
+          add_tile_gram(tile, ld, warp % 4, 2 * (warp / 4), sum);
+        } else {
 #pragma unroll 4
-      for (int k = 0; k < gram_tile_rows; ++k)
+          for (int k = 0; k < gram_tile_rows; ++k)
 #pragma unroll
-        for (int b = 0; b < 2; ++b)
+            for (int b = 0; b < 2; ++b)
 #pragma unroll
-          for (int a = 0; a < 2; ++a)
-            sum[b][a] = fma(tile[i * ld + k], tile[(j0 + 2 * b + a) * ld + k], sum[b][a]);
-    }
-    __syncthreads();  // consumed: the next loads, or G and Q, may overwrite it
-  }
+              for (int a = 0; a < 2; ++a)
+                sum[b][a] = fma(tile[i * ld + k], tile[(j0 + 2 * b + a) * ld + k], sum[b][a]);
+        }
+      });
   const int group = lane >> 2, in_group = lane & 3;
 #pragma unroll
   for (int b = 0; b < 2; ++b)
@@ -895,14 +935,8 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
   const int rows = on_w ? G.M : G.N;
   const int r0 = (on_w ? t : t - w_tiles) * gram_apply_rows;
   __syncthreads();  // the columns known
-  constexpr int per_thread = gram_apply_rows * gram_width / gram_apply_threads;
-#pragma unroll 4
-  for (int i = 0; i < per_thread; ++i) {
-    const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows, c = in_columns[e / gram_apply_rows];
-    const bool valid = r0 + r < rows && c < G.N;
-    copy_async(tile + e / gram_apply_rows * ldt + r, valid ? X + r0 + r + c * ld : X, valid);
-  }
-  commit_copies();
+  copy_tile_async<gram_apply_rows, gram_apply_threads>(tile, ldt, X, ld, rows, G.N, r0,
+                                                        [&](int slot) { return in_columns[slot]; });
   wait_copies<0>();
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
@@ -943,10 +977,30 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
       }
     }
   __syncthreads();
+  // The outputs go out as the inputs came in: 16 bytes a store where the columns allow.
+  using Chunk = std::conditional_t<sizeof(T) == 8, double2, float4>;
+  constexpr int chunk = 16 / sizeof(T), chunks = gram_apply_rows / chunk;  // per column
+  constexpr int per_thread = gram_apply_rows * gram_width / gram_apply_threads;
+  if (ld % chunk == 0) {
 #pragma unroll
-  for (int i = 0; i < per_thread; ++i) {
-    const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows, c = out_columns[e / gram_apply_rows];
-    if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldt + r];
+    for (int i = 0; i < per_thread / chunk; ++i) {
+      const int e = threadIdx.x + i * gram_apply_threads, slot = e / chunks, r = chunk * (e % chunks);
+      const int c = out_columns[slot];
+      if (c >= G.N || r0 + r >= rows) continue;
+      const T* from = tile + slot * ldt + r;
+      T* to = X + r0 + r + c * ld;
+      if (r0 + r + chunk <= rows) {
+        *reinterpret_cast<Chunk*>(to) = *reinterpret_cast<const Chunk*>(from);
+      } else {
+        for (int k = 0; k < rows - r0 - r; ++k) to[k] = from[k];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows, c = out_columns[e / gram_apply_rows];
+      if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldt + r];
+    }
   }
 }
 
