@@ -407,7 +407,8 @@ void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_
 }
 
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
-  const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}};
+  // 13 x 9: odd leading dimensions, where the Gram schedule copies element by element.
+  const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}, {13, 9}};
   for (const auto& [m, n] : small)
     for (const int path : {-1, 0, 1, 2, 3, 4, 5, 6}) {
       expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
@@ -428,12 +429,19 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<float>(70, 300, 4, 6, 4700);    // Gram, wide, padded blocks
 }
 
-// A round with more pairs than the GPU holds solves at once (2000 here, against 4 a SM) forms the
-// Gram matrices inside the solve: tiles of rows copied asynchronously, the last one partial,
-// padding columns in the last block.
+// A round with more pairs than the GPU holds solves at once (1000 or 2000 here, against 4 a SM)
+// forms the Gram matrices inside the solve: tiles of rows copied asynchronously, the last one
+// partial, padding columns in the last block.
 TEST_F(SvdBatched, GramScheduleFormsTheGramInTheSolveForLargeBatches) {
   expect_mixed_batch_accurate<double>(70, 40, 1000, 6, 4800);
   expect_mixed_batch_accurate<float>(33, 100, 1000, 6, 4900);  // wide: the transpose's columns
+}
+
+// The same with one short tile: 21 rows (an odd leading dimension, copied element by element) and
+// 32 (16-byte copies); small enough for the sanitizers.
+TEST_F(SvdBatched, GramScheduleFormsShortGramsWithBothCopyForms) {
+  expect_mixed_batch_accurate<double>(21, 10, 1000, 6, 5000);
+  expect_mixed_batch_accurate<float>(32, 12, 1000, 6, 5100);
 }
 
 TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
