@@ -439,11 +439,13 @@ constexpr int gram_threads = 128;
 // with 1, 2 and 3 (the outer sweeps barely fall).
 constexpr int gram_inner_sweeps = 1;
 // The Gram matrices' row slices: enough for this many partials blocks per SM in a round (a long
-// matrix's columns are summed by several blocks). On the H200 at 5a872e0, 8 against 2: 1024 x 1024
-// double 27.3 against 28.4 ms, 2048 x 2048 120 against 125 ms (32: 27.6 and 131 ms). Tiles by
+// matrix's columns are summed by several blocks). The kernel takes 128 registers, so 4 blocks are
+// resident: on the H200 at 7b19479, 4 against 8 took 2048 x 2048 double to 91.9 from 94.5 ms (the
+// round's partials 17.3 against 18.4 us: one wave of longer slices); 1024 x 1024 has 16 slices of
+// one tile either way. (At 5a872e0, 8 against 2: 1024 x 1024 27.3 against 28.4 ms.) Tiles by
 // asynchronous copies instead of registers (6 blocks per SM by shared memory) took 7.65 against
 // 6.65 us a round at 1024 x 1024, the same 18.4 us at 2048 x 2048.
-constexpr int gram_partial_blocks_per_sm = 8;
+constexpr int gram_partial_blocks_per_sm = 4;
 // Rows of W or V per apply block (a warp per 16 of them), and its blocks per SM. The rows arrive by
 // asynchronous copies, which hold no registers. On the H200, a round of a batch of 100 x 256 x 256
 // double: 64 rows 68 us at 5, 6 or 7 blocks per SM (71.5 with the rows staged in registers at 4),
