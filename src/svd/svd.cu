@@ -428,8 +428,9 @@ __global__ void __launch_bounds__(blocked_max_threads)
 // and gram_apply replaces the pair's columns of W and V by W_p Q and V_p Q. The columns cross
 // memory three times per pair of blocks, and an inner round touches 32 x 32 numbers where the
 // blocked schedule's touches all M rows of the 2b columns. When a round's solves alone fill the
-// GPU (a large batch) the solve forms G itself (form_gram) and the partials kernel drops out. The Gram test is the column test
-// (|G_pq| <= tol sqrt(G_pp G_qq) on freshly formed dot products), so convergence means the same.
+// GPU (a large batch) the solve forms G itself (form_gram) and the partials kernel drops out.
+// The Gram test is the column test (|G_pq| <= tol sqrt(G_pp G_qq) on freshly formed dot
+// products), so convergence means the same.
 
 constexpr int gram_width = 32;              // columns of a pair of blocks: a lane each
 constexpr int gram_block = gram_width / 2;  // columns of a block
@@ -684,7 +685,8 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
       0, G.M, tiles, tile_size,
       [&](int r0, T* tile) {  // lane `slot` holds the slot's column
         copy_tile_async<gram_tile_rows, gram_solve_threads>(
-            tile, ld, W, G.ldw, G.M, G.N, r0, [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
+            tile, ld, W, G.ldw, G.M, G.N, r0,
+            [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
       },
       [&](const T* tile) {
         if constexpr (sizeof(T) == 8) {
@@ -975,7 +977,8 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
         const int mt = a / 2, nt = (a % 2) * 2 + b / 2, e = b % 2;
         tile[(8 * nt + 2 * in_group + e) * ldt + 16 * warp + 8 * mt + group] = sum[a][b];
       } else {
-        tile[(4 * (threadIdx.x / (gram_apply_rows / 4)) + b) * ldt + 4 * (threadIdx.x % (gram_apply_rows / 4)) + a] = sum[a][b];
+        constexpr int row_groups = gram_apply_rows / 4;  // the float product's patches, as above
+        tile[(4 * (threadIdx.x / row_groups) + b) * ldt + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
       }
     }
   __syncthreads();
@@ -1000,7 +1003,8 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
   } else {
 #pragma unroll
     for (int i = 0; i < per_thread; ++i) {
-      const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows, c = out_columns[e / gram_apply_rows];
+      const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows;
+      const int c = out_columns[e / gram_apply_rows];
       if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldt + r];
     }
   }
