@@ -466,8 +466,9 @@ struct GramWork {
   int* in_columns = nullptr;   // per pair: W's column at each input position (>= N: padding)
   int* out_columns = nullptr;  // per pair: W's column that receives each output
   int* rotated = nullptr;      // per pair: 0 when the pair was orthogonal and is left alone
-  int slices = 1, slice_rows = 0;  // slices = 0: the solve forms G itself
-  bool solve_forms_gram = false;
+  int slices = 1, slice_rows = 0;
+  // No slices: the round's solves fill the GPU and form G themselves (form_gram).
+  __host__ __device__ bool solve_forms_gram() const { return slices == 0; }
 };
 
 // The Gram kernels follow one another with programmatic dependent launch (Hopper): a kernel's
@@ -596,6 +597,18 @@ __device__ __forceinline__ void add_tile_gram(const double* tile, int ld, int ro
 #pragma unroll
     for (int nt = 0; nt < count; ++nt) mma_8x8x4(sum[nt][0], sum[nt][1], a[k], b[8 * nt * ld + k]);
 }
+// The same in float, with FMAs: a thread's patch of G, rows i0 .. i0 + R - 1 against columns
+// j0 .. j0 + C - 1, accumulated in sum[c][r].
+template <int R, int C>
+__device__ __forceinline__ void add_tile_gram(const float* tile, int ld, int i0, int j0, float (&sum)[C][R]) {
+#pragma unroll 4
+  for (int k = 0; k < gram_tile_rows; ++k)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        sum[c][r] = fma(tile[(i0 + r) * ld + k], tile[(j0 + c) * ld + k], sum[c][r]);
+}
 
 // A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
 // at a time through shared memory (column s of the rows at tile[s * ld]). In double each warp
@@ -640,17 +653,10 @@ __global__ void __launch_bounds__(gram_threads)
     }
     __syncthreads();
     if (r0 + gram_tile_rows < end) load(r0 + gram_tile_rows);
-    if constexpr (sizeof(T) == 8) {
+    if constexpr (sizeof(T) == 8)
       add_tile_gram(tile, ld, warp, 0, sum);
-    } else {
-#pragma unroll 4
-      for (int r = 0; r < gram_tile_rows; ++r)
-#pragma unroll
-        for (int a = 0; a < 2; ++a)
-#pragma unroll
-          for (int b = 0; b < 4; ++b)
-            sum[b][a] = fma(tile[(i0 + a) * ld + r], tile[(j0 + b) * ld + r], sum[b][a]);
-    }
+    else
+      add_tile_gram(tile, ld, i0, j0, sum);
   }
   let_next_kernel_start();
   T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
@@ -678,9 +684,9 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   // double: the warp's 8 x 8 blocks (row block warp % 4, column blocks 2 (warp / 4) + b), as
-  // add_tile_gram lays them out; float: G(i, j0 + 2 b + a) with FMAs.
+  // add_tile_gram lays them out; float: G(i0 + a, j0 + b), a thread's 2 x 2 patch.
   T sum[2][2] = {};
-  const int i = threadIdx.x / 8, j0 = 4 * (threadIdx.x % 8);
+  const int i0 = 2 * (threadIdx.x % 16), j0 = 2 * (threadIdx.x / 16);
   stream_tiles(
       0, G.M, tiles, tile_size,
       [&](int r0, T* tile) {  // lane `slot` holds the slot's column
@@ -689,25 +695,18 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
             [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
       },
       [&](const T* tile) {
-        if constexpr (sizeof(T) == 8) {
+        if constexpr (sizeof(T) == 8)
           add_tile_gram(tile, ld, warp % 4, 2 * (warp / 4), sum);
-        } else {
-#pragma unroll 4
-          for (int k = 0; k < gram_tile_rows; ++k)
-#pragma unroll
-            for (int b = 0; b < 2; ++b)
-#pragma unroll
-              for (int a = 0; a < 2; ++a)
-                sum[b][a] = fma(tile[i * ld + k], tile[(j0 + 2 * b + a) * ld + k], sum[b][a]);
-        }
+        else
+          add_tile_gram(tile, ld, i0, j0, sum);
       });
   const int group = lane >> 2, in_group = lane & 3;
 #pragma unroll
   for (int b = 0; b < 2; ++b)
 #pragma unroll
     for (int a = 0; a < 2; ++a) {
-      const int row = sizeof(T) == 8 ? 8 * (warp % 4) + group : i;
-      const int col = sizeof(T) == 8 ? 8 * (2 * (warp / 4) + b) + 2 * in_group + a : j0 + 2 * b + a;
+      const int row = sizeof(T) == 8 ? 8 * (warp % 4) + group : i0 + a;
+      const int col = sizeof(T) == 8 ? 8 * (2 * (warp / 4) + b) + 2 * in_group + a : j0 + b;
       g0[circle_seat(row, 0, gram_width) * ld_g + circle_seat(col, 0, gram_width)] = sum[b][a];
     }
 }
@@ -761,7 +760,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   // sum of the slices' partials.
   const int lane_seat = circle_seat(lane, 0, gram_width);
   T x[rows];  // G_kl, k = k0 + kk, l = lane
-  if (work.solve_forms_gram) {
+  if (work.solve_forms_gram()) {
     form_gram(G, matrix, column, buffers, g[0], ld);
     __syncthreads();
 #pragma unroll
@@ -1219,13 +1218,13 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     int solves_per_sm = 0;
     ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
                                                                    gram_solve_threads, 0));
-    gram.solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count();
+    const bool solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count();
     const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
     const std::int64_t wanted = (blocks + gram_pairs - 1) / gram_pairs;
     const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
     const int slices = int(std::clamp<std::int64_t>(wanted, 1, row_tiles));
     gram.slice_rows = (row_tiles + slices - 1) / slices * gram_tile_rows;
-    gram.slices = gram.solve_forms_gram ? 0 : (G.M + gram.slice_rows - 1) / gram.slice_rows;
+    gram.slices = solve_forms_gram ? 0 : (G.M + gram.slice_rows - 1) / gram.slice_rows;
     require(gram_pairs * (gram_w_tiles + gram_v_tiles) < (std::int64_t(1) << 31), op, "batch",
             "too many matrices");
   }
@@ -1344,7 +1343,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
         for (int round = 0; round < G.block_positions; ++round) {
           const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
           if (items == 0) continue;
-          if (!gram.solve_forms_gram)
+          if (!gram.solve_forms_gram())
             launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, stream,
                                   "gram_partials", G, gram, round);
           launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, stream, "gram_solve", G, gram,
