@@ -82,6 +82,20 @@ TEST_F(DeviceMemory, StreamBufferIsUsableOnItsStream) {
   cudaStreamDestroy(stream);
 }
 
+TEST_F(DeviceMemory, StreamBufferMemoryStaysMappedAcrossSynchronizations) {
+  const cudaMemPool_t pool = detail::scratch_pool("test");
+  std::uint64_t threshold = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
+  EXPECT_EQ(threshold, scratch_retained_bytes);
+  constexpr std::size_t bytes = std::size_t(8) << 20;
+  { StreamBuffer scratch(bytes, nullptr, "test"); }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::uint64_t reserved = 0, used = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used), cudaSuccess);
+  EXPECT_GE(reserved - used, bytes) << "the freed scratch went back to the system";
+}
+
 TEST_F(LaunchCheck, CheckLaunchReportsABadConfiguration) {
   int* nothing = nullptr;
   write_index<<<0, 32>>>(nothing, 0);  // a grid of no blocks cannot be launched
