@@ -96,6 +96,8 @@ void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& 
 
 // The register ring (src/svd/register_ring.cu): a block per matrix, W and V in registers, for at
 // most 64 columns of at most 64 rows. fits_in_registers says whether an m x n matrix qualifies.
+constexpr int register_ring_max_columns = 64;
+constexpr int register_ring_max_rows = 64;
 template <class T>
 bool fits_in_registers(int m, int n, bool uv);
 template <class T>
