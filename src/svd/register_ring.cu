@@ -6,11 +6,12 @@
 // W and of V. An even round pairs (2l, 2l + 1), a lane's own two columns; an odd round pairs
 // (2l + 1, 2l + 2), which straddle two lanes: each lane fetches the neighbour's column with one
 // shuffle per row and computes its own new column. A pair's dot products are partial sums over
-// each warp's rows: the warps write them to shared memory, warp 0 adds them in a fixed order (a
-// lane per pair: bitwise reproducible), computes the rotation and publishes (c, s), and every lane
-// rotates its rows. So a round costs two block barriers and three words per pair and warp of
-// shared-memory traffic, where the one-kernel rung moves every element of W and V through shared
-// memory every round; the columns leave registers only once a sweep, to be sorted by norm.
+// each warp's rows: the warps write them to shared memory, and after one block barrier every warp
+// adds its pairs' partials in the same fixed order (a lane per pair: bitwise the same sums, so the
+// same rotation, in every warp) and rotates its rows. So a round costs one block barrier and three
+// words per pair and warp of shared-memory traffic, where the one-kernel rung moves every element
+// of W and V through shared memory every round; the columns leave registers only once a sweep, to
+// be sorted by norm.
 #include <algorithm>
 
 #include "core/device_info.hpp"
@@ -21,35 +22,40 @@
 namespace rooflab::jacobi {
 namespace {
 
-constexpr int ring_max_rows = 64;
+constexpr int ring_max_rows = register_ring_max_rows;
 // Rows of W and V per warp. Measured on an H200 (double, 25 / 50 / 64 columns): 4 rows 217 / 499
 // / 698 us, 8 rows 191 / 423 / 531 us, 16 rows 222 / 428 / 525 us: more warps lengthen warp 0's
 // sum of the partials and the barriers, fewer lengthen each warp's own rows.
 constexpr int ring_rows = 8;
 constexpr int ring_max_warps = ring_max_rows / ring_rows;
-constexpr int ring_max_columns = 64;                  // two positions per lane
+constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane
 constexpr int ring_pairs = ring_max_columns / 2;      // a lane of warp 0 per pair
 constexpr unsigned full_mask = 0xffffffffu;
 
-// Shared memory after the on-chip layout: per warp three partial sums per pair (or one squared
-// norm per position), the round's rotations (c, s), the column id at each position and the last
-// sweep's largest off-diagonal.
+// Shared memory after the on-chip layout: the partial sums (per round parity, pair and warp:
+// alpha, beta, gamma; or once a sweep one squared norm per warp and position), the column id at
+// each position and the last sweep's largest off-diagonal. A pair's partials from all warps lie
+// side by side, ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks);
+// the two parities alternate, so a warp writes the next round's partials while a slower one still
+// reads this round's.
+constexpr int ring_partial_stride = 3 * ring_max_warps + 1;
+constexpr int ring_partials_per_parity = ring_pairs * ring_partial_stride;
+static_assert(2 * ring_partials_per_parity >= ring_max_warps * ring_max_columns, "norm partials fit");
+
 template <class T>
 struct RingScratch {
   T* partials;
-  T* rotations;
   T* sweep_off;
   int* ids;
   __device__ explicit RingScratch(unsigned char* base)
       : partials(reinterpret_cast<T*>(base)),
-        rotations(partials + ring_max_warps * ring_pairs * 3),
-        sweep_off(rotations + 2 * ring_pairs),
+        sweep_off(partials + 2 * ring_partials_per_parity),
         ids(reinterpret_cast<int*>(sweep_off + 1)) {}
 };
 
 template <class T>
 constexpr int ring_scratch_bytes() {
-  return int(sizeof(T)) * (ring_max_warps * ring_pairs * 3 + 2 * ring_pairs + 1) + 4 * ring_max_columns;
+  return int(sizeof(T)) * (2 * ring_partials_per_parity + 1) + 4 * ring_max_columns;
 }
 
 // Odd leading dimensions: the sort's loads and stores walk one row across 32 columns of arbitrary
@@ -114,8 +120,8 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
 }
 
 // One round of the ring (Odd: pairs (2l + 1, 2l + 2), else (2l, 2l + 1)): partial dot products,
-// the rotations by warp 0, and the rotation of this lane's rows. A compile-time parity: no
-// selects between the two kinds of round in the loop.
+// the rotations (every warp forms them, from the same sums) and the rotation of this lane's rows.
+// A compile-time parity: no selects between the two kinds of round in the loop.
 template <bool odd, class T, int Rows>
 __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const RingScratch<T>& scratch,
                                            int n_pad, int lane_index, int warp, int warps, bool uv,
@@ -132,49 +138,48 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
   }
   // This lane's pair: (2l, 2l + 1) in even rounds, (2l + 1, 2l + 2) in odd ones.
   const bool owns_pair = 2 * lane_index + (odd ? 2 : 1) < n_pad;
+  T* const pair_partials = scratch.partials + (odd ? ring_partials_per_parity : 0) +
+                           lane_index * ring_partial_stride;
   if (owns_pair) {
-    T alpha = 0, beta = 0, gamma = 0;
+    T sums[3][2] = {};  // two chains each: half the dependent multiply-adds
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const T p = odd ? lane.w[1][r] : lane.w[0][r];
       const T q = odd ? right[r] : lane.w[1][r];
-      alpha = fma(p, p, alpha);
-      beta = fma(q, q, beta);
-      gamma = fma(p, q, gamma);
+      sums[0][r & 1] = fma(p, p, sums[0][r & 1]);
+      sums[1][r & 1] = fma(q, q, sums[1][r & 1]);
+      sums[2][r & 1] = fma(p, q, sums[2][r & 1]);
     }
-    T* partial = scratch.partials + (warp * ring_pairs + lane_index) * 3;
-    partial[0] = alpha;
-    partial[1] = beta;
-    partial[2] = gamma;
+#pragma unroll
+    for (int c = 0; c < 3; ++c) pair_partials[3 * warp + c] = sums[c][0] + sums[c][1];
   }
   __syncthreads();
-  if (warp == 0 && owns_pair) {
-    // Unrolled to the largest block, so that the loads are in flight together, and summed in
-    // four chains of fixed order: a load latency and a few dependent additions.
+  Rotation<T> rotation;  // the identity for a lane without a pair
+  if (owns_pair) {
+    // All loads first, then four chains of fixed order: a load latency and a few additions.
+    T partial[ring_max_warps][3];
+#pragma unroll
+    for (int w = 0; w < ring_max_warps; ++w)
+#pragma unroll
+      for (int c = 0; c < 3; ++c) partial[w][c] = w < warps ? pair_partials[3 * w + c] : T(0);
     T sums[3][4] = {};
 #pragma unroll
-    for (int w = 0; w < ring_max_rows / Rows; ++w)
-      if (w < warps)
+    for (int w = 0; w < ring_max_warps; ++w)
 #pragma unroll
-        for (int c = 0; c < 3; ++c)
-          sums[c][w & 3] += scratch.partials[(w * ring_pairs + lane_index) * 3 + c];
+      for (int c = 0; c < 3; ++c) sums[c][w & 3] += partial[w][c];
     const T alpha = (sums[0][0] + sums[0][1]) + (sums[0][2] + sums[0][3]);
     const T beta = (sums[1][0] + sums[1][1]) + (sums[1][2] + sums[1][3]);
     const T gamma = (sums[2][0] + sums[2][1]) + (sums[2][2] + sums[2][3]);
-    Rotation<T> rotation;  // the identity when the pair is orthogonal to tol
     T cosine = 0;
     jacobi_rotation(alpha, beta, gamma, tol, rotation, cosine);
     lane_off = fmax(lane_off, cosine);
-    scratch.rotations[2 * lane_index] = rotation.c;
-    scratch.rotations[2 * lane_index + 1] = rotation.s;
   }
-  __syncthreads();
 
   // Rotate: the pair's lower position takes s p + c q and the upper c p - s q (the rotated
   // columns also swap places); s = 0 is a plain swap.
   if constexpr (!odd) {
     if (owns_pair) {
-      const T c = scratch.rotations[2 * lane_index], s = scratch.rotations[2 * lane_index + 1];
+      const T c = rotation.c, s = rotation.s;
 #pragma unroll
       for (int r = 0; r < Rows; ++r) {
         const T p = lane.w[0][r], q = lane.w[1][r];
@@ -194,13 +199,12 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     }
   } else {
     // Column 1 is the lower position of pair l (p = column 1, q = right); column 0 the upper
-    // of pair l - 1 (p = left, q = column 0). W first, then V's neighbours are fetched into
-    // the registers W's no longer need.
+    // of pair l - 1 (p = left, q = column 0), whose rotation the previous lane formed. W first,
+    // then V's neighbours are fetched into the registers W's no longer need.
     const bool lower_active = owns_pair;
     const bool upper_active = lane_index >= 1 && 2 * lane_index < n_pad;
-    const T c1 = scratch.rotations[2 * lane_index], s1 = scratch.rotations[2 * lane_index + 1];
-    const T c0 = lane_index >= 1 ? scratch.rotations[2 * lane_index - 2] : T(1);
-    const T s0 = lane_index >= 1 ? scratch.rotations[2 * lane_index - 1] : T(0);
+    const T c1 = rotation.c, s1 = rotation.s;
+    const T c0 = __shfl_up_sync(full_mask, rotation.c, 1), s0 = __shfl_up_sync(full_mask, rotation.s, 1);
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       if (lower_active) lane.w[1][r] = fma(s1, lane.w[1][r], c1 * right[r]);
@@ -238,7 +242,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   LaneColumns<T, Rows> lane;
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index);
   SweepOutcome<T> outcome;
-  T lane_off = 0;  // warp 0: the largest scaled off-diagonal of this lane's pairs this sweep
+  T lane_off = 0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's is read)
   for (;;) {
     ring_publish(lane, W, L.ldw, V, L.ldv, M, N, n_pad, uv, row0, lane_index, warp, scratch);
     __syncthreads();
