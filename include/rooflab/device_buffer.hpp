@@ -76,10 +76,11 @@ void DeviceBuffer<T>::require_same_size(std::size_t count) const {
 }
 
 // Stream-ordered scratch space: allocated on `stream` at construction, released on the same
-// stream at destruction, so kernels queued before the destructor still see valid memory. It comes
-// from a pool of rooflab's own on the current device, which keeps up to scratch_retained_bytes of
-// freed memory for the next call (the default pool unmaps it at every synchronization: on an H200
-// a 25 x 25 double svd took 225 us a call that way, 196 us from this pool).
+// stream at destruction, so kernels queued before the destructor still see valid memory. Outside
+// a stream capture it comes from a pool of rooflab's own on the current device, which keeps up to
+// scratch_retained_bytes of freed memory for the next call (the default pool unmaps it at every
+// synchronization: on an H200 a 25 x 25 double svd took 225 us a call that way, 196 us from this
+// pool); inside one, the graph owns the allocation.
 inline constexpr std::size_t scratch_retained_bytes = std::size_t(256) << 20;
 namespace detail {
 // That pool, created on first use (never destroyed).

@@ -43,7 +43,15 @@ void throw_size_mismatch(std::size_t expected, std::size_t got) {
 
 StreamBuffer::StreamBuffer(std::size_t bytes, cudaStream_t stream, const char* op)
     : bytes_(bytes), stream_(stream) {
-  if (bytes > 0) ROOFLAB_CUDA(op, cudaMallocFromPoolAsync(&data_, bytes, detail::scratch_pool(op), stream));
+  if (bytes == 0) return;
+  // Inside a stream capture the graph owns its allocation (a memory node, valid for every launch
+  // of the graph), and no pool may be created then.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ROOFLAB_CUDA(op, cudaStreamIsCapturing(stream, &capture));
+  if (capture == cudaStreamCaptureStatusNone)
+    ROOFLAB_CUDA(op, cudaMallocFromPoolAsync(&data_, bytes, detail::scratch_pool(op), stream));
+  else
+    ROOFLAB_CUDA(op, cudaMallocAsync(&data_, bytes, stream));
 }
 
 StreamBuffer::~StreamBuffer() {
