@@ -23,9 +23,11 @@ namespace rooflab::jacobi {
 namespace {
 
 constexpr int ring_max_rows = register_ring_max_rows;
-// Rows of W and V per warp. Measured on an H200 (double, 25 / 50 / 64 columns): 4 rows 217 / 499
-// / 698 us, 8 rows 191 / 423 / 531 us, 16 rows 222 / 428 / 525 us: more warps lengthen warp 0's
-// sum of the partials and the barriers, fewer lengthen each warp's own rows.
+// Rows of W and V per warp. Measured on an H200 while a round had two block barriers (double, 25 /
+// 50 / 64 columns): 4 rows 217 / 499 / 698 us, 8 rows 191 / 423 / 531 us, 16 rows 222 / 428 /
+// 525 us: more warps lengthen the sum of the partials and the barriers, fewer lengthen each warp's
+// own rows. (A single warp with two lanes per pair, 16 rows each and no barrier, took 187 against
+// 165 us at 25 x 25: its lanes issue every instruction of the round alone.)
 constexpr int ring_rows = 8;
 constexpr int ring_max_warps = ring_max_rows / ring_rows;
 constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane

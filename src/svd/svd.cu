@@ -1389,13 +1389,14 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 // (on the H200 25 x 25 in double took 190 us there against 325 us in one block's shared memory,
 // docs/results/h200-round7-svd.json). Wider matrices, too few to give half the SMs a block each,
 // go to the Gram schedule even when they fit in shared memory: it spreads each matrix's pairs of
-// column blocks over the SMs (on the H200, double: 72 x 72 1.41 against 1.53 ms in one block's
-// shared memory, 100 x 100 1.91 against 3.13 ms, 32 matrices of 100 x 100 1.62 against 2.14 ms,
-// but 132 of them 2.96 against 2.32 ms; float 100 x 100 1.13 against 2.13 ms). When the batch
-// fills the GPU, small matrices stay in one warp's shared memory (no block barriers, many per SM);
-// any other matrix that fits stays in a block's (100 x 128 x 128 in float: 3.39 ms there against
-// 3.85 ms through Gram matrices); a matrix beyond shared memory goes to the Gram schedule
-// (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one; docs/results/h200-round8-svd.json).
+// column blocks over the SMs (docs/results/h200-round11-rungs.json, H200: double 72 x 72 1.29
+// against 1.54 ms in one block's shared memory, 100 x 100 1.71 against 3.14 ms; float 100 x 100
+// 1.01 against 1.95 ms, 32 of them 1.53 against 2.31 ms, but 132 of them 2.91 against 2.31 ms).
+// When the batch fills the GPU, small matrices stay in one warp's shared memory (no block
+// barriers, many per SM); any other matrix that fits stays in a block's (100 x 128 x 128 in float:
+// 3.39 ms there against 3.85 ms through Gram matrices); a matrix beyond shared memory goes to the
+// Gram schedule (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one;
+// docs/results/h200-round8-svd.json).
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
