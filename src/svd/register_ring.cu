@@ -1,9 +1,9 @@
 // The register ring: one-sided Jacobi with the working matrix in registers, for matrices of at
 // most 64 columns and 64 rows (the svd ladder's rung 4; rooflab::svd's path for such matrices).
 //
-// A block of ceil(M / 8) warps takes one matrix. Lane l of every warp holds positions 2l and
-// 2l + 1 of the odd-even ring (docs/svd.md), and warp w rows 8w .. 8w + 7 of those two columns of
-// W and of V. An even round pairs (2l, 2l + 1), a lane's own two columns; an odd round pairs
+// A block of ceil(M / R) warps takes one matrix (R = 8 rows for at most 32 rows, else 16). Lane l
+// of every warp holds positions 2l and 2l + 1 of the odd-even ring (docs/svd.md), and warp w rows
+// R w .. R w + R - 1 of those two columns of W and of V. An even round pairs (2l, 2l + 1), a lane's own two columns; an odd round pairs
 // (2l + 1, 2l + 2), which straddle two lanes: each lane fetches the neighbour's column with one
 // shuffle per row and computes its own new column. A pair's dot products are partial sums over
 // each warp's rows: the warps write them to shared memory, and after one block barrier every warp
@@ -23,13 +23,16 @@ namespace rooflab::jacobi {
 namespace {
 
 constexpr int ring_max_rows = register_ring_max_rows;
-// Rows of W and V per warp. Measured on an H200 while a round had two block barriers (double, 25 /
-// 50 / 64 columns): 4 rows 217 / 499 / 698 us, 8 rows 191 / 423 / 531 us, 16 rows 222 / 428 /
-// 525 us: more warps lengthen the sum of the partials and the barriers, fewer lengthen each warp's
-// own rows. (A single warp with two lanes per pair, 16 rows each and no barrier, took 187 against
-// 165 us at 25 x 25: its lanes issue every instruction of the round alone.)
-constexpr int ring_rows = 8;
-constexpr int ring_max_warps = ring_max_rows / ring_rows;
+// Rows of W and V per warp: 8 for columns of at most 32 rows, 16 beyond, so at most 4 warps.
+// Measured on an H200 (double, square, 25 / 32 / 50 / 64 columns): 4 rows 208 / 236 / 636 / 982
+// us, 8 rows 165 / 192 / 406 / 530 us, 16 rows 193 / 232 / 363 / 448 us; every warp forms every
+// rotation of the round, so more warps than SM sub-partitions share their issue slots, and fewer
+// lengthen each warp's own rows. (A single warp with two lanes per pair, 16 rows each and no
+// barrier, took 187 us at 25 x 25: its lanes issue every instruction of the round alone.)
+constexpr int ring_short_rows = 8;
+constexpr int ring_short_columns = 32;  // rows up to which a warp takes ring_short_rows
+constexpr int ring_long_rows = 16;
+constexpr int ring_max_warps = ring_max_rows / ring_short_rows;
 constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane
 constexpr int ring_pairs = ring_max_columns / 2;      // a lane of warp 0 per pair
 constexpr unsigned full_mask = 0xffffffffu;
@@ -159,14 +162,15 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
   Rotation<T> rotation;  // the identity for a lane without a pair
   if (owns_pair) {
     // All loads first, then four chains of fixed order: a load latency and a few additions.
-    T partial[ring_max_warps][3];
+    constexpr int max_warps = ring_max_rows / Rows;
+    T partial[max_warps][3];
 #pragma unroll
-    for (int w = 0; w < ring_max_warps; ++w)
+    for (int w = 0; w < max_warps; ++w)
 #pragma unroll
       for (int c = 0; c < 3; ++c) partial[w][c] = w < warps ? pair_partials[3 * w + c] : T(0);
     T sums[3][4] = {};
 #pragma unroll
-    for (int w = 0; w < ring_max_warps; ++w)
+    for (int w = 0; w < max_warps; ++w)
 #pragma unroll
       for (int c = 0; c < 3; ++c) sums[c][w & 3] += partial[w][c];
     const T alpha = (sums[0][0] + sums[0][1]) + (sums[0][2] + sums[0][3]);
@@ -325,7 +329,10 @@ void run_in_registers(const Problem<T>& problem, const Report& report, cudaStrea
   require(fits_in_registers<T>(problem.m, problem.n, problem.uv), "svd", "m, n",
           "the register ring takes at most 64 columns of at most 64 rows");
   const OnChipLayout L = ring_layout(problem.m, problem.n, sizeof(T), problem.uv);
-  launch_ring<T, ring_rows>(problem, L, report, stream);
+  if (L.M <= ring_short_columns)
+    launch_ring<T, ring_short_rows>(problem, L, report, stream);
+  else
+    launch_ring<T, ring_long_rows>(problem, L, report, stream);
 }
 
 template bool fits_in_registers<float>(int, int, bool);
