@@ -56,12 +56,13 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 // Rung 4 — the register ring (src/svd/register_ring.cu).
-// The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp eight
-// rows of them; odd rounds swap columns between neighbouring lanes with shuffles, and only three
-// partial dot products per pair and warp cross shared memory. A round is two block barriers and
-// the rotation's latency instead of a pass of W and V through one SM's shared memory.
+// The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp 8 rows
+// of them (16 for columns longer than 32); odd rounds swap columns between neighbouring lanes with
+// shuffles, and only three partial dot products per pair and warp cross shared memory. A round is
+// one block barrier and the rotation's latency instead of a pass of W and V through one SM's
+// shared memory.
 ROOFLAB_VARIANT(Variant{
-    "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 8 rows",
+    "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 8 or 16 rows",
     Where::gpu, false, register_ring_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
