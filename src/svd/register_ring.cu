@@ -1,17 +1,17 @@
 // The register ring: one-sided Jacobi with the working matrix in registers, for matrices of at
 // most 64 columns and 64 rows (the svd ladder's rung 4; rooflab::svd's path for such matrices).
 //
-// A block of ceil(M / R) warps takes one matrix (R = 8 rows for at most 32 rows, else 16). Lane l
-// of every warp holds positions 2l and 2l + 1 of the odd-even ring (docs/svd.md), and warp w rows
-// R w .. R w + R - 1 of those two columns of W and of V. An even round pairs (2l, 2l + 1), a lane's own two columns; an odd round pairs
-// (2l + 1, 2l + 2), which straddle two lanes: each lane fetches the neighbour's column with one
-// shuffle per row and computes its own new column. A pair's dot products are partial sums over
-// each warp's rows: the warps write them to shared memory, and after one block barrier every warp
-// adds its pairs' partials in the same fixed order (a lane per pair: bitwise the same sums, so the
-// same rotation, in every warp) and rotates its rows. So a round costs one block barrier and three
-// words per pair and warp of shared-memory traffic, where the one-kernel rung moves every element
-// of W and V through shared memory every round; the columns leave registers only once a sweep, to
-// be sorted by norm.
+// A block of ceil(M / R) warps takes one matrix (R = 8 rows for at most 32 rows, else 16). Lane
+// l of every warp holds positions 2l and 2l + 1 of the odd-even ring (docs/svd.md), and warp w
+// rows R w .. R w + R - 1 of those two columns of W and of V. An even round pairs (2l, 2l + 1),
+// a lane's own two columns; an odd round pairs (2l + 1, 2l + 2), which straddle two lanes: each
+// lane fetches the neighbour's column with one shuffle per row and computes its own new column.
+// A pair's dot products are partial sums over each warp's rows: the warps write them to shared
+// memory, and after one block barrier every warp adds its pairs' partials in the same fixed
+// order (a lane per pair: bitwise the same sums, so the same rotation, in every warp) and
+// rotates its rows. So a round costs one block barrier and three words per pair and warp of
+// shared-memory traffic, where the one-kernel rung moves every element of W and V through shared
+// memory every round; the columns leave registers only once a sweep, to be sorted by norm.
 #include <algorithm>
 
 #include "core/device_info.hpp"
@@ -210,7 +210,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     const bool lower_active = owns_pair;
     const bool upper_active = lane_index >= 1 && 2 * lane_index < n_pad;
     const T c1 = rotation.c, s1 = rotation.s;
-    const T c0 = __shfl_up_sync(full_mask, rotation.c, 1), s0 = __shfl_up_sync(full_mask, rotation.s, 1);
+    const T c0 = __shfl_up_sync(full_mask, rotation.c, 1);
+    const T s0 = __shfl_up_sync(full_mask, rotation.s, 1);
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       if (lower_active) lane.w[1][r] = fma(s1, lane.w[1][r], c1 * right[r]);
@@ -248,7 +249,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   LaneColumns<T, Rows> lane;
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index);
   SweepOutcome<T> outcome;
-  T lane_off = 0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's is read)
+  T lane_off = 0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
   for (;;) {
     ring_publish(lane, W, L.ldw, V, L.ldv, M, N, n_pad, uv, row0, lane_index, warp, scratch);
     __syncthreads();
