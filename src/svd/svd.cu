@@ -428,7 +428,8 @@ __global__ void __launch_bounds__(blocked_max_threads)
 // and gram_apply replaces the pair's columns of W and V by W_p Q and V_p Q. The columns cross
 // memory three times per pair of blocks, and an inner round touches 32 x 32 numbers where the
 // blocked schedule's touches all M rows of the 2b columns. When a round's solves alone fill the
-// GPU (a large batch) the solve forms G itself (form_gram) and the partials kernel drops out.
+// GPU (a large batch), or the columns are short, the solve forms G itself (form_gram) and the
+// partials kernel drops out.
 // The Gram test is the column test (|G_pq| <= tol sqrt(G_pp G_qq) on freshly formed dot
 // products), so convergence means the same.
 
@@ -467,7 +468,7 @@ struct GramWork {
   int* out_columns = nullptr;  // per pair: W's column that receives each output
   int* rotated = nullptr;      // per pair: 0 when the pair was orthogonal and is left alone
   int slices = 1, slice_rows = 0;
-  // No slices: the round's solves fill the GPU and form G themselves (form_gram).
+  // No slices: the round's solves form G themselves (form_gram).
   __host__ __device__ bool solve_forms_gram() const { return slices == 0; }
 };
 
@@ -671,11 +672,12 @@ __global__ void __launch_bounds__(gram_threads)
     }
 }
 
-// The fused path, for rounds with pairs enough to fill the GPU with solves: the solve's block
-// forms its pair's Gram matrix itself, 64 rows at a time by asynchronous copies into two tiles
-// that share the memory of G's and Q's buffers (the next tile loads while this one is multiplied),
-// and leaves G in `g0` in round 0's seats. The partials kernel and its trip through memory drop
-// out. `column` is lane l's W column: position first + l.
+// The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
+// two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a time by
+// asynchronous copies into two tiles that share the memory of G's and Q's buffers (the next tile
+// loads while this one is multiplied), and leaves G in `g0` in round 0's seats. The partials
+// kernel and its trip through memory drop out. `column` is lane l's W column: position
+// first + l.
 template <class T>
 __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int column, T* tiles, T* g0,
                           int ld_g) {
@@ -1214,11 +1216,16 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   if (gram_pairs > 0) {
     ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           int(gram_apply_shared_bytes<T>)));
-    // A round whose solves alone fill the GPU forms the Gram matrices inside the solve.
+    // The solves form the Gram matrices themselves when a round's solves alone fill the GPU, or
+    // when the columns are two tiles of rows at most, where the partials kernel costs more in
+    // latency than the solve's own two tiles (on the H200, double: 125 x 125 1.70 against 1.89
+    // ms, 100 x 100 1.86 against 1.93 ms; with 256 rows 3.59 against 3.54 ms, 1024 rows 35.6
+    // against 21.0 ms).
     int solves_per_sm = 0;
     ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
                                                                    gram_solve_threads, 0));
-    const bool solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count();
+    const bool solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count() ||
+                                  G.M <= 2 * gram_tile_rows;
     const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
     const std::int64_t wanted = (blocks + gram_pairs - 1) / gram_pairs;
     const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
