@@ -47,9 +47,27 @@ step() {
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv \
   >"$out/summary.txt" 2>&1
 
+# The build directory outlives the sources it was built from. A source put back with an older
+# modification time (a copy that keeps times, a restored file) would look older than its object
+# and not be rebuilt: every source whose content differs from the last build's here is touched
+# first.
+touch_changed_sources() {
+  local hashes="$build/source-hashes" now
+  mkdir -p "$build"
+  now=$(find CMakeLists.txt cmake src include apps bench tests -type f -print0 | sort -z | xargs -0 sha1sum)
+  if [[ -f "$hashes" ]]; then
+    comm -13 <(sort "$hashes") <(sort <<<"$now") | cut -c43- | while IFS= read -r file; do touch "$file"; done
+  else
+    cut -c43- <<<"$now" | while IFS= read -r file; do touch "$file"; done
+  fi
+  printf '%s\n' "$now" >"$hashes"
+}
+
 if [[ " $stages " == *" build "* ]]; then
+  touch_changed_sources
   step configure "$out/build.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
   step build "$out/build.log" cmake --build "$build" -j "$jobs"
+  ((failed == 0)) || rm -f "$build/source-hashes"  # whatever failed is looked at afresh next time
 fi
 if [[ " $stages " == *" test "* ]]; then
   step "test suite" "$out/test.log" ctest --test-dir "$build" --output-on-failure -j "$jobs"
