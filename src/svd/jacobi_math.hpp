@@ -181,6 +181,33 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int next_circle_seat(int seat, int players) {
   return t == half - 1 ? 0 : 2 * (half - 1 - t) + 1;  // m - t = m' + (n/2 - 1 - t)
 }
 
+// The cross ordering of two halves of an even number n of players (first half 0..n/2-1, second
+// half n/2..n-1): in round r (0 <= r < n/2) player i of the first half meets player
+// n/2 + (i + r) mod n/2 of the second. In n/2 rounds every player meets every player of the other
+// half exactly once and none of its own. Pair j sits at seats 2j (its first-half player, who never
+// moves) and 2j + 1; the second half moves one pair down each round.
+ROOFLAB_JACOBI_HOST_DEVICE inline int cross_seat(int player, int round, int players) {
+  const int half = players / 2;
+  if (player < half) return 2 * player;
+  return 2 * ((player - half - round % half + half) % half) + 1;
+}
+ROOFLAB_JACOBI_HOST_DEVICE inline int next_cross_seat(int seat, int players) {
+  const int half = players / 2, pair = seat / 2;
+  if (seat % 2 == 0) return seat;
+  return 2 * (pair == 0 ? half - 1 : pair - 1) + 1;
+}
+
+// The Gram schedule's inner ordering for a pair of blocks in round `round` of its ring of
+// `block_positions`: every pair of the two blocks' columns (the circle method) in `full_per_sweep`
+// evenly spaced rounds of each sweep, round 0 among them; otherwise only the pairs between the two
+// blocks (the cross ordering). Round 0 pairs every block, so every two columns that share a block
+// when the sweep starts meet in it.
+ROOFLAB_JACOBI_HOST_DEVICE inline bool inner_sweep_is_full(int round, int block_positions,
+                                                            int full_per_sweep) {
+  const int period = block_positions / full_per_sweep;
+  return period <= 1 || round % period == 0;
+}
+
 ROOFLAB_JACOBI_HOST_DEVICE inline int round_up(int value, int multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }

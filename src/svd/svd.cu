@@ -440,6 +440,32 @@ constexpr int gram_threads = 128;
 // One inner sweep per pair of blocks: on the H200, 256 x 256 in double took 10.0, 13.3 and 17.2 ms
 // with 1, 2 and 3 (the outer sweeps barely fall).
 constexpr int gram_inner_sweeps = 1;
+// Rounds of each outer sweep whose inner sweep takes every pair of the 32 columns (31 rounds); the
+// others take only the 256 pairs between the two blocks (16 rounds), as the pairs within a block
+// met in round 0. The outer sweeps grow a little, the solves shrink more: on the H200, double,
+// with 2 such rounds against every round full, 100 x 100 1.52 against 1.82 ms (10 against 9
+// sweeps), 256 x 256 3.16 against 3.43 ms (11 against 9), 1024 x 1024 19.8 against 21.4 ms (12
+// sweeps both; the solve 13.4 against 19.1 us a round), 2048 x 2048 92.1 against 92.5 ms; with 1,
+// 1.62, 3.33, 21.9 and 96.1 ms; with 4, 1.65, 3.28, 19.9 and 95.2 ms.
+constexpr int gram_full_inner_sweeps = 2;
+
+// The inner ordering of a pair of blocks' solve in one round: the circle method over the 32
+// columns, or the cross ordering (jacobi_math.hpp).
+struct InnerOrder {
+  bool cross = false;
+  __device__ int seat(int column) const {
+    return cross ? cross_seat(column, 0, gram_width) : circle_seat(column, 0, gram_width);
+  }
+  __device__ int next_seat(int seat) const {
+    return cross ? next_cross_seat(seat, gram_width) : next_circle_seat(seat, gram_width);
+  }
+  // Rounds of one inner sweep; then every column is back in its first seat.
+  __device__ int rounds() const { return cross ? gram_block : gram_width - 1; }
+  // Whether G_kl is one of the pairs this ordering rotates.
+  __device__ bool rotates(int k, int l) const {
+    return cross ? (k < gram_block) != (l < gram_block) : k != l;
+  }
+};
 // The Gram matrices' row slices: enough for this many partials blocks per SM in a round (a long
 // matrix's columns are summed by several blocks). The kernel takes 128 registers, so 4 blocks are
 // resident: on the H200 at 7b19479, 4 against 8 took 2048 x 2048 double to 91.9 from 94.5 ms (the
@@ -675,12 +701,12 @@ __global__ void __launch_bounds__(gram_threads)
 // The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
 // two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a time by
 // asynchronous copies into two tiles that share the memory of G's and Q's buffers (the next tile
-// loads while this one is multiplied), and leaves G in `g0` in round 0's seats. The partials
-// kernel and its trip through memory drop out. `column` is lane l's W column: position
+// loads while this one is multiplied), and leaves G in `g0` in the ordering's first seats. The
+// partials kernel and its trip through memory drop out. `column` is lane l's W column: position
 // first + l.
 template <class T>
-__device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int column, T* tiles, T* g0,
-                          int ld_g) {
+__device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int column, const InnerOrder& order,
+                          T* tiles, T* g0, int ld_g) {
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   constexpr int tile_size = gram_width * ld;
   const T* W = G.w(matrix);
@@ -709,23 +735,24 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
     for (int a = 0; a < 2; ++a) {
       const int row = sizeof(T) == 8 ? 8 * (warp % 4) + group : i0 + a;
       const int col = sizeof(T) == 8 ? 8 * (2 * (warp / 4) + b) + 2 * in_group + a : j0 + b;
-      g0[circle_seat(row, 0, gram_width) * ld_g + circle_seat(col, 0, gram_width)] = sum[b][a];
+      g0[order.seat(row) * ld_g + order.seat(col)] = sum[b][a];
     }
 }
 
 // A block of 256 threads per pair: sums the slices' partial Grams (in a fixed order:
 // reproducible), tests the pair, and when it is not orthogonal to tol diagonalizes G by two-sided
-// Jacobi, G <- J^T G J, in the rounds of the circle method. A round's J rotates 16 disjoint pairs
-// of columns, so J^T G J changes G in 2 x 2 blocks, each on its own: the block of rows of pair i
-// and columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round,
-// computes R_j itself and takes R_i from the lane that computed it, and rotates Q's columns of
-// pair j in its two rows. G and Q are kept in seat coordinates (circle_seat): in round r pair j's
-// columns sit at seats 2j and 2j + 1, so a thread reads its block, pair j's diagonal block and its
-// Q entries as pairs of neighbours (16 bytes in double, free of bank conflicts: indexed by column,
-// the gathers cost 2.5 times their ideal wavefronts) and writes its outputs to the next round's
-// seats, in the other of two buffers; one barrier per round. The outputs are ordered by
-// decreasing eigenvalue (padding last), the larger half going to the second block's positions, as
-// the odd-even ring's swap sends it on.
+// Jacobi, G <- J^T G J, in the rounds of the circle method (or, in most rounds of the ring, of the
+// cross ordering: only the pairs between the two blocks, gram_full_inner_sweeps). A round's J
+// rotates 16 disjoint pairs of columns, so J^T G J changes G in 2 x 2 blocks, each on its own: the
+// block of rows of pair i and columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that
+// block for the round, computes R_j itself and takes R_i from the lane that computed it, and
+// rotates Q's columns of pair j in its two rows. G and Q are kept in seat coordinates
+// (InnerOrder): in round r pair j's columns sit at seats 2j and 2j + 1, so a thread reads its
+// block, pair j's diagonal block and its Q entries as pairs of neighbours (16 bytes in double, free
+// of bank conflicts: indexed by column, the gathers cost 2.5 times their ideal wavefronts) and
+// writes its outputs to the next round's seats, in the other of two buffers; one barrier per
+// round. The outputs are ordered by decreasing eigenvalue (padding last), the larger half going to
+// the second block's positions, as the odd-even ring's swap sends it on.
 template <class T>
 __global__ void __launch_bounds__(gram_solve_threads)
     gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
@@ -735,7 +762,6 @@ __global__ void __launch_bounds__(gram_solve_threads)
   // Even, so that pairs of seats are 16-byte aligned; pair j's diagonal block then lies ld + 1
   // (odd) pairs of seats after pair j - 1's, so the diagonal blocks fall on distinct banks.
   constexpr int ld = gram_width + 2;
-  constexpr int rounds = gram_width - 1;  // a sweep; then every column is back in its first seat
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
   // G at g[.][seat(k) * ld + seat(l)], Q at q[.][k * ld + seat(l)] (k: input position); this
@@ -757,16 +783,17 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (!active) return;                   // uniform over the block
   T* norms = G.norms_of(matrix);
   const bool real = column < G.N;
+  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
 
   // Warp w holds rows w R .. w R + R - 1 (R = 32 / 8) of G, lane l column l: formed here, or the
   // sum of the slices' partials.
-  const int lane_seat = circle_seat(lane, 0, gram_width);
+  const int lane_seat = order.seat(lane);
   T x[rows];  // G_kl, k = k0 + kk, l = lane
   if (work.solve_forms_gram()) {
-    form_gram(G, matrix, column, buffers, g[0], ld);
+    form_gram(G, matrix, column, order, buffers, g[0], ld);
     __syncthreads();
 #pragma unroll
-    for (int kk = 0; kk < rows; ++kk) x[kk] = g[0][circle_seat(k0 + kk, 0, gram_width) * ld + lane_seat];
+    for (int kk = 0; kk < rows; ++kk) x[kk] = g[0][order.seat(k0 + kk) * ld + lane_seat];
   } else {
     const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
 #pragma unroll
@@ -777,20 +804,21 @@ __global__ void __launch_bounds__(gram_solve_threads)
       for (int kk = 0; kk < rows; ++kk)
         x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
 #pragma unroll
-    for (int kk = 0; kk < rows; ++kk) g[0][circle_seat(k0 + kk, 0, gram_width) * ld + lane_seat] = x[kk];
+    for (int kk = 0; kk < rows; ++kk) g[0][order.seat(k0 + kk) * ld + lane_seat] = x[kk];
   }
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk) q[0][(k0 + kk) * ld + lane_seat] = k0 + kk == lane ? T(1) : T(0);
   __syncthreads();
 
-  // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible.
+  // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible,
+  // for the pairs this round's ordering rotates (the others are tested in the sweep's full rounds).
   const T diagonal = g[0][lane_seat * ld + lane_seat];
   const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt(diagonal) : T(0);
   T off = 0;
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk) {
     const T cosine = fabs(x[kk]) * __shfl_sync(full, inverse_root, k0 + kk) * inverse_root;
-    off = k0 + kk == lane ? off : fmax(off, cosine);
+    off = order.rotates(k0 + kk, lane) ? fmax(off, cosine) : off;
   }
   off = warp_max(off);
   if (lane == 0) part_max[part] = off;
@@ -810,10 +838,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const int row_pair = threadIdx.x / pairs, column_pair = threadIdx.x % pairs;
   const int top = 2 * row_pair, left = 2 * column_pair;  // the block's seats
   // Where the block's columns sit next round: the same permutation every round.
-  const int next_top = next_circle_seat(top, gram_width);
-  const int next_top2 = next_circle_seat(top + 1, gram_width);
-  const int next_left = next_circle_seat(left, gram_width);
-  const int next_left2 = next_circle_seat(left + 1, gram_width);
+  const int next_top = order.next_seat(top), next_top2 = order.next_seat(top + 1);
+  const int next_left = order.next_seat(left), next_left2 = order.next_seat(left + 1);
   // A round from g[from], q[from] into g[to], q[to]; the rounds alternate buffers two at a time,
   // so that every address is a register plus a constant.
   const auto round_step = [&](int from, int to) {
@@ -853,13 +879,13 @@ __global__ void __launch_bounds__(gram_solve_threads)
     qn[(top + 1) * ld + next_left2] = s * q1.x + c * q1.y;
     __syncthreads();
   };
-  constexpr int steps = gram_inner_sweeps * rounds;
+  const int steps = gram_inner_sweeps * order.rounds();
   for (int step = 0; step + 1 < steps; step += 2) {
     round_step(0, 1);
     round_step(1, 0);
   }
   if (steps & 1) round_step(0, 1);
-  constexpr int now = steps & 1;  // the buffers with the result
+  const int now = steps & 1;  // the buffers with the result
 
   let_next_kernel_start();
   // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs

@@ -231,6 +231,47 @@ TEST(CircleMethod, SeatsPairEveryTwoPlayersOnceAndFollowOnePermutation) {
   }
 }
 
+TEST(CrossOrdering, SeatsPairEachHalfWithTheOtherOnceAndFollowOnePermutation) {
+  for (int players = 2; players <= 64; players += 2) {
+    const int half = players / 2;
+    std::set<std::pair<int, int>> met;
+    for (int round = 0; round < half; ++round) {
+      std::vector<int> at(players, -1);  // the player in each seat
+      for (int player = 0; player < players; ++player) {
+        const int seat = cross_seat(player, round, players);
+        ASSERT_GE(seat, 0);
+        ASSERT_LT(seat, players);
+        ASSERT_EQ(at[seat], -1) << players << " round " << round << ": seat " << seat << " taken";
+        at[seat] = player;
+        EXPECT_EQ(next_cross_seat(seat, players), cross_seat(player, (round + 1) % half, players))
+            << players << " round " << round << " player " << player;
+      }
+      for (int pair = 0; pair < half; ++pair) {
+        EXPECT_EQ(at[2 * pair], pair) << players;  // the first half stays
+        EXPECT_EQ(at[2 * pair + 1], half + (pair + round) % half) << players << " round " << round;
+        met.insert({at[2 * pair], at[2 * pair + 1]});
+      }
+    }
+    EXPECT_EQ(int(met.size()), half * half) << players;
+  }
+}
+
+TEST(CrossOrdering, RoundZeroAndEvenlySpacedRoundsSweepAllPairs) {
+  for (int block_positions = 2; block_positions <= 130; block_positions += 2)
+    for (int full_per_sweep = 1; full_per_sweep <= 4; ++full_per_sweep) {
+      int full = 0;
+      for (int round = 0; round < block_positions; ++round)
+        full += inner_sweep_is_full(round, block_positions, full_per_sweep);
+      EXPECT_TRUE(inner_sweep_is_full(0, block_positions, full_per_sweep)) << block_positions;
+      EXPECT_GE(full, std::min(full_per_sweep, block_positions)) << block_positions << " " << full_per_sweep;
+      if (block_positions >= 2 * full_per_sweep) {
+        EXPECT_LE(full, 2 * full_per_sweep) << block_positions << " " << full_per_sweep;
+      }
+    }
+  EXPECT_FALSE(inner_sweep_is_full(1, 64, 2));
+  EXPECT_TRUE(inner_sweep_is_full(32, 64, 2));
+}
+
 TEST(DescendingOrder, RanksArePermutationsWithTiesByIndex) {
   const std::vector<double> keys = {2.0, 5.0, 2.0, -1.0, 5.0, 0.0};
   std::vector<int> order(keys.size(), -1);
