@@ -885,12 +885,15 @@ __global__ void __launch_bounds__(gram_solve_threads)
     round_step(1, 0);
   }
   if (steps & 1) round_step(0, 1);
-  const int now = steps & 1;  // the buffers with the result
+  // The buffers with the result, by offset (indexing g or q at run time put them on the stack).
+  const int now = steps & 1;
+  const T* const g_now = buffers + now * buffer_size;
+  const T* const q_now = buffers + (2 + now) * buffer_size;
 
   let_next_kernel_start();
   // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
   // fill the real columns first, in position order.
-  const T eigenvalue = g[now][lane_seat * ld + lane_seat];
+  const T eigenvalue = g_now[lane_seat * ld + lane_seat];
   const unsigned real_lanes = __ballot_sync(full, real);
   const unsigned below = (1u << lane) - 1;
   const int real_count = __popc(real_lanes);
@@ -907,7 +910,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const std::int64_t base = item * gram_width;
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk)
-    work.rotations[(base + k0 + kk) * gram_width + rank] = q[now][(k0 + kk) * ld + lane_seat];
+    work.rotations[(base + k0 + kk) * gram_width + rank] = q_now[(k0 + kk) * ld + lane_seat];
   if (part != 0) return;
   const int target = slot_column[rank];
   work.in_columns[base + lane] = column;
