@@ -920,9 +920,18 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (lane == 0) work.rotated[item] = 1;
 }
 
+// The apply's shared strides, 4 (mod 16) elements: a double product's fragment loads (lanes
+// (group, in_group) at in_group * ld + group) then hit distinct banks. With 8 (mod 16) a round of
+// 1024 x 1024 double took 13.0 against 11.7 us under Nsight Compute, and 1024 x 1024 20.6 against
+// 19.2 ms, 2048 x 2048 92.5 against 86.9 ms (H200). The double outputs are staged at 2 (mod 8)
+// instead, where lanes (group, in_group) store at 2 in_group * ld + group: the round 10.2 against
+// 10.6 us, 1024 x 1024 18.8 against 19.9 ms, 2048 x 2048 85.7 against 86.7 ms.
+constexpr int apply_ldq = gram_width + 4, apply_ldt = gram_apply_rows + 4;
+template <class T>
+constexpr int apply_ld_out = sizeof(T) == 8 ? gram_apply_rows + 2 : apply_ldt;
 template <class T>
 constexpr std::size_t gram_apply_shared_bytes =
-    sizeof(T) * gram_width * (gram_width + 8 + gram_apply_rows + 8) + 2 * gram_width * sizeof(int);
+    sizeof(T) * gram_width * (apply_ldq + apply_ldt) + 2 * gram_width * sizeof(int);
 
 // A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in place
 // (the block reads all 32 inputs of its rows before it writes an output). In double each warp
@@ -932,8 +941,9 @@ template <class T>
 __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
     gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
   wait_for_previous_kernel();
-  constexpr int ldq = gram_width + 8, ldt = gram_apply_rows + 8;  // 8 (mod 16): distinct banks
-  // Q_sk at q[s * ldq + k]; column s of the rows at tile[s * ldt] (gram_apply_shared_bytes).
+  constexpr int ldq = apply_ldq, ldt = apply_ldt, ldo = apply_ld_out<T>;
+  // Q_sk at q[s * ldq + k]; column s of the rows at tile[s * ldt], then output k at tile[k * ldo]
+  // (gram_apply_shared_bytes).
   extern __shared__ __align__(16) unsigned char apply_shared[];
   T* const q = reinterpret_cast<T*>(apply_shared);
   T* const tile = q + gram_width * ldq;
@@ -998,17 +1008,17 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
         for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
   }
   let_next_kernel_start();
-  __syncthreads();  // every input read: the tile takes the outputs, output k at tile[k * ldt]
+  __syncthreads();  // every input read: the tile takes the outputs
 #pragma unroll
   for (int a = 0; a < 4; ++a)
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       if constexpr (sizeof(T) == 8) {
         const int mt = a / 2, nt = (a % 2) * 2 + b / 2, e = b % 2;
-        tile[(8 * nt + 2 * in_group + e) * ldt + 16 * warp + 8 * mt + group] = sum[a][b];
+        tile[(8 * nt + 2 * in_group + e) * ldo + 16 * warp + 8 * mt + group] = sum[a][b];
       } else {
         constexpr int row_groups = gram_apply_rows / 4;  // the float product's patches, as above
-        tile[(4 * (threadIdx.x / row_groups) + b) * ldt + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
+        tile[(4 * (threadIdx.x / row_groups) + b) * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
       }
     }
   __syncthreads();
@@ -1022,7 +1032,7 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
       const int e = threadIdx.x + i * gram_apply_threads, slot = e / chunks, r = chunk * (e % chunks);
       const int c = out_columns[slot];
       if (c >= G.N || r0 + r >= rows) continue;
-      const T* from = tile + slot * ldt + r;
+      const T* from = tile + slot * ldo + r;
       T* to = X + r0 + r + c * ld;
       if (r0 + r + chunk <= rows) {
         *reinterpret_cast<Chunk*>(to) = *reinterpret_cast<const Chunk*>(from);
@@ -1035,7 +1045,7 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
     for (int i = 0; i < per_thread; ++i) {
       const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows;
       const int c = out_columns[e / gram_apply_rows];
-      if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldt + r];
+      if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldo + r];
     }
   }
 }
