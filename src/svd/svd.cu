@@ -924,8 +924,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
 // (group, in_group) at in_group * ld + group) then hit distinct banks. With 8 (mod 16) a round of
 // 1024 x 1024 double took 13.0 against 11.7 us under Nsight Compute, and 1024 x 1024 20.6 against
 // 19.2 ms, 2048 x 2048 92.5 against 86.9 ms (H200). The double outputs are staged at 2 (mod 8)
-// instead, where lanes (group, in_group) store at 2 in_group * ld + group: the round 10.2 against
-// 10.6 us, 1024 x 1024 18.8 against 19.9 ms, 2048 x 2048 85.7 against 86.7 ms.
+// instead, where lanes (group, in_group) store at 2 in_group * ld + group: in another run the
+// round 10.2 against 10.6 us, 1024 x 1024 18.8 against 19.9 ms, 2048 x 2048 85.7 against 86.7 ms.
 constexpr int apply_ldq = gram_width + 4, apply_ldt = gram_apply_rows + 4;
 template <class T>
 constexpr int apply_ld_out = sizeof(T) == 8 ? gram_apply_rows + 2 : apply_ldt;
