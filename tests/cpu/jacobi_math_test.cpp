@@ -201,20 +201,32 @@ TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
   }
 }
 
+// The player in each seat in round `round` of an ordering of `rounds` rounds (seat_of(player,
+// round), next_seat(seat)), checking that the seats are a permutation and that next_seat takes every
+// player to its seat of the next round.
+template <class SeatOf, class NextSeat>
+void seat_players(SeatOf seat_of, NextSeat next_seat, int players, int round, int rounds,
+                  std::vector<int>& at) {
+  at.assign(players, -1);
+  for (int player = 0; player < players; ++player) {
+    const int seat = seat_of(player, round);
+    ASSERT_GE(seat, 0);
+    ASSERT_LT(seat, players);
+    ASSERT_EQ(at[seat], -1) << players << " round " << round << ": seat " << seat << " taken";
+    at[seat] = player;
+    EXPECT_EQ(next_seat(seat), seat_of(player, (round + 1) % rounds))
+        << players << " round " << round << " player " << player;
+  }
+}
+
 TEST(CircleMethod, SeatsPairEveryTwoPlayersOnceAndFollowOnePermutation) {
   for (int players = 2; players <= 64; players += 2) {
     std::set<std::pair<int, int>> met;
     for (int round = 0; round < players - 1; ++round) {
-      std::vector<int> at(players, -1);  // the player in each seat
-      for (int player = 0; player < players; ++player) {
-        const int seat = circle_seat(player, round, players);
-        ASSERT_GE(seat, 0);
-        ASSERT_LT(seat, players);
-        ASSERT_EQ(at[seat], -1) << players << " round " << round << ": seat " << seat << " taken";
-        at[seat] = player;
-        EXPECT_EQ(next_circle_seat(seat, players), circle_seat(player, (round + 1) % (players - 1), players))
-            << players << " round " << round << " player " << player;
-      }
+      std::vector<int> at;  // the player in each seat
+      ASSERT_NO_FATAL_FAILURE(seat_players([&](int player, int r) { return circle_seat(player, r, players); },
+                                           [&](int seat) { return next_circle_seat(seat, players); }, players,
+                                           round, players - 1, at));
       for (int pair = 0; pair < players / 2; ++pair) {
         const int low = std::min(at[2 * pair], at[2 * pair + 1]);
         const int high = std::max(at[2 * pair], at[2 * pair + 1]);
@@ -236,16 +248,10 @@ TEST(CrossOrdering, SeatsPairEachHalfWithTheOtherOnceAndFollowOnePermutation) {
     const int half = players / 2;
     std::set<std::pair<int, int>> met;
     for (int round = 0; round < half; ++round) {
-      std::vector<int> at(players, -1);  // the player in each seat
-      for (int player = 0; player < players; ++player) {
-        const int seat = cross_seat(player, round, players);
-        ASSERT_GE(seat, 0);
-        ASSERT_LT(seat, players);
-        ASSERT_EQ(at[seat], -1) << players << " round " << round << ": seat " << seat << " taken";
-        at[seat] = player;
-        EXPECT_EQ(next_cross_seat(seat, players), cross_seat(player, (round + 1) % half, players))
-            << players << " round " << round << " player " << player;
-      }
+      std::vector<int> at;  // the player in each seat
+      ASSERT_NO_FATAL_FAILURE(seat_players([&](int player, int r) { return cross_seat(player, r, players); },
+                                           [&](int seat) { return next_cross_seat(seat, players); }, players,
+                                           round, half, at));
       for (int pair = 0; pair < half; ++pair) {
         EXPECT_EQ(at[2 * pair], pair) << players;  // the first half stays
         EXPECT_EQ(at[2 * pair + 1], half + (pair + round) % half) << players << " round " << round;
