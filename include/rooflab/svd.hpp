@@ -22,7 +22,8 @@ struct SvdInfo {
 // not converged within opt.max_sweeps -> SvdInfo.converged = false. U and V may be null when
 // opt.compute_uv is false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) * epsilon with
 // vectors, max(m, n) * epsilon without. A sweep is n(n-1)/2 column-pair tests; the count includes
-// the last sweep, which finds every pair orthogonal.
+// the last sweep, which finds every pair orthogonal (once the sweeps meet only small
+// off-diagonals, that last sweep is a single test of every pair, with nothing left to rotate).
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);

@@ -232,6 +232,53 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
   }
 }
 
+// The largest |w_p . w_q| / sqrt(norm_p norm_q) over every pair of W's columns in shared memory (0
+// for a negligible column, as the rotation's test has it), from the squared norms by column; every
+// thread of the block calls it. A thread takes a 4 x 4 tile of the Gram matrix at a time: 8 loads
+// per row for 16 multiply-adds, where a pair per thread would load 2 for 1.
+template <class T>
+__device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* norms, int M, int N) {
+  constexpr int width = 4;
+  const int groups = (N + width - 1) / width, tiles = groups * (groups + 1) / 2;
+  T off = 0;
+  for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x) {
+    int first = 0, rest = tile;  // the tile's groups of columns, first <= second
+    while (rest >= groups - first) rest -= groups - first++;
+    const int second = first + rest;
+    const T* p_columns[width];
+    const T* q_columns[width];
+#pragma unroll
+    for (int i = 0; i < width; ++i) {  // past N: column N - 1 again, its products ignored below
+      p_columns[i] = W + min(width * first + i, N - 1) * ldw;
+      q_columns[i] = W + min(width * second + i, N - 1) * ldw;
+    }
+    T gram[width][width] = {};
+    for (int row = 0; row < M; ++row) {
+      T p[width], q[width];
+#pragma unroll
+      for (int i = 0; i < width; ++i) {
+        p[i] = p_columns[i][row];
+        q[i] = q_columns[i][row];
+      }
+#pragma unroll
+      for (int i = 0; i < width; ++i)
+#pragma unroll
+        for (int j = 0; j < width; ++j) gram[i][j] = fma(p[i], q[j], gram[i][j]);
+    }
+#pragma unroll
+    for (int i = 0; i < width; ++i)
+#pragma unroll
+      for (int j = 0; j < width; ++j) {
+        const int pc = width * first + i, qc = width * second + j;
+        if (pc >= qc || qc >= N) continue;
+        const T np = norms[pc], nq = norms[qc];
+        if (np >= Precision<T>::negligible && nq >= Precision<T>::negligible)
+          off = fmax(off, fabs(gram[i][j]) * rsqrt(np) * rsqrt(nq));
+      }
+  }
+  return team.max(off);
+}
+
 // Sweeps of the ring until one finds every pair orthogonal to tol or max_sweeps have run; W and V
 // (shared memory, by column) hold the result on return, and norms the squared column norms.
 template <int Rows, class T>
@@ -266,6 +313,17 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
     }
     __syncthreads();
     if (outcome.converged || outcome.sweeps >= max_sweeps) break;
+    // After a sweep that met only small off-diagonals, one test of every pair on the columns just
+    // published may find them converged: it stands for the sweep that would rotate nothing.
+    if (outcome.sweeps > 0 && outcome.off <= all_pairs_test_threshold(tol)) {
+      const T off = all_pairs_off(team, W, L.ldw, norms, M, N);
+      if (!(off > tol)) {
+        ++outcome.sweeps;
+        outcome.off = off;
+        outcome.converged = true;
+        break;
+      }
+    }
     rank_sort_descending(team, norms, n_pad, order);  // de Rijk: by decreasing norm
     __syncthreads();
     ring_load(lane, W, L.ldw, V, L.ldv, order, M, N, n_pad, uv, row0, lane_index);
