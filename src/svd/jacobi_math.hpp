@@ -114,7 +114,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   using std::sqrt;
   const ScaledPair<T> pair = scaled_pair(alpha, beta, gamma);
 #if defined(__CUDA_ARCH__)
-  const T scaled_cosine = fabs(pair.g) * rsqrt(pair.a * pair.b);
+  // A negligible pair (the padding column's) must not send rsqrt down its slow path for 0: in a
+  // warp that slow path costs every lane.
+  const T scaled_cosine = fabs(pair.g) * rsqrt(pair.negligible ? T(1) : pair.a * pair.b);
 #else
   const T scaled_cosine = fabs(pair.g) / sqrt(pair.a * pair.b);
 #endif

@@ -32,35 +32,43 @@ constexpr int ring_max_rows = register_ring_max_rows;
 constexpr int ring_short_rows = 8;
 constexpr int ring_short_columns = 32;  // rows up to which a warp takes ring_short_rows
 constexpr int ring_long_rows = 16;
-constexpr int ring_max_warps = ring_max_rows / ring_short_rows;
+// At most 4 warps either way (32 rows of 8, 64 of 16): a pair's partials are always 4 per sum,
+// those of missing warps zeros, so that no load or addition waits on a test of the warp count.
+constexpr int ring_max_warps = 4;
+static_assert(ring_short_columns / ring_short_rows == ring_max_warps &&
+                  ring_max_rows / ring_long_rows == ring_max_warps,
+              "4 warps hold the longest columns of either kind");
 constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane
 constexpr int ring_pairs = ring_max_columns / 2;      // a lane of warp 0 per pair
 constexpr unsigned full_mask = 0xffffffffu;
 
 // Shared memory after the on-chip layout: the partial sums (per round parity, pair and warp:
-// alpha, beta, gamma; or once a sweep one squared norm per warp and position), the column id at
-// each position and the last sweep's largest off-diagonal. A pair's partials from all warps lie
-// side by side, ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks);
-// the two parities alternate, so a warp writes the next round's partials while a slower one still
-// reads this round's.
+// alpha, beta, gamma), once a sweep one squared norm per warp and position, the column id at each
+// position and the last sweep's largest off-diagonal. A pair's partials from all warps lie side by
+// side, ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks); the two
+// parities alternate, so a warp writes the next round's partials while a slower one still reads
+// this round's.
 constexpr int ring_partial_stride = 3 * ring_max_warps + 1;
 constexpr int ring_partials_per_parity = ring_pairs * ring_partial_stride;
-static_assert(2 * ring_partials_per_parity >= ring_max_warps * ring_max_columns, "norm partials fit");
+constexpr int ring_norm_partials = ring_max_warps * ring_max_columns;
 
 template <class T>
 struct RingScratch {
   T* partials;
+  T* norm_partials;
   T* sweep_off;
   int* ids;
   __device__ explicit RingScratch(unsigned char* base)
       : partials(reinterpret_cast<T*>(base)),
-        sweep_off(partials + 2 * ring_partials_per_parity),
+        norm_partials(partials + 2 * ring_partials_per_parity),
+        sweep_off(norm_partials + ring_norm_partials),
         ids(reinterpret_cast<int*>(sweep_off + 1)) {}
 };
 
 template <class T>
 constexpr int ring_scratch_bytes() {
-  return int(sizeof(T)) * (2 * ring_partials_per_parity + 1) + 4 * ring_max_columns;
+  return int(sizeof(T)) * (2 * ring_partials_per_parity + ring_norm_partials + 1) +
+         4 * ring_max_columns;
 }
 
 // Odd leading dimensions: the sort's loads and stores walk one row across 32 columns of arbitrary
@@ -111,7 +119,7 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
     T sum = 0;
 #pragma unroll
     for (int r = 0; r < Rows; ++r) sum = fma(lane.w[j][r], lane.w[j][r], sum);
-    scratch.partials[warp * ring_max_columns + position] = sum;
+    scratch.norm_partials[warp * ring_max_columns + position] = sum;
     if (warp == 0) scratch.ids[position] = lane.id[j];
     const int id = lane.id[j];
     if (id >= N) continue;
@@ -127,19 +135,25 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
 // One round of the ring (Odd: pairs (2l + 1, 2l + 2), else (2l, 2l + 1)): partial dot products,
 // the rotations (every warp forms them, from the same sums) and the rotation of this lane's rows.
 // A compile-time parity: no selects between the two kinds of round in the loop.
-template <bool odd, class T, int Rows>
+//
+// Rotations happen in place: a register keeps its column through an even round, and the pair's
+// two positions trade registers instead (rotating and then swapping the values cost a move per row
+// and column, a fifth of a round's instructions). So the layout alternates: position 2l is in w[0]
+// (Mirrored false) or w[1] (Mirrored true), and an even round flips it. An odd round moves columns
+// between lanes and keeps it.
+template <bool odd, bool mirrored, class T, int Rows>
 __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const RingScratch<T>& scratch,
-                                           int n_pad, int lane_index, int warp, int warps, bool uv,
-                                           T tol, T& lane_off) {
-  // Odd rounds: this lane's column 1 pairs with the next lane's column 0 (`right`), and its
-  // column 0 with the previous lane's column 1 (`left`).
-  T right[Rows], left[Rows];
+                                           int n_pad, int lane_index, int warp, bool uv, T tol,
+                                           T& lane_off) {
+  constexpr int at_even = mirrored ? 1 : 0, at_odd = 1 - at_even;  // positions 2l and 2l + 1
+  // Odd rounds: position 2l + 1 pairs with the next lane's 2l + 2 (`right`), and 2l with the
+  // previous lane's 2l - 1 (`left`), fetched after the barrier so as not to be live across it; with
+  // 16 rows of double, a row at a time as it is rotated (all of them at once, the kernel spilled).
+  constexpr bool left_by_row = sizeof(T) * Rows > 64;
+  T right[Rows], left[left_by_row ? 1 : Rows];
   if constexpr (odd) {
 #pragma unroll
-    for (int r = 0; r < Rows; ++r) {
-      right[r] = __shfl_down_sync(full_mask, lane.w[0][r], 1);
-      left[r] = __shfl_up_sync(full_mask, lane.w[1][r], 1);
-    }
+    for (int r = 0; r < Rows; ++r) right[r] = __shfl_down_sync(full_mask, lane.w[at_even][r], 1);
   }
   // This lane's pair: (2l, 2l + 1) in even rounds, (2l + 1, 2l + 2) in odd ones.
   const bool owns_pair = 2 * lane_index + (odd ? 2 : 1) < n_pad;
@@ -149,8 +163,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     T sums[3][2] = {};  // two chains each: half the dependent multiply-adds
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
-      const T p = odd ? lane.w[1][r] : lane.w[0][r];
-      const T q = odd ? right[r] : lane.w[1][r];
+      const T p = odd ? lane.w[at_odd][r] : lane.w[at_even][r];
+      const T q = odd ? right[r] : lane.w[at_odd][r];
       sums[0][r & 1] = fma(p, p, sums[0][r & 1]);
       sums[1][r & 1] = fma(q, q, sums[1][r & 1]);
       sums[2][r & 1] = fma(p, q, sums[2][r & 1]);
@@ -159,111 +173,118 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     for (int c = 0; c < 3; ++c) pair_partials[3 * warp + c] = sums[c][0] + sums[c][1];
   }
   __syncthreads();
+  if constexpr (odd && !left_by_row) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) left[r] = __shfl_up_sync(full_mask, lane.w[at_odd][r], 1);
+  }
   Rotation<T> rotation;  // the identity for a lane without a pair
   if (owns_pair) {
-    // All loads first, then four chains of fixed order: a load latency and a few additions.
-    constexpr int max_warps = ring_max_rows / Rows;
-    T partial[max_warps][3];
+    // All loads first (a missing warp's partials are zeros), then a fixed order of additions.
+    T partial[ring_max_warps][3];
 #pragma unroll
-    for (int w = 0; w < max_warps; ++w)
+    for (int w = 0; w < ring_max_warps; ++w)
 #pragma unroll
-      for (int c = 0; c < 3; ++c) partial[w][c] = w < warps ? pair_partials[3 * w + c] : T(0);
-    T sums[3][4] = {};
+      for (int c = 0; c < 3; ++c) partial[w][c] = pair_partials[3 * w + c];
+    T sums[3];
 #pragma unroll
-    for (int w = 0; w < max_warps; ++w)
-#pragma unroll
-      for (int c = 0; c < 3; ++c) sums[c][w & 3] += partial[w][c];
-    const T alpha = (sums[0][0] + sums[0][1]) + (sums[0][2] + sums[0][3]);
-    const T beta = (sums[1][0] + sums[1][1]) + (sums[1][2] + sums[1][3]);
-    const T gamma = (sums[2][0] + sums[2][1]) + (sums[2][2] + sums[2][3]);
+    for (int c = 0; c < 3; ++c) sums[c] = (partial[0][c] + partial[1][c]) + (partial[2][c] + partial[3][c]);
     T cosine = 0;
-    jacobi_rotation(alpha, beta, gamma, tol, rotation, cosine);
+    jacobi_rotation(sums[0], sums[1], sums[2], tol, rotation, cosine);
     lane_off = fmax(lane_off, cosine);
   }
 
-  // Rotate: the pair's lower position takes s p + c q and the upper c p - s q (the rotated
-  // columns also swap places); s = 0 is a plain swap.
   if constexpr (!odd) {
-    if (owns_pair) {
-      const T c = rotation.c, s = rotation.s;
-#pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const T p = lane.w[0][r], q = lane.w[1][r];
-        lane.w[0][r] = fma(s, p, c * q);
-        lane.w[1][r] = fma(c, p, -s * q);
-      }
-      if (uv)
-#pragma unroll
-        for (int r = 0; r < Rows; ++r) {
-          const T p = lane.v[0][r], q = lane.v[1][r];
-          lane.v[0][r] = fma(s, p, c * q);
-          lane.v[1][r] = fma(c, p, -s * q);
-        }
-      const int id = lane.id[0];
-      lane.id[0] = lane.id[1];
-      lane.id[1] = id;
-    }
-  } else {
-    // Column 1 is the lower position of pair l (p = column 1, q = right); column 0 the upper
-    // of pair l - 1 (p = left, q = column 0), whose rotation the previous lane formed. W first,
-    // then V's neighbours are fetched into the registers W's no longer need.
-    const bool lower_active = owns_pair;
-    const bool upper_active = lane_index >= 1 && 2 * lane_index < n_pad;
-    const T c1 = rotation.c, s1 = rotation.s;
-    const T c0 = __shfl_up_sync(full_mask, rotation.c, 1);
-    const T s0 = __shfl_up_sync(full_mask, rotation.s, 1);
+    // p at 2l, q at 2l + 1: position 2l takes s p + c q, 2l + 1 takes c p - s q, each in the
+    // other's register. A lane without a pair holds no column (n_pad is even): any values do.
+    const T c = rotation.c, s = rotation.s;
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
-      if (lower_active) lane.w[1][r] = fma(s1, lane.w[1][r], c1 * right[r]);
-      if (upper_active) lane.w[0][r] = fma(c0, left[r], -s0 * lane.w[0][r]);
+      const T p = lane.w[at_even][r], q = lane.w[at_odd][r];
+      lane.w[at_odd][r] = fma(s, p, c * q);
+      lane.w[at_even][r] = fma(c, p, -s * q);
     }
     if (uv)
 #pragma unroll
       for (int r = 0; r < Rows; ++r) {
-        const T right_v = __shfl_down_sync(full_mask, lane.v[0][r], 1);
-        const T left_v = __shfl_up_sync(full_mask, lane.v[1][r], 1);
-        if (lower_active) lane.v[1][r] = fma(s1, lane.v[1][r], c1 * right_v);
-        if (upper_active) lane.v[0][r] = fma(c0, left_v, -s0 * lane.v[0][r]);
+        const T p = lane.v[at_even][r], q = lane.v[at_odd][r];
+        lane.v[at_odd][r] = fma(s, p, c * q);
+        lane.v[at_even][r] = fma(c, p, -s * q);
       }
-    const int right_id = __shfl_down_sync(full_mask, lane.id[0], 1);
-    const int left_id = __shfl_up_sync(full_mask, lane.id[1], 1);
-    if (lower_active) lane.id[1] = right_id;
-    if (upper_active) lane.id[0] = left_id;
+  } else {
+    // Position 2l + 1 is the lower of pair l (p = it, q = right) and takes s p + c q; 2l the upper
+    // of pair l - 1 (p = left, q = it), whose rotation the previous lane formed, and takes c p -
+    // s q. Without a pair the coefficients keep the value: (c, s) = (0, 1) and (0, -1).
+    const bool lower_active = owns_pair;
+    const bool upper_active = lane_index >= 1 && 2 * lane_index < n_pad;
+    const T c_up = __shfl_up_sync(full_mask, rotation.c, 1);
+    const T s_up = __shfl_up_sync(full_mask, rotation.s, 1);
+    const T c1 = lower_active ? rotation.c : T(0), s1 = lower_active ? rotation.s : T(1);
+    const T c0 = upper_active ? c_up : T(0), s0 = upper_active ? s_up : T(-1);
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      T left_w;
+      if constexpr (left_by_row)
+        left_w = __shfl_up_sync(full_mask, lane.w[at_odd][r], 1);  // before the neighbour rotates it
+      else
+        left_w = left[r];
+      lane.w[at_odd][r] = fma(s1, lane.w[at_odd][r], c1 * right[r]);
+      lane.w[at_even][r] = fma(c0, left_w, -s0 * lane.w[at_even][r]);
+    }
+    if (uv)  // V's neighbours are fetched into the registers W's no longer need
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const T right_v = __shfl_down_sync(full_mask, lane.v[at_even][r], 1);
+        const T left_v = __shfl_up_sync(full_mask, lane.v[at_odd][r], 1);
+        lane.v[at_odd][r] = fma(s1, lane.v[at_odd][r], c1 * right_v);
+        lane.v[at_even][r] = fma(c0, left_v, -s0 * lane.v[at_even][r]);
+      }
+    const int right_id = __shfl_down_sync(full_mask, lane.id[at_even], 1);
+    const int left_id = __shfl_up_sync(full_mask, lane.id[at_odd], 1);
+    if (lower_active) lane.id[at_odd] = right_id;
+    if (upper_active) lane.id[at_even] = left_id;
   }
 }
 
 // The largest |w_p . w_q| / sqrt(norm_p norm_q) over every pair of W's columns in shared memory (0
 // for a negligible column, as the rotation's test has it), from the squared norms by column; every
 // thread of the block calls it. A thread takes a 4 x 4 tile of the Gram matrix at a time: 8 loads
-// per row for 16 multiply-adds, where a pair per thread would load 2 for 1.
+// per row for 16 multiply-adds, where a pair per thread would load 2 for 1. The products of every
+// 8 rows are summed apart and then added, as the rounds' partial sums are: the columns arrive
+// orthogonal to about tol, which is near the rounding of one chain over all M rows.
 template <class T>
 __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* norms, int M, int N) {
-  constexpr int width = 4;
+  constexpr int width = 4, chunk_rows = 8;
   const int groups = (N + width - 1) / width, tiles = groups * (groups + 1) / 2;
   T off = 0;
   for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x) {
     int first = 0, rest = tile;  // the tile's groups of columns, first <= second
     while (rest >= groups - first) rest -= groups - first++;
     const int second = first + rest;
-    const T* p_columns[width];
-    const T* q_columns[width];
+    int p_at[width], q_at[width];  // the columns' offsets; past N column N - 1 again, ignored below
 #pragma unroll
-    for (int i = 0; i < width; ++i) {  // past N: column N - 1 again, its products ignored below
-      p_columns[i] = W + min(width * first + i, N - 1) * ldw;
-      q_columns[i] = W + min(width * second + i, N - 1) * ldw;
+    for (int i = 0; i < width; ++i) {
+      p_at[i] = min(width * first + i, N - 1) * ldw;
+      q_at[i] = min(width * second + i, N - 1) * ldw;
     }
     T gram[width][width] = {};
-    for (int row = 0; row < M; ++row) {
-      T p[width], q[width];
+    for (int row0 = 0; row0 < M; row0 += chunk_rows) {
+      T chunk[width][width] = {};
+      for (int row = row0; row < min(M, row0 + chunk_rows); ++row) {
+        T p[width], q[width];
 #pragma unroll
-      for (int i = 0; i < width; ++i) {
-        p[i] = p_columns[i][row];
-        q[i] = q_columns[i][row];
+        for (int i = 0; i < width; ++i) {
+          p[i] = W[p_at[i] + row];
+          q[i] = W[q_at[i] + row];
+        }
+#pragma unroll
+        for (int i = 0; i < width; ++i)
+#pragma unroll
+          for (int j = 0; j < width; ++j) chunk[i][j] = fma(p[i], q[j], chunk[i][j]);
       }
 #pragma unroll
       for (int i = 0; i < width; ++i)
 #pragma unroll
-        for (int j = 0; j < width; ++j) gram[i][j] = fma(p[i], q[j], gram[i][j]);
+        for (int j = 0; j < width; ++j) gram[i][j] += chunk[i][j];
     }
 #pragma unroll
     for (int i = 0; i < width; ++i)
@@ -293,6 +314,8 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   const int lane_index = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int row0 = warp * Rows;
 
+  for (int e = threadIdx.x; e < 2 * ring_partials_per_parity; e += blockDim.x)
+    scratch.partials[e] = T(0);  // a missing warp's partials stay zero
   LaneColumns<T, Rows> lane;
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index);
   SweepOutcome<T> outcome;
@@ -307,7 +330,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
     }
     for (int position = threadIdx.x; position < n_pad; position += blockDim.x) {
       T sum = 0;
-      for (int w = 0; w < warps; ++w) sum += scratch.partials[w * ring_max_columns + position];
+      for (int w = 0; w < warps; ++w) sum += scratch.norm_partials[w * ring_max_columns + position];
       const int id = scratch.ids[position];
       norms[id] = id < N ? sum : T(-1);  // the padding sorts last
     }
@@ -329,9 +352,14 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
     ring_load(lane, W, L.ldw, V, L.ldv, order, M, N, n_pad, uv, row0, lane_index);
     ++outcome.sweeps;
 
-    for (int round = 0; round < n_pad; round += 2) {  // n_pad is even
-      ring_round<false>(lane, scratch, n_pad, lane_index, warp, warps, uv, tol, lane_off);
-      ring_round<true>(lane, scratch, n_pad, lane_index, warp, warps, uv, tol, lane_off);
+    // Four rounds a step, two layouts each (n_pad is even; a sweep of n_pad = 2 mod 4 positions
+    // ends mirrored, which the publication by column id does not see).
+    for (int round = 0; round < n_pad; round += 4) {
+      ring_round<false, false>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
+      ring_round<true, true>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
+      if (round + 2 == n_pad) break;
+      ring_round<false, true>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
+      ring_round<true, false>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
     }
     if (warp == 0) {
       const T off = warp_max(lane_off);
