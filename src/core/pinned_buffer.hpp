@@ -14,10 +14,10 @@ template <class T>
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t count) : size_(count) {
+  // flags: cudaHostAlloc's (cudaHostAllocMapped: kernels may read and write it too).
+  explicit PinnedBuffer(std::size_t count, unsigned flags = cudaHostAllocDefault) : size_(count) {
     if (count > 0)
-      ROOFLAB_CUDA("PinnedBuffer",
-                   cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T), cudaHostAllocDefault));
+      ROOFLAB_CUDA("PinnedBuffer", cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T), flags));
   }
   ~PinnedBuffer() {
     if (data_ != nullptr) cudaFreeHost(data_);  // a destructor cannot report

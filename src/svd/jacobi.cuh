@@ -203,6 +203,7 @@ struct BlockTeam {
 __device__ inline void report_matrix(const Report& report, std::int64_t matrix, int batch,
                                      const MatrixStatus& outcome) {
   if (report.status != nullptr) report.status[matrix] = outcome;
+  if (report.summary == nullptr) return;
   const unsigned key = unsigned(batch - matrix);
   if (outcome.bad_input) {
     atomicAdd(&report.summary->bad_count, 1u);

@@ -48,8 +48,8 @@ struct BatchSummary {
   unsigned first_unconverged_key;
 };
 
-// Where the device reports: statuses (batch entries, may be null) and the summary (never null,
-// zeroed before the run).
+// Where the device reports: statuses (batch entries, may be null) and the summary (zeroed before
+// the run; null when the caller reads the statuses alone).
 struct Report {
   MatrixStatus* status = nullptr;
   BatchSummary* summary = nullptr;

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/device_info.hpp"
+#include "core/pinned_buffer.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
@@ -1629,17 +1630,19 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
   problem.max_sweeps = opt.max_sweeps;
   problem.uv = opt.compute_uv;
 
-  StreamBuffer reports(sizeof(jacobi::MatrixStatus) + sizeof(jacobi::BatchSummary), stream, op);
-  auto* status = reports.as<jacobi::MatrixStatus>();
-  auto* summary = reinterpret_cast<jacobi::BatchSummary*>(status + 1);
-  ROOFLAB_CUDA(op, cudaMemsetAsync(summary, 0, sizeof(jacobi::BatchSummary), stream));
-  const jacobi::Report report{status, summary};
+  // The kernels write the status straight into page-locked host memory, kept per host thread: a
+  // call then needs no scratch, no zeroed summary and no copy back, only the synchronization. On
+  // an H200 the call took 136-142 us at 25 x 25 with them and takes 125-129 us without, against
+  // 121-125 us for the register ring's kernel alone (the same five matrices); allocating the
+  // page-locked memory on every call would cost about a millisecond.
+  thread_local PinnedBuffer<jacobi::MatrixStatus> status(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  *status.data() = jacobi::MatrixStatus{};  // "not converged" unless the run says otherwise
+  jacobi::MatrixStatus* device_status = nullptr;
+  ROOFLAB_CUDA(op, cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_status), status.data(), 0));
+  const jacobi::Report report{device_status, nullptr};
   jacobi::run_path(problem, jacobi::production_path<T>(m, n, 1, opt.compute_uv), report, stream);
-
-  jacobi::MatrixStatus host_status{};
-  ROOFLAB_CUDA(op, cudaMemcpyAsync(&host_status, status, sizeof(host_status), cudaMemcpyDeviceToHost,
-                                   stream));
   ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+  const jacobi::MatrixStatus host_status = *status.data();
   require(!host_status.bad_input, op, "A", "contains NaN or Inf");
   return jacobi::to_info(host_status);
 }
