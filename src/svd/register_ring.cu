@@ -139,7 +139,7 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
 // Rotations happen in place: a register keeps its column through an even round, and the pair's
 // two positions trade registers instead (rotating and then swapping the values cost a move per row
 // and column, a fifth of a round's instructions). So the layout alternates: position 2l is in w[0]
-// (Mirrored false) or w[1] (Mirrored true), and an even round flips it. An odd round moves columns
+// (`mirrored` false) or w[1] (true), and an even round flips it. An odd round moves columns
 // between lanes and keeps it.
 template <bool odd, bool mirrored, class T, int Rows>
 __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const RingScratch<T>& scratch,
