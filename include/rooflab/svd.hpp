@@ -24,6 +24,8 @@ struct SvdInfo {
 // vectors, max(m, n) * epsilon without. A sweep is n(n-1)/2 column-pair tests; the count includes
 // the last sweep, which finds every pair orthogonal (once the sweeps meet only small
 // off-diagonals, that last sweep is a single test of every pair, with nothing left to rotate).
+// The first call on a host thread allocates a few bytes of page-locked host memory for the
+// status, kept until the thread exits.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
