@@ -187,12 +187,13 @@ nlohmann::json to_json(const Run& run) {
 }
 
 nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
-                            const std::vector<Run>& runs) {
+                            const std::vector<Run>& runs, bool same_inputs) {
   nlohmann::json list = nlohmann::json::array();
   for (const Run& run : runs) list.push_back(to_json(run));
   return {{"rooflab", environment.version},
           {"environment", to_json(environment)},
           {"seed", seed},
+          {"same_inputs", same_inputs},
           {"runs", list}};
 }
 
@@ -255,8 +256,8 @@ std::string csv_row(const Row& row) {
 }
 
 RowWriter::RowWriter(std::ostream& out, Format format, const Environment& environment,
-                     std::uint64_t seed)
-    : out_(out), format_(format), environment_(environment), seed_(seed) {}
+                     std::uint64_t seed, bool same_inputs)
+    : out_(out), format_(format), environment_(environment), seed_(seed), same_inputs_(same_inputs) {}
 
 void RowWriter::begin_run(const std::string& op, const std::string& problem, const Model& model) {
   runs_.push_back(Run{op, problem, model, {}});
@@ -290,10 +291,12 @@ void RowWriter::row(const Row& row) {
 void RowWriter::end_run(const std::vector<Row>& rows) { runs_.back().rows = rows; }
 
 void RowWriter::finish() {
-  if (format_ == Format::json) out_ << results_json(environment_, seed_, runs_).dump(2) << std::endl;
+  if (format_ == Format::json)
+    out_ << results_json(environment_, seed_, runs_, same_inputs_).dump(2) << std::endl;
   if (format_ == Format::table)
-    out_ << "(* vendor library; check: error <= tolerance against the CPU reference; seed "
-         << seed_ << ", commit " << environment_.commit << ")" << std::endl;
+    out_ << "(* vendor library; check: error <= tolerance against the CPU reference; seed " << seed_
+         << (same_inputs_ ? ", the same inputs for every rung" : "") << ", commit " << environment_.commit
+         << ")" << std::endl;
 }
 
 }  // namespace rooflab::bench

@@ -27,9 +27,10 @@ struct Run {
 nlohmann::json to_json(const Environment& environment);
 nlohmann::json to_json(const Row& row);
 nlohmann::json to_json(const Run& run);
-// The results file: {"rooflab": version, "environment": ..., "seed": ..., "runs": [...]}.
+// The results file: {"rooflab": version, "environment": ..., "seed": ..., "same_inputs": ...,
+// "runs": [...]}.
 nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
-                            const std::vector<Run>& runs);
+                            const std::vector<Run>& runs, bool same_inputs = false);
 
 // The inverse of to_json(Row), for reading results files back.
 Row row_from_json(const nlohmann::json& json);
@@ -41,7 +42,8 @@ std::string markdown_tables(const nlohmann::json& results, const std::string& op
 // whole document at finish().
 class RowWriter {
  public:
-  RowWriter(std::ostream& out, Format format, const Environment& environment, std::uint64_t seed);
+  RowWriter(std::ostream& out, Format format, const Environment& environment, std::uint64_t seed,
+            bool same_inputs = false);
   void begin_run(const std::string& op, const std::string& problem, const Model& model);
   void row(const Row& row);
   void end_run(const std::vector<Row>& rows);
@@ -52,6 +54,7 @@ class RowWriter {
   Format format_;
   const Environment& environment_;
   std::uint64_t seed_;
+  bool same_inputs_;
   bool csv_header_written_ = false;
   std::vector<Run> runs_;
 };

@@ -160,7 +160,7 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
     } else {
       try {
         if (!workspace) workspace = op.make_workspace(problem);
-        workspace->refill(seed++);
+        workspace->refill(options_.same_inputs ? options_.seed : seed++);
         // Refills may queue work on any stream; the variant's stream must not overtake it.
         ROOFLAB_CUDA("bench", cudaDeviceSynchronize());
         prepare(*variant, *workspace, stream);

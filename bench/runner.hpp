@@ -18,6 +18,9 @@ struct RunOptions {
   bool ignore_limits = false;  // true: run variants beyond their size limits too
   std::vector<std::string> only;  // rung numbers or names; empty: every variant
   std::uint64_t seed = 1;         // inputs of variant i are drawn with seed + i
+  // true: every variant's inputs are drawn with seed, so all of them solve the same problem (for
+  // methods whose work depends on the input, such as the sweeps of a Jacobi SVD).
+  bool same_inputs = false;
   double seconds_per_variant = 4;  // time budget for one variant's timed repetitions
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Merges several rooflab results files (one per benchmark) into one: the first file's
-environment, every file's runs. Usage: merge_results.py OUT.json IN.json [IN.json ...]"""
+environment, every file's runs, and each file's seed and same_inputs as lists in file order.
+Usage: merge_results.py OUT.json IN.json [IN.json ...]"""
 import json
 import sys
 
@@ -16,6 +17,8 @@ def main() -> int:
     merged = dict(documents[0])
     merged["runs"] = [run for document in documents for run in document["runs"]]
     merged["seeds"] = [document["seed"] for document in documents]
+    # Per file, as the seeds: whether every rung of that benchmark had the same inputs.
+    merged["same_inputs"] = [document.get("same_inputs", False) for document in documents]
     with open(sys.argv[1], "w") as handle:
         json.dump(merged, handle, indent=2)
     print(f"merged {len(documents)} results files into {sys.argv[1]}")

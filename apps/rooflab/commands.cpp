@@ -165,7 +165,7 @@ int bench(std::ostream& out, const BenchRequest& request) {
   require_gpu();
   const bench::Environment environment = bench::make_environment();
   bench::Runner runner(registry, environment, request.options);
-  bench::RowWriter writer(out, format, environment, request.options.seed);
+  bench::RowWriter writer(out, format, environment, request.options.seed, request.options.same_inputs);
   std::vector<bench::Run> runs;
   int failures = 0;
   for (const bench::Problem& problem : problems)
@@ -173,7 +173,7 @@ int bench(std::ostream& out, const BenchRequest& request) {
   writer.finish();
   if (file) {
     bench::RowWriter file_writer(file, bench::format_for_path(request.out, format), environment,
-                                 request.options.seed);
+                                 request.options.seed, request.options.same_inputs);
     for (const bench::Run& run : runs) {
       file_writer.begin_run(run.op, run.problem, run.model);
       for (const bench::Row& row : run.rows) file_writer.row(row);
@@ -194,7 +194,7 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   out << info_text(environment);
 
   bench::Runner runner(registry, environment, options);
-  bench::RowWriter writer(out, bench::Format::table, environment, options.seed);
+  bench::RowWriter writer(out, bench::Format::table, environment, options.seed, options.same_inputs);
   std::vector<bench::Run> runs;
   int failures = 0;
   for (const std::string& op : registry.op_names())
@@ -203,11 +203,13 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   writer.finish();
 
   const fs::path results = fs::path(directory) / "results.json";
-  std::ofstream(results) << bench::results_json(environment, options.seed, runs).dump(2) << "\n";
+  std::ofstream(results) << bench::results_json(environment, options.seed, runs, options.same_inputs).dump(2)
+                         << "\n";
 
   std::ofstream markdown(fs::path(directory) / "report.md");
   markdown << "# rooflab report\n\n" << environment.date << ", commit " << environment.commit
-           << ", seed " << options.seed << "\n\n```\n" << info_text(environment) << "```\n";
+           << ", seed " << options.seed << (options.same_inputs ? ", the same inputs for every rung" : "")
+           << "\n\n```\n" << info_text(environment) << "```\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const bench::Run& run = runs[i];
     markdown << "\n## " << run.op << ": " << run.problem << "\n\n"

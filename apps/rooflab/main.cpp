@@ -27,6 +27,9 @@ void add_run_options(CLI::App* command, rooflab::bench::RunOptions& options, std
   command->add_flag("--ignore-limits", options.ignore_limits,
                     "also run rungs beyond their size limits (slow rungs; you accept the wait)");
   command->add_option("--seed", seed, "seed of the random inputs (default: drawn at start)");
+  command->add_flag("--same-inputs", options.same_inputs,
+                    "every rung gets the same random inputs (default: each its own draw); for methods "
+                    "whose work depends on the input, such as the svd's sweeps");
 }
 
 }  // namespace

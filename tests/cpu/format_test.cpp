@@ -119,9 +119,21 @@ TEST(Formats, JsonResultsCarryDeviceCommitDateAndRows) {
   EXPECT_EQ(parsed["environment"]["commit"], "abc123");
   EXPECT_EQ(parsed["environment"]["date"], "2026-11-22T00:00:00Z");
   EXPECT_EQ(parsed["seed"], 42);
+  EXPECT_EQ(parsed["same_inputs"], false);
   EXPECT_EQ(parsed["runs"][0]["rows"][0]["name"], "gpu");
   EXPECT_DOUBLE_EQ(parsed["runs"][0]["rows"][0]["gbps"].get<double>(), 3000.0);
   EXPECT_EQ(parsed["runs"][0]["rows"][0]["status"], "ok");
+}
+
+TEST(Formats, ResultsAndTableSayWhenEveryRungHadTheSameInputs) {
+  const Environment environment = fake_environment();
+  const std::vector<bench::Run> runs{bench::Run{"svd", "n = 25", Model{1, 1}, {measured("gpu", 1.0)}}};
+  EXPECT_EQ(results_json(environment, 7, runs, true)["same_inputs"], true);
+  std::ostringstream same, own;
+  RowWriter(same, Format::table, environment, 7, true).finish();
+  RowWriter(own, Format::table, environment, 7).finish();
+  EXPECT_NE(same.str().find("seed 7, the same inputs for every rung"), std::string::npos) << same.str();
+  EXPECT_EQ(own.str().find("the same inputs"), std::string::npos) << own.str();
 }
 
 TEST(Formats, RowsReadBackFromJsonAsWritten) {
