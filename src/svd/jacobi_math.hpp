@@ -138,6 +138,34 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   return rotate;
 }
 
+// The scaled off-diagonal |gamma| / sqrt(alpha beta) of two columns with squared norms alpha, beta
+// and dot product gamma, as the rotation's test has it: 0 when a column is negligible (never
+// rotated). The all-pairs tests take their largest over every pair.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline T scaled_off_diagonal(T alpha, T beta, T gamma) {
+  using std::fabs;
+  using std::sqrt;
+  if (!(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible)) return T(0);
+#if defined(__CUDA_ARCH__)
+  return fabs(gamma) * rsqrt(alpha) * rsqrt(beta);
+#else
+  return fabs(gamma) / sqrt(alpha) / sqrt(beta);
+#endif
+}
+
+// The pair of groups (first <= second) that `index` names when the upper triangle of `groups`
+// groups, diagonal included, is counted row by row: (0, 0), (0, 1), ..., (0, groups - 1), (1, 1),
+// ...; indices 0 .. groups (groups + 1) / 2 - 1 give every such pair once. The all-pairs tests
+// give a thread or a block a tile of the Gram matrix this way.
+struct GroupPair {
+  int first, second;
+};
+ROOFLAB_JACOBI_HOST_DEVICE inline GroupPair upper_triangle_pair(int index, int groups) {
+  int first = 0;
+  while (index >= groups - first) index -= groups - first++;
+  return {first, first + index};
+}
+
 // The largest scaled off-diagonal a sweep may have met for one test of every pair of columns
 // afterwards to be worth its cost. Jacobi converges quadratically, and in a model of the method on
 // random matrices of 25 to 100 columns in double (tol ~ 1e-15) the sweep after which every pair

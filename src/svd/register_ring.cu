@@ -257,9 +257,8 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
   const int groups = (N + width - 1) / width, tiles = groups * (groups + 1) / 2;
   T off = 0;
   for (int tile = threadIdx.x; tile < tiles; tile += blockDim.x) {
-    int first = 0, rest = tile;  // the tile's groups of columns, first <= second
-    while (rest >= groups - first) rest -= groups - first++;
-    const int second = first + rest;
+    const GroupPair pair = upper_triangle_pair(tile, groups);  // the tile's groups of columns
+    const int first = pair.first, second = pair.second;
     int p_at[width], q_at[width];  // the columns' offsets; past N column N - 1 again, ignored below
 #pragma unroll
     for (int i = 0; i < width; ++i) {
@@ -292,9 +291,7 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
       for (int j = 0; j < width; ++j) {
         const int pc = width * first + i, qc = width * second + j;
         if (pc >= qc || qc >= N) continue;
-        const T np = norms[pc], nq = norms[qc];
-        if (np >= Precision<T>::negligible && nq >= Precision<T>::negligible)
-          off = fmax(off, fabs(gram[i][j]) * rsqrt(np) * rsqrt(nq));
+        off = fmax(off, scaled_off_diagonal(norms[pc], norms[qc], gram[i][j]));
       }
   }
   return team.max(off);

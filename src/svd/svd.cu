@@ -1085,9 +1085,8 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const int group_pairs = groups * (groups + 1) / 2;
   const std::int64_t matrix = blockIdx.x / group_pairs;
   if (!takes_all_pairs_test(G, matrix)) return;  // uniform over the block
-  int first = 0, rest = int(blockIdx.x % group_pairs);
-  while (rest >= groups - first) rest -= groups - first++;
-  const int second = first + rest;
+  const GroupPair pair = upper_triangle_pair(int(blockIdx.x % group_pairs), groups);
+  const int first = pair.first, second = pair.second;
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
   const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
@@ -1121,9 +1120,7 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
       const int j = sizeof(T) == 8 ? 8 * b + 2 * in_group + a : j0 + b;
       const int p = gram_width * first + i, q = gram_width * second + j;
       if (p >= q || q >= G.N) continue;
-      const T np = norms[p], nq = norms[q];
-      if (np >= Precision<T>::negligible && nq >= Precision<T>::negligible)
-        off = fmax(off, fabs(sum[b][a]) * rsqrt(np) * rsqrt(nq));
+      off = fmax(off, scaled_off_diagonal(norms[p], norms[q], sum[b][a]));
     }
   off = warp_max(off);
   if (lane == 0) warp_max_off[warp] = off;

@@ -182,6 +182,32 @@ TEST(JacobiRotation, SquaredTestDecidesAsTheCosine) {
   EXPECT_EQ(r.s, 0.0);
 }
 
+TEST(ScaledOffDiagonal, IsTheRotationsCosineAndZeroForANegligibleColumn) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    const Columns<double> pair = random_columns<double>(40, seed, 1e3);
+    Rotation<double> r;
+    double cosine = -1;
+    jacobi_rotation(pair.alpha(), pair.beta(), pair.gamma(), 1e-15, r, cosine);
+    EXPECT_NEAR(scaled_off_diagonal(pair.alpha(), pair.beta(), pair.gamma()), cosine, 1e-15 * cosine);
+  }
+  EXPECT_EQ(scaled_off_diagonal(Precision<double>::negligible / 2, 1.0, 1e-170), 0.0);
+  EXPECT_EQ(scaled_off_diagonal(1.0f, 0.0f, 0.5f), 0.0f);
+  EXPECT_EQ(scaled_off_diagonal(4.0f, 9.0f, -3.0f), 0.5f);
+}
+
+TEST(UpperTrianglePair, NamesEveryPairOfGroupsOnceInRowOrder) {
+  for (const int groups : {1, 2, 7, 32}) {
+    std::vector<std::pair<int, int>> expected;
+    for (int first = 0; first < groups; ++first)
+      for (int second = first; second < groups; ++second) expected.emplace_back(first, second);
+    ASSERT_EQ(int(expected.size()), groups * (groups + 1) / 2);
+    for (int index = 0; index < int(expected.size()); ++index) {
+      const GroupPair pair = upper_triangle_pair(index, groups);
+      EXPECT_EQ(std::make_pair(pair.first, pair.second), expected[index]) << groups << " " << index;
+    }
+  }
+}
+
 TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
   for (int n_pad = 2; n_pad <= 64; n_pad += 2) {
     std::vector<int> pos(n_pad);
