@@ -88,7 +88,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline void set_rotation(const ScaledPair<T>& pair, b
   const T tau = pair.b - pair.a, g = pair.g;
   const T sign = tau < 0 ? -copysign(T(1), g) : copysign(T(1), g);  // sign(zeta); tau = 0: +
 #if defined(__CUDA_ARCH__)
-  const T y = rsqrt(tau * tau + 4 * g * g);
+  // A negligible pair (a lane of the ring without a pair sees zeros) must not send rsqrt down its
+  // slow path for 0, which in a warp costs every lane; its rotation is dropped below anyway.
+  const T y = rsqrt(pair.negligible ? T(1) : tau * tau + 4 * g * g);
   const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
   const T k = rsqrt(cosine_squared);
 #else

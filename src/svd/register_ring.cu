@@ -132,9 +132,43 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
   }
 }
 
+// A round's rotations as this lane's rows apply them. An even round: (c, s) of the lane's pair
+// (2l, 2l + 1); an odd round: the coefficients of its position 2l + 1 (the lower of pair l, with
+// the next lane's 2l + 2) and of 2l (the upper of pair l - 1), where a missing pair's keep the
+// value. Starts as an odd round that rotates nothing.
+template <class T>
+struct RoundRotations {
+  T c1 = 0, s1 = 1;   // even: the pair's; odd: position 2l + 1's
+  T c0 = 0, s0 = -1;  // odd: position 2l's
+};
+
+// Applies a round's rotations to this lane's rows of V, in the layout that round had.
+template <bool odd, bool mirrored, class T, int Rows>
+__device__ __forceinline__ void rotate_v(LaneColumns<T, Rows>& lane, const RoundRotations<T>& r) {
+  constexpr int at_even = mirrored ? 1 : 0, at_odd = 1 - at_even;  // positions 2l and 2l + 1
+#pragma unroll
+  for (int row = 0; row < Rows; ++row) {
+    if constexpr (!odd) {  // as W's rows in ring_round: p at 2l, q at 2l + 1, trading registers
+      const T p = lane.v[at_even][row], q = lane.v[at_odd][row];
+      lane.v[at_odd][row] = fma(r.s1, p, r.c1 * q);
+      lane.v[at_even][row] = fma(r.c1, p, -r.s1 * q);
+    } else {
+      const T right = __shfl_down_sync(full_mask, lane.v[at_even][row], 1);
+      const T left = __shfl_up_sync(full_mask, lane.v[at_odd][row], 1);
+      lane.v[at_odd][row] = fma(r.s1, lane.v[at_odd][row], r.c1 * right);
+      lane.v[at_even][row] = fma(r.c0, left, -r.s0 * lane.v[at_even][row]);
+    }
+  }
+}
+
 // One round of the ring (Odd: pairs (2l + 1, 2l + 2), else (2l, 2l + 1)): partial dot products,
 // the rotations (every warp forms them, from the same sums) and the rotation of this lane's rows.
 // A compile-time parity: no selects between the two kinds of round in the loop.
+//
+// V's rows take each round's rotations one round late (`pending`, the previous round's), right
+// after the barrier: no result of this round waits on them, so they fill the issue slots the
+// round's chain leaves idle (partial sums, rotation), where applied with W's they lengthened the
+// stretch between the rotation and the next barrier.
 //
 // Rotations happen in place: a register keeps its column through an even round, and the pair's
 // two positions trade registers instead (rotating and then swapping the values cost a move per row
@@ -144,7 +178,7 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
 template <bool odd, bool mirrored, class T, int Rows>
 __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const RingScratch<T>& scratch,
                                            int n_pad, int lane_index, int warp, bool uv, T tol,
-                                           T& lane_off) {
+                                           T& lane_off, RoundRotations<T>& pending) {
   constexpr int at_even = mirrored ? 1 : 0, at_odd = 1 - at_even;  // positions 2l and 2l + 1
   // Odd rounds: position 2l + 1 pairs with the next lane's 2l + 2 (`right`), and 2l with the
   // previous lane's 2l - 1 (`left`), fetched after the barrier so as not to be live across it; with
@@ -177,21 +211,22 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
 #pragma unroll
     for (int r = 0; r < Rows; ++r) left[r] = __shfl_up_sync(full_mask, lane.w[at_odd][r], 1);
   }
-  Rotation<T> rotation;  // the identity for a lane without a pair
-  if (owns_pair) {
-    // All loads first (a missing warp's partials are zeros), then a fixed order of additions.
-    T partial[ring_max_warps][3];
+  // All loads first (a missing warp's partials are zeros), then a fixed order of additions. A
+  // lane without a pair reads the zeros no lane writes there, and gets the identity and cosine 0:
+  // no branch, so that V's rows below interleave with this chain.
+  T partial[ring_max_warps][3];
 #pragma unroll
-    for (int w = 0; w < ring_max_warps; ++w)
+  for (int w = 0; w < ring_max_warps; ++w)
 #pragma unroll
-      for (int c = 0; c < 3; ++c) partial[w][c] = pair_partials[3 * w + c];
-    T sums[3];
+    for (int c = 0; c < 3; ++c) partial[w][c] = pair_partials[3 * w + c];
+  T sums[3];
 #pragma unroll
-    for (int c = 0; c < 3; ++c) sums[c] = (partial[0][c] + partial[1][c]) + (partial[2][c] + partial[3][c]);
-    T cosine = 0;
-    jacobi_rotation(sums[0], sums[1], sums[2], tol, rotation, cosine);
-    lane_off = fmax(lane_off, cosine);
-  }
+  for (int c = 0; c < 3; ++c) sums[c] = (partial[0][c] + partial[1][c]) + (partial[2][c] + partial[3][c]);
+  Rotation<T> rotation;
+  T cosine = 0;
+  jacobi_rotation(sums[0], sums[1], sums[2], tol, rotation, cosine);
+  lane_off = fmax(lane_off, cosine);
+  if (uv) rotate_v<!odd, odd ? !mirrored : mirrored>(lane, pending);  // the previous round's
 
   if constexpr (!odd) {
     // p at 2l, q at 2l + 1: position 2l takes s p + c q, 2l + 1 takes c p - s q, each in the
@@ -203,13 +238,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
       lane.w[at_odd][r] = fma(s, p, c * q);
       lane.w[at_even][r] = fma(c, p, -s * q);
     }
-    if (uv)
-#pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const T p = lane.v[at_even][r], q = lane.v[at_odd][r];
-        lane.v[at_odd][r] = fma(s, p, c * q);
-        lane.v[at_even][r] = fma(c, p, -s * q);
-      }
+    pending.c1 = c;
+    pending.s1 = s;
   } else {
     // Position 2l + 1 is the lower of pair l (p = it, q = right) and takes s p + c q; 2l the upper
     // of pair l - 1 (p = left, q = it), whose rotation the previous lane formed, and takes c p -
@@ -230,14 +260,7 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
       lane.w[at_odd][r] = fma(s1, lane.w[at_odd][r], c1 * right[r]);
       lane.w[at_even][r] = fma(c0, left_w, -s0 * lane.w[at_even][r]);
     }
-    if (uv)  // V's neighbours are fetched into the registers W's no longer need
-#pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const T right_v = __shfl_down_sync(full_mask, lane.v[at_even][r], 1);
-        const T left_v = __shfl_up_sync(full_mask, lane.v[at_odd][r], 1);
-        lane.v[at_odd][r] = fma(s1, lane.v[at_odd][r], c1 * right_v);
-        lane.v[at_even][r] = fma(c0, left_v, -s0 * lane.v[at_even][r]);
-      }
+    pending = {c1, s1, c0, s0};
     const int right_id = __shfl_down_sync(full_mask, lane.id[at_even], 1);
     const int left_id = __shfl_up_sync(full_mask, lane.id[at_odd], 1);
     if (lower_active) lane.id[at_odd] = right_id;
@@ -317,6 +340,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index);
   SweepOutcome<T> outcome;
   T lane_off = 0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
+  RoundRotations<T> pending;  // V's rotations from the last round, not yet applied
   for (;;) {
     ring_publish(lane, W, L.ldw, V, L.ldv, M, N, n_pad, uv, row0, lane_index, warp, scratch);
     __syncthreads();
@@ -352,12 +376,19 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
     // Four rounds a step, two layouts each (n_pad is even; a sweep of n_pad = 2 mod 4 positions
     // ends mirrored, which the publication by column id does not see).
     for (int round = 0; round < n_pad; round += 4) {
-      ring_round<false, false>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
-      ring_round<true, true>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
+      ring_round<false, false>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off, pending);
+      ring_round<true, true>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off, pending);
       if (round + 2 == n_pad) break;
-      ring_round<false, true>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
-      ring_round<true, false>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off);
+      ring_round<false, true>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off, pending);
+      ring_round<true, false>(lane, scratch, n_pad, lane_index, warp, uv, tol, lane_off, pending);
     }
+    if (uv) {  // the sweep's last round, an odd one, for V
+      if (n_pad % 4 == 2)
+        rotate_v<true, true>(lane, pending);
+      else
+        rotate_v<true, false>(lane, pending);
+    }
+    pending = RoundRotations<T>{};
     if (warp == 0) {
       const T off = warp_max(lane_off);
       if (lane_index == 0) *scratch.sweep_off = off;
