@@ -134,8 +134,8 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
 
 // A round's rotations as this lane's rows apply them. An even round: (c, s) of the lane's pair
 // (2l, 2l + 1); an odd round: the coefficients of its position 2l + 1 (the lower of pair l, with
-// the next lane's 2l + 2) and of 2l (the upper of pair l - 1), where a missing pair's keep the
-// value. Starts as an odd round that rotates nothing.
+// the next lane's 2l + 2) and of 2l (the upper of pair l - 1); a position without a pair gets
+// coefficients that keep its value. Starts as an odd round that rotates nothing.
 template <class T>
 struct RoundRotations {
   T c1 = 0, s1 = 1;   // even: the pair's; odd: position 2l + 1's
