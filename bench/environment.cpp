@@ -18,6 +18,12 @@ double Environment::ceiling_value(Ceiling ceiling) const {
   return 0;
 }
 
+double Environment::least_seconds(const Model& model) const {
+  const double ceiling = ceiling_value(model.ceiling);
+  if (ceilings.launch_seconds <= 0 || ceiling <= 0) return 0;
+  return ceilings.launch_seconds + (is_compute_ceiling(model.ceiling) ? model.flops : model.bytes) / ceiling;
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};

@@ -16,6 +16,9 @@ struct Environment {
 
   // The ceiling's value in bytes/s (bandwidths) or flop/s (peaks).
   double ceiling_value(Ceiling ceiling) const;
+  // The least time a one-kernel implementation of the model can take: the launch floor plus the
+  // model's bytes (or flops) at its ceiling. 0 when the launch floor was not measured.
+  double least_seconds(const Model& model) const;
 };
 
 // Queries the device and measures its bandwidth ceilings (needs a GPU; about a second).

@@ -82,7 +82,8 @@ nlohmann::json to_json(const Environment& environment) {
         {"fp64_peak_gflops", d.fp64_peak() * 1e-9},
         {"host_to_device_gbps", environment.ceilings.host_to_device_bandwidth * 1e-9},
         {"measured_with_bytes", environment.ceilings.buffer_bytes},
-        {"host_to_device_measured_with_bytes", environment.ceilings.host_buffer_bytes}}},
+        {"host_to_device_measured_with_bytes", environment.ceilings.host_buffer_bytes},
+        {"launch_us", environment.ceilings.launch_seconds * 1e6}}},
       {"commit", environment.commit},
       {"date", environment.date},
       {"rooflab", environment.version}};
@@ -167,6 +168,11 @@ std::string markdown_tables(const nlohmann::json& results, const std::string& op
     if (!op.empty() && run.at("op") != op) continue;
     text += fmt::format("#### {}: {} ({})\n\n", run.at("op").get<std::string>(),
                         run.at("problem").get<std::string>(), provenance);
+    if (const auto& model = run.at("model"); model.contains("least_time_ms"))
+      text += fmt::format("Least time of one kernel: {} (the launch, {}, plus the model at the {}).\n\n",
+                          human_time(model.at("least_time_ms").get<double>()),
+                          human_time(environment.at("ceilings").at("launch_us").get<double>() * 1e-3),
+                          model.at("ceiling").get<std::string>());
     text += markdown_header(run.at("model").at("ceiling")) + "\n";
     for (const auto& row : run.at("rows")) text += markdown_row(row_from_json(row)) + "\n";
     text += "\n";
@@ -189,7 +195,12 @@ nlohmann::json to_json(const Run& run) {
 nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
                             const std::vector<Run>& runs, bool same_inputs) {
   nlohmann::json list = nlohmann::json::array();
-  for (const Run& run : runs) list.push_back(to_json(run));
+  for (const Run& run : runs) {
+    nlohmann::json item = to_json(run);
+    if (const double least = environment.least_seconds(run.model); least > 0)
+      item["model"]["least_time_ms"] = least * 1e3;
+    list.push_back(item);
+  }
   return {{"rooflab", environment.version},
           {"environment", to_json(environment)},
           {"seed", seed},
@@ -262,12 +273,13 @@ RowWriter::RowWriter(std::ostream& out, Format format, const Environment& enviro
 void RowWriter::begin_run(const std::string& op, const std::string& problem, const Model& model) {
   runs_.push_back(Run{op, problem, model, {}});
   const std::string ceiling = ceiling_name(model.ceiling);
-  const std::string title = fmt::format(
-      "{}: {} on {} | model {:.4g} MB, {:.4g} MFLOP | {} {:.1f} {}", op, problem,
-      environment_.device.name, model.bytes * 1e-6, model.flops * 1e-6, ceiling,
-      environment_.ceiling_value(model.ceiling) * 1e-9,
-      model.ceiling == Ceiling::fp32_peak || model.ceiling == Ceiling::fp64_peak ? "GFLOP/s"
-                                                                                : "GB/s");
+  std::string title = fmt::format("{}: {} on {} | model {:.4g} MB, {:.4g} MFLOP | {} {:.1f} {}", op,
+                                  problem, environment_.device.name, model.bytes * 1e-6,
+                                  model.flops * 1e-6, ceiling, environment_.ceiling_value(model.ceiling) * 1e-9,
+                                  is_compute_ceiling(model.ceiling) ? "GFLOP/s" : "GB/s");
+  if (const double least = environment_.least_seconds(model); least > 0)
+    title += fmt::format(" | least time {} (launch {} + the model at the ceiling)", human_time(least * 1e3),
+                         human_time(environment_.ceilings.launch_seconds * 1e3));
   switch (format_) {
     case Format::table: out_ << "\n" << title << "\n" << table_header(ceiling) << std::endl; break;
     case Format::md: out_ << "\n### " << title << "\n\n" << markdown_header(ceiling) << std::endl; break;

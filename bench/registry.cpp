@@ -17,6 +17,10 @@ const char* ceiling_name(Ceiling ceiling) {
   return "?";
 }
 
+bool is_compute_ceiling(Ceiling ceiling) {
+  return ceiling == Ceiling::fp32_peak || ceiling == Ceiling::fp64_peak;
+}
+
 bool Registry::add_op(Op op) {
   const std::string name = op.name;
   ops_[name] = std::move(op);

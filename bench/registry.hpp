@@ -32,6 +32,8 @@ struct Problem {
 // pinned host-to-device copy rate: what host-device transfers are bounded by (not HBM).
 enum class Ceiling { copy_bandwidth, read_bandwidth, fp32_peak, fp64_peak, host_transfer_bandwidth };
 const char* ceiling_name(Ceiling ceiling);
+// Whether the ceiling is a rate of flops (a peak) rather than of bytes.
+bool is_compute_ceiling(Ceiling ceiling);
 
 // The least work the op must do: bytes that must cross device memory, flops that must be done.
 struct Model {

@@ -106,8 +106,7 @@ bool selected(const Variant& variant, const std::vector<std::string>& only) {
 
 void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment) {
   const double ceiling = environment.ceiling_value(model.ceiling);
-  const bool compute_bound =
-      model.ceiling == Ceiling::fp32_peak || model.ceiling == Ceiling::fp64_peak;
+  const bool compute_bound = is_compute_ceiling(model.ceiling);
   const Row* previous = nullptr;
   const Row* cpu = nullptr;
   for (Row& row : rows) {

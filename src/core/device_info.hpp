@@ -44,12 +44,16 @@ std::string cuda_version_string(int version);
 // bytes read plus the bytes written, and a kernel that only streams reads. Each is the median of
 // timed runs over buffers several times larger than L2. Host-device transfers are bounded by the
 // host link instead: host_to_device_bandwidth is a cudaMemcpy from pinned (cudaHostAlloc) memory.
+// launch_seconds is the floor under every timed kernel: an empty kernel on a full wave of blocks,
+// timed with events the way the benchmark times a rung (queued behind work that keeps the GPU busy,
+// as a rung is behind the L2 flush); 0 when not measured.
 struct MeasuredCeilings {
   double copy_bandwidth = 0;
   double read_bandwidth = 0;
   std::size_t buffer_bytes = 0;
   double host_to_device_bandwidth = 0;
   std::size_t host_buffer_bytes = 0;
+  double launch_seconds = 0;
 };
 MeasuredCeilings measure_ceilings(const DeviceInfo& device);
 

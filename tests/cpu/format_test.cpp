@@ -66,6 +66,37 @@ TEST(DeriveRates, ComputeBoundOpsCompareFlopsWithThePeak) {
   EXPECT_NEAR(rows[0].percent_of_ceiling, 100.0, 1e-9);
 }
 
+TEST(LeastTime, IsTheLaunchPlusTheModelAtItsCeiling) {
+  Environment environment = fake_environment();
+  const Model read{3.2e9, 1e9, Ceiling::read_bandwidth};  // 1 ms at 3200 GB/s
+  EXPECT_EQ(environment.least_seconds(read), 0) << "no launch floor measured: no least time";
+  environment.ceilings.launch_seconds = 3e-6;
+  EXPECT_DOUBLE_EQ(environment.least_seconds(read), 1e-3 + 3e-6);
+  const Model compute{1, environment.device.fp64_peak() * 2e-3, Ceiling::fp64_peak};  // 2 ms of flops
+  EXPECT_DOUBLE_EQ(environment.least_seconds(compute), 2e-3 + 3e-6);
+}
+
+TEST(LeastTime, AppearsInTheTitleTheResultsAndTheirMarkdown) {
+  Environment environment = fake_environment();
+  environment.ceilings.launch_seconds = 2.5e-6;
+  const Model model{3.2e6, 0, Ceiling::read_bandwidth};  // 1 us at 3200 GB/s
+  std::ostringstream out;
+  RowWriter writer(out, Format::table, environment, 1);
+  writer.begin_run("reduce", "n = 800000, float", model);
+  EXPECT_NE(out.str().find("least time 3.5 us (launch 2.5 us + the model at the ceiling)"), std::string::npos)
+      << out.str();
+  std::vector<Row> rows{measured("gpu", 0.01)};
+  derive_rates(rows, model, environment);
+  const auto results = results_json(environment, 1, {bench::Run{"reduce", "n = 800000, float", model, rows}});
+  EXPECT_DOUBLE_EQ(results["environment"]["ceilings"]["launch_us"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(results["runs"][0]["model"]["least_time_ms"].get<double>(), 3.5e-3);
+  const std::string markdown = markdown_tables(results);
+  EXPECT_NE(markdown.find("Least time of one kernel: 3.5 us (the launch, 2.5 us, plus the model at the read "
+                          "bandwidth)."),
+            std::string::npos)
+      << markdown;
+}
+
 TEST(Formats, ParseNamesAndRejectOthers) {
   EXPECT_EQ(parse_format("table"), Format::table);
   EXPECT_EQ(parse_format("csv"), Format::csv);

@@ -84,13 +84,17 @@ TEST_F(HarnessHooksMeasured, PrepareWorkStaysOutsideTheTimedRegion) {
       << "add of 4097 floats " << rows[0].median_ms << " ms; the prepare's memsets " << ballast_ms << " ms";
 }
 
-TEST_F(CeilingsMeasured, PinnedHostToDeviceRateIsPlausible) {
+TEST_F(CeilingsMeasured, HostToDeviceRateAndLaunchFloorArePlausible) {
   const MeasuredCeilings ceilings = measure_ceilings(query_device());
   // PCIe 4/5 x16 moves 20-60 GB/s, NVLink-C2C hosts a few hundred: this catches a miscount or an
   // unsynchronized timing, not a slow link.
   EXPECT_GT(ceilings.host_to_device_bandwidth, 1e9);
   EXPECT_LT(ceilings.host_to_device_bandwidth, 1e12);
   EXPECT_EQ(ceilings.host_buffer_bytes, std::size_t(64) << 20);
+  // An empty kernel's launch: a microsecond or a few on current GPUs. Below 100 ns the events
+  // timed nothing; above 100 us they timed something besides the launch.
+  EXPECT_GT(ceilings.launch_seconds, 1e-7);
+  EXPECT_LT(ceilings.launch_seconds, 1e-4);
 }
 
 }  // namespace

@@ -426,6 +426,9 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<float>(300, 40, 3, 3, 4400);    // blocked, tall
   expect_mixed_batch_accurate<double>(40, 300, 3, 4, 4500);   // blocked persistent, wide
   expect_mixed_batch_accurate<double>(270, 250, 4, 6, 4600);  // Gram: several slices of rows
+  // Gram, tall: 21 slices of rows a pair, the last one partial.
+  expect_mixed_batch_accurate<double>(1300, 40, 2, 6, 4610);
+  expect_mixed_batch_accurate<float>(1300, 40, 2, 6, 4620);
   expect_mixed_batch_accurate<float>(70, 300, 4, 6, 4700);    // Gram, wide, padded blocks
 }
 
