@@ -129,7 +129,7 @@ std::string info_text(const bench::Environment& environment) {
       environment.ceilings.host_to_device_bandwidth * 1e-9,
       environment.ceilings.host_buffer_bytes * 1e-6);
   text += fmt::format(
-      "launch           measured {:.2f} us: an empty kernel on a full wave, timed with events behind "
+      "launch           measured {:.2f} us: an empty kernel of one warp, timed with events behind "
       "busy work (the floor under every timed kernel)\n",
       environment.ceilings.launch_seconds * 1e6);
   text += fmt::format("fp32 peak        {:.1f} TFLOP/s = {} SMs x {} cores x 2 flop x {:.0f} MHz\n",

@@ -44,9 +44,10 @@ std::string cuda_version_string(int version);
 // bytes read plus the bytes written, and a kernel that only streams reads. Each is the median of
 // timed runs over buffers several times larger than L2. Host-device transfers are bounded by the
 // host link instead: host_to_device_bandwidth is a cudaMemcpy from pinned (cudaHostAlloc) memory.
-// launch_seconds is the floor under every timed kernel: an empty kernel on a full wave of blocks,
-// timed with events the way the benchmark times a rung (queued behind work that keeps the GPU busy,
-// as a rung is behind the L2 flush); 0 when not measured.
+// launch_seconds is the floor under every timed kernel: an empty kernel of one warp, timed with
+// events the way the benchmark times a rung (queued behind work that keeps the GPU busy, as a rung
+// is behind the L2 flush); 0 when not measured. A bigger grid adds the dispatch of its blocks,
+// which a real kernel overlaps with its work, so one warp keeps the floor a lower bound.
 struct MeasuredCeilings {
   double copy_bandwidth = 0;
   double read_bandwidth = 0;
