@@ -168,11 +168,13 @@ std::string markdown_tables(const nlohmann::json& results, const std::string& op
     if (!op.empty() && run.at("op") != op) continue;
     text += fmt::format("#### {}: {} ({})\n\n", run.at("op").get<std::string>(),
                         run.at("problem").get<std::string>(), provenance);
-    if (const auto& model = run.at("model"); model.contains("least_time_ms"))
-      text += fmt::format("Least time of one kernel: {} (the launch, {}, plus the model at the {}).\n\n",
-                          human_time(model.at("least_time_ms").get<double>()),
-                          human_time(environment.at("ceilings").at("launch_us").get<double>() * 1e-3),
+    if (const auto& model = run.at("model"); model.contains("least_time_ms")) {
+      const std::string launch =
+          model.contains("launch_us") ? ", " + human_time(model.at("launch_us").get<double>() * 1e-3) + "," : "";
+      text += fmt::format("Least time of one kernel: {} (the launch{} plus the model at the {}).\n\n",
+                          human_time(model.at("least_time_ms").get<double>()), launch,
                           model.at("ceiling").get<std::string>());
+    }
     text += markdown_header(run.at("model").at("ceiling")) + "\n";
     for (const auto& row : run.at("rows")) text += markdown_row(row_from_json(row)) + "\n";
     text += "\n";
@@ -197,8 +199,10 @@ nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
   nlohmann::json list = nlohmann::json::array();
   for (const Run& run : runs) {
     nlohmann::json item = to_json(run);
-    if (const double least = environment.least_seconds(run.model); least > 0)
+    if (const double least = environment.least_seconds(run.model); least > 0) {
       item["model"]["least_time_ms"] = least * 1e3;
+      item["model"]["launch_us"] = environment.ceilings.launch_seconds * 1e6;  // merged files keep one environment
+    }
     list.push_back(item);
   }
   return {{"rooflab", environment.version},

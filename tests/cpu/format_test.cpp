@@ -90,6 +90,7 @@ TEST(LeastTime, AppearsInTheTitleTheResultsAndTheirMarkdown) {
   const auto results = results_json(environment, 1, {bench::Run{"reduce", "n = 800000, float", model, rows}});
   EXPECT_DOUBLE_EQ(results["environment"]["ceilings"]["launch_us"].get<double>(), 2.5);
   EXPECT_DOUBLE_EQ(results["runs"][0]["model"]["least_time_ms"].get<double>(), 3.5e-3);
+  EXPECT_DOUBLE_EQ(results["runs"][0]["model"]["launch_us"].get<double>(), 2.5);
   const std::string markdown = markdown_tables(results);
   EXPECT_NE(markdown.find("Least time of one kernel: 3.5 us (the launch, 2.5 us, plus the model at the read "
                           "bandwidth)."),
