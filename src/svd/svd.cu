@@ -1080,7 +1080,7 @@ __device__ bool takes_all_pairs_test(const GlobalState<T>& G, std::int64_t matri
 template <class T>
 __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<T> G, int groups) {
   extern __shared__ __align__(16) unsigned char test_shared[];
-  __shared__ T warp_max_off[gram_threads / 32];
+  __shared__ unsigned long long team_scratch[32];
   T* const tiles = reinterpret_cast<T*>(test_shared);
   const int group_pairs = groups * (groups + 1) / 2;
   const std::int64_t matrix = blockIdx.x / group_pairs;
@@ -1122,12 +1122,8 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
       if (p >= q || q >= G.N) continue;
       off = fmax(off, scaled_off_diagonal(norms[p], norms[q], sum[b][a]));
     }
-  off = warp_max(off);
-  if (lane == 0) warp_max_off[warp] = off;
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  for (int w = 0; w < gram_threads / 32; ++w) off = fmax(off, warp_max_off[w]);
-  if (off > 0)
+  off = BlockTeam{team_scratch}.max(off);
+  if (threadIdx.x == 0 && off > 0)
     atomicMax(&G.test_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
 }
 
