@@ -155,6 +155,49 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T scaled_off_diagonal(T alpha, T beta, T gamma
 #endif
 }
 
+// A sum carried with its rounding error (Ogita, Rump and Oishi's Sum2 and Dot2): every addition
+// by TwoSum and every product by TwoProduct (the FMA gives a * b - fl(a * b) exactly), the errors
+// added up on the side. The result is as accurate as if the sum had been formed in twice the
+// precision and rounded once: the all-pairs test forms the products of pairs just above tol again
+// this way, where the rounding of an ordinary sum over M rows is itself about tol. On the device
+// the operations are the _rn intrinsics, which the compiler never fuses into an FMA (a fused
+// TwoSum is no longer exact).
+template <class T>
+struct CompensatedSum {
+  T sum = 0, error = 0;
+  ROOFLAB_JACOBI_HOST_DEVICE void add(T x) {
+    const T total = plus(sum, x);
+    const T x_part = minus(total, sum);
+    error = plus(error, plus(minus(sum, minus(total, x_part)), minus(x, x_part)));
+    sum = total;
+  }
+  ROOFLAB_JACOBI_HOST_DEVICE void add_product(T a, T b) {
+    using std::fma;
+    const T product = times(a, b);
+    add(product);
+    error = plus(error, fma(a, b, -product));
+  }
+  ROOFLAB_JACOBI_HOST_DEVICE void add(const CompensatedSum& other) {
+    add(other.sum);
+    error = plus(error, other.error);
+  }
+  ROOFLAB_JACOBI_HOST_DEVICE T value() const { return plus(sum, error); }
+
+ private:
+#if defined(__CUDA_ARCH__)
+  __device__ static float plus(float a, float b) { return __fadd_rn(a, b); }
+  __device__ static double plus(double a, double b) { return __dadd_rn(a, b); }
+  __device__ static float minus(float a, float b) { return __fsub_rn(a, b); }
+  __device__ static double minus(double a, double b) { return __dsub_rn(a, b); }
+  __device__ static float times(float a, float b) { return __fmul_rn(a, b); }
+  __device__ static double times(double a, double b) { return __dmul_rn(a, b); }
+#else
+  static T plus(T a, T b) { return a + b; }
+  static T minus(T a, T b) { return a - b; }
+  static T times(T a, T b) { return a * b; }
+#endif
+};
+
 // The pair of groups (first <= second) that `index` names when the upper triangle of `groups`
 // groups, diagonal included, is counted row by row: (0, 0), (0, 1), ..., (0, groups - 1), (1, 1),
 // ...; indices 0 .. groups (groups + 1) / 2 - 1 give every such pair once. The all-pairs tests

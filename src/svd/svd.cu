@@ -1066,7 +1066,12 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 // the rounding of a dot product summed in one chain over M rows. With one chain the test cost
 // instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08
 // ms, 1024 x 1024 20.0 against 18.9 ms); with tile sums 2.96 against 3.39 and 18.4 against 18.8.
+// Pairs found just above tol, up to recheck_capacity of them a block, are formed again from the
+// columns with compensated sums (CompensatedSum), and their products and norms as accurate as the
+// columns allow decide: a sweep is not spent on what was only the rounding of the test's sums.
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
+constexpr int recheck_capacity = 64;
+constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
 constexpr int test_tile_size = 2 * gram_width * test_ld;
 template <class T>
 constexpr int gram_test_shared_bytes = int(2 * test_tile_size * sizeof(T));
@@ -1111,6 +1116,11 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
           for (int a = 0; a < 2; ++a) sum[b][a] += tile_sum[b][a];
       });
   const T* norms = G.norms_of(matrix);
+  __shared__ int2 recheck[recheck_capacity];  // (p, q)
+  __shared__ int rechecks;
+  if (threadIdx.x == 0) rechecks = 0;
+  __syncthreads();
+  const T tol = G.P.tol;
   T off = 0;
 #pragma unroll
   for (int b = 0; b < 4; ++b)
@@ -1120,8 +1130,41 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
       const int j = sizeof(T) == 8 ? 8 * b + 2 * in_group + a : j0 + b;
       const int p = gram_width * first + i, q = gram_width * second + j;
       if (p >= q || q >= G.N) continue;
-      off = fmax(off, scaled_off_diagonal(norms[p], norms[q], sum[b][a]));
+      const T cosine = scaled_off_diagonal(norms[p], norms[q], sum[b][a]);
+      if (cosine > tol && cosine <= T(recheck_factor) * tol) {
+        const int slot = atomicAdd(&rechecks, 1);
+        if (slot < recheck_capacity) {
+          recheck[slot] = make_int2(p, q);
+          continue;
+        }
+      }
+      off = fmax(off, cosine);
     }
+  __syncthreads();
+  // A warp per pair to recheck: the lanes' compensated sums over every 32nd row, then combined.
+  const int count = min(rechecks, recheck_capacity);
+  for (int r = warp; r < count; r += gram_threads / 32) {
+    const T* wp = W + std::int64_t(recheck[r].x) * G.ldw;
+    const T* wq = W + std::int64_t(recheck[r].y) * G.ldw;
+    CompensatedSum<T> dot, pp, qq;
+    for (int row = lane; row < G.M; row += 32) {
+      const T x = wp[row], y = wq[row];
+      dot.add_product(x, y);
+      pp.add_product(x, x);
+      qq.add_product(y, y);
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const auto from = [offset](const CompensatedSum<T>& mine) {
+        return CompensatedSum<T>{__shfl_xor_sync(0xffffffffu, mine.sum, offset),
+                                 __shfl_xor_sync(0xffffffffu, mine.error, offset)};
+      };
+      const CompensatedSum<T> other_dot = from(dot), other_pp = from(pp), other_qq = from(qq);
+      dot.add(other_dot);
+      pp.add(other_pp);
+      qq.add(other_qq);
+    }
+    off = fmax(off, scaled_off_diagonal(pp.value(), qq.value(), dot.value()));
+  }
   off = BlockTeam{team_scratch}.max(off);
   if (threadIdx.x == 0 && off > 0)
     atomicMax(&G.test_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));

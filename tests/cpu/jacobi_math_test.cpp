@@ -195,6 +195,57 @@ TEST(ScaledOffDiagonal, IsTheRotationsCosineAndZeroForANegligibleColumn) {
   EXPECT_EQ(scaled_off_diagonal(4.0f, 9.0f, -3.0f), 0.5f);
 }
 
+// x = [a, a, c], y = [b, -b, d]: the products cancel exactly but for c d, while a plain sum in
+// row order keeps the rounding of the first half's sum. The compensated sum, row by row or as two
+// halves added, recovers c d.
+template <class T>
+void expect_compensated_dot_recovers_the_small_term(T small) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<T> uniform(-1, 1);
+  const int n = 500;
+  std::vector<T> x, y;
+  for (int i = 0; i < n; ++i) {
+    x.push_back(uniform(rng));
+    y.push_back(uniform(rng));
+  }
+  for (int i = 0; i < n; ++i) {
+    x.push_back(x[i]);
+    y.push_back(-y[i]);
+  }
+  x.push_back(3);
+  y.push_back(small);
+  const T exact = 3 * small;
+  CompensatedSum<T> whole, front, back;
+  T plain = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    whole.add_product(x[i], y[i]);
+    (i < x.size() / 2 ? front : back).add_product(x[i], y[i]);
+    plain += x[i] * y[i];
+  }
+  front.add(back);
+  EXPECT_NEAR(whole.value(), exact, 1e-3 * exact);
+  EXPECT_NEAR(front.value(), exact, 1e-3 * exact);
+  EXPECT_GT(std::fabs(plain - exact), exact);  // the case is one a plain sum gets wrong
+}
+
+TEST(CompensatedSum, RecoversWhatAPlainSumLosesToRounding) {
+  expect_compensated_dot_recovers_the_small_term<double>(std::ldexp(1.0, -70));
+  expect_compensated_dot_recovers_the_small_term<float>(std::ldexp(1.0f, -40));
+  CompensatedSum<double> sum;
+  sum.add_product(1e16, 1);
+  sum.add_product(1, 1);
+  sum.add_product(-1e16, 1);
+  EXPECT_EQ(sum.value(), 1.0);
+  // a^2 - b^2 with a = 1 + 2^-30, b = 1 + 2^-31: each square loses its last term to rounding, and
+  // only the products' own errors (TwoProduct) give the exact 2^-30 + 3 2^-62.
+  const double a = 1 + std::ldexp(1.0, -30), b = 1 + std::ldexp(1.0, -31);
+  CompensatedSum<double> squares;
+  squares.add_product(a, a);
+  squares.add_product(-b, b);
+  EXPECT_EQ(squares.value(), std::ldexp(1.0, -30) + 3 * std::ldexp(1.0, -62));
+  EXPECT_NE(a * a - b * b, squares.value());
+}
+
 TEST(UpperTrianglePair, NamesEveryPairOfGroupsOnceInRowOrder) {
   for (const int groups : {1, 2, 7, 32}) {
     std::vector<std::pair<int, int>> expected;
