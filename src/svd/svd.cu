@@ -15,6 +15,7 @@
 #include "core/device_info.hpp"
 #include "core/pinned_buffer.hpp"
 #include "rooflab/cuda_check.hpp"
+#include "rooflab/detail/warp_reduce.cuh"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
 #include "rooflab/svd.hpp"
@@ -1153,17 +1154,14 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
       pp.add_product(x, x);
       qq.add_product(y, y);
     }
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      const auto from = [offset](const CompensatedSum<T>& mine) {
-        return CompensatedSum<T>{__shfl_xor_sync(0xffffffffu, mine.sum, offset),
-                                 __shfl_xor_sync(0xffffffffu, mine.error, offset)};
-      };
-      const CompensatedSum<T> other_dot = from(dot), other_pp = from(pp), other_qq = from(qq);
-      dot.add(other_dot);
-      pp.add(other_pp);
-      qq.add(other_qq);
-    }
-    off = fmax(off, scaled_off_diagonal(pp.value(), qq.value(), dot.value()));
+    const auto combined = [](CompensatedSum<T> sum, const CompensatedSum<T>& other) {
+      sum.add(other);
+      return sum;
+    };
+    dot = detail::warp_reduce(dot, combined);  // lane 0 holds the whole sums
+    pp = detail::warp_reduce(pp, combined);
+    qq = detail::warp_reduce(qq, combined);
+    if (lane == 0) off = fmax(off, scaled_off_diagonal(pp.value(), qq.value(), dot.value()));
   }
   off = BlockTeam{team_scratch}.max(off);
   if (threadIdx.x == 0 && off > 0)
