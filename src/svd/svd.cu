@@ -530,13 +530,17 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
   return G.active[matrix];
 }
 
-// The 8 x 8 x 4 double-precision tensor-core product D += A B of a warp (DMMA): lane (g, t) =
-// (lane / 4, lane % 4) holds A_gt, B_tg, D_g,2t and D_g,2t+1.
-__device__ __forceinline__ void mma_8x8x4(double& d0, double& d1, double a, double b) {
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-      : "+d"(d0), "+d"(d1)
-      : "d"(a), "d"(b));
+// The 16 x 8 x 4 double-precision tensor-core product D += A B of a warp (DMMA, sm_90): lane
+// (g, t) = (lane / 4, lane % 4) holds A_gt and A_g+8,t, B_tg, and in d[e] the element of D at
+// (mma_row(e), mma_col(e)). On the H200 it runs at twice the rate of the 8 x 8 x 4 form (64
+// against 33 TFLOP/s with every SM busy), which was half the apply's and the partials' time.
+__device__ __forceinline__ void mma_16x8x4(double (&d)[4], double a0, double a1, double b) {
+  asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a0), "d"(a1), "d"(b));
 }
+__device__ __forceinline__ int mma_row(int e) { return ((threadIdx.x & 31) >> 2) + 8 * (e >> 1); }
+__device__ __forceinline__ int mma_col(int e) { return 2 * (threadIdx.x & 3) + (e & 1); }
 
 // One element from global to shared memory by an asynchronous copy (cp.async), which holds no
 // register while it is in flight: a block keeps a whole tile of rows loading with few registers,
@@ -616,20 +620,21 @@ __device__ __forceinline__ void stream_tiles(int begin, int end, T* tiles, int t
   }
 }
 
-// Adds a tile's rows to 8 x 8 blocks of G = W^T W on the tensor cores (the tile holds column s of
-// its rows at tile[s * ld]): the warp's row block against `count` column blocks from
-// `first_block`; lane (group, in_group) accumulates G(8 row_block + group, 8 (first_block + b) +
-// 2 in_group + a) in sum[b][a].
+// Adds a tile's rows to blocks of G = W^T W on the tensor cores (the tile holds column s of its
+// rows at tile[s * ld]): rows 16 row_block .. 16 row_block + 15 against `count` blocks of 8
+// columns from 8 first_block; sum[b][e] accumulates G(16 row_block + mma_row(e),
+// 8 (first_block + b) + mma_col(e)).
 template <int count>
 __device__ __forceinline__ void add_tile_gram(const double* tile, int ld, int row_block, int first_block,
-                                              double (&sum)[count][2]) {
+                                              double (&sum)[count][4]) {
   const int lane = threadIdx.x & 31, group = lane >> 2, in_group = lane & 3;
-  const double* a = tile + (8 * row_block + group) * ld + in_group;
+  const double* a = tile + (16 * row_block + group) * ld + in_group;
   const double* b = tile + (8 * first_block + group) * ld + in_group;
-#pragma unroll 4
+  // Unrolled 4 times the partials needed 150 registers, more than their 4 blocks per SM allow.
+#pragma unroll 2
   for (int k = 0; k < gram_tile_rows; k += 4)
 #pragma unroll
-    for (int nt = 0; nt < count; ++nt) mma_8x8x4(sum[nt][0], sum[nt][1], a[k], b[8 * nt * ld + k]);
+    for (int nt = 0; nt < count; ++nt) mma_16x8x4(sum[nt], a[k], a[8 * ld + k], b[8 * nt * ld + k]);
 }
 // The same in float, with FMAs: a thread's patch of G, rows i0 .. i0 + R - 1 against columns
 // j0 .. j0 + C - 1, accumulated in sum[c][r].
@@ -646,10 +651,10 @@ __device__ __forceinline__ void add_tile_gram(const float* tile, int ld, int i0,
 
 // A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
 // at a time through shared memory (column s of the rows at tile[s * ld]). In double each warp
-// forms 8 rows of G on the tensor cores (four 8 x 8 products per 4 rows); in float each thread
-// accumulates a 2 x 4 patch with FMAs.
+// forms a 16 x 16 quarter of G on the tensor cores (two 16 x 8 products per 4 rows); in float
+// each thread accumulates a 2 x 4 patch with FMAs.
 template <class T>
-__global__ void __launch_bounds__(gram_threads)
+__global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
     gram_partials(GlobalState<T> G, GramWork<T> work, int round) {
   wait_for_previous_kernel();
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
@@ -662,9 +667,11 @@ __global__ void __launch_bounds__(gram_threads)
   if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
   if (threadIdx.x < gram_width) columns[threadIdx.x] = G.pos_of(matrix)[first + threadIdx.x];
   const T* W = G.w(matrix);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
+  const int warp = threadIdx.x >> 5;
   const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
-  T sum[4][2] = {};  // double: D of the tile (warp, b), elements a; float: G at (i0 + a, j0 + b)
+  // double: the warp's quarter of G, rows 16 (warp % 2) .. and column blocks 2 (warp / 2) + b, as
+  // add_tile_gram lays them out; float: G(i0 + a, j0 + b) at sum[b][a].
+  std::conditional_t<sizeof(T) == 8, double[2][4], float[4][2]> sum = {};
   const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
   // Each tile's loads are issued together, and the next tile's while this one is multiplied.
   constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
@@ -688,21 +695,24 @@ __global__ void __launch_bounds__(gram_threads)
     __syncthreads();
     if (r0 + gram_tile_rows < end) load(r0 + gram_tile_rows);
     if constexpr (sizeof(T) == 8)
-      add_tile_gram(tile, ld, warp, 0, sum);
+      add_tile_gram(tile, ld, warp % 2, 2 * (warp / 2), sum);
     else
       add_tile_gram(tile, ld, i0, j0, sum);
   }
   let_next_kernel_start();
   T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
+  if constexpr (sizeof(T) == 8) {
 #pragma unroll
-  for (int b = 0; b < 4; ++b)
+    for (int b = 0; b < 2; ++b)
 #pragma unroll
-    for (int a = 0; a < 2; ++a) {
-      if constexpr (sizeof(T) == 8)
-        out[(8 * warp + group) * gram_width + 8 * b + 2 * in_group + a] = sum[b][a];
-      else
-        out[(i0 + a) * gram_width + j0 + b] = sum[b][a];
-    }
+      for (int e = 0; e < 4; ++e)
+        out[(16 * (warp % 2) + mma_row(e)) * gram_width + 8 * (2 * (warp / 2) + b) + mma_col(e)] = sum[b][e];
+  } else {
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int a = 0; a < 2; ++a) out[(i0 + a) * gram_width + j0 + b] = sum[b][a];
+  }
 }
 
 // The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
@@ -717,10 +727,10 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   constexpr int tile_size = gram_width * ld;
   const T* W = G.w(matrix);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // double: the warp's 8 x 8 blocks (row block warp % 4, column blocks 2 (warp / 4) + b), as
-  // add_tile_gram lays them out; float: G(i0 + a, j0 + b), a thread's 2 x 2 patch.
-  T sum[2][2] = {};
+  const int warp = threadIdx.x >> 5;
+  // double: the warp's 16 x 8 block (rows 16 (warp % 2) .., column block warp / 2), as
+  // add_tile_gram lays it out; float: G(i0 + a, j0 + b) at sum[b][a], a thread's 2 x 2 patch.
+  std::conditional_t<sizeof(T) == 8, double[1][4], float[2][2]> sum = {};
   const int i0 = 2 * (threadIdx.x % 16), j0 = 2 * (threadIdx.x / 16);
   stream_tiles(
       0, G.M, tiles, tile_size,
@@ -731,19 +741,22 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
       },
       [&](const T* tile) {
         if constexpr (sizeof(T) == 8)
-          add_tile_gram(tile, ld, warp % 4, 2 * (warp / 4), sum);
+          add_tile_gram(tile, ld, warp % 2, warp / 2, sum);
         else
           add_tile_gram(tile, ld, i0, j0, sum);
       });
-  const int group = lane >> 2, in_group = lane & 3;
+  if constexpr (sizeof(T) == 8) {
 #pragma unroll
-  for (int b = 0; b < 2; ++b)
-#pragma unroll
-    for (int a = 0; a < 2; ++a) {
-      const int row = sizeof(T) == 8 ? 8 * (warp % 4) + group : i0 + a;
-      const int col = sizeof(T) == 8 ? 8 * (2 * (warp / 4) + b) + 2 * in_group + a : j0 + b;
-      g0[order.seat(row) * ld_g + order.seat(col)] = sum[b][a];
+    for (int e = 0; e < 4; ++e) {
+      const int row = 16 * (warp % 2) + mma_row(e), col = 8 * (warp / 2) + mma_col(e);
+      g0[order.seat(row) * ld_g + order.seat(col)] = sum[0][e];
     }
+  } else {
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+      for (int a = 0; a < 2; ++a) g0[order.seat(i0 + a) * ld_g + order.seat(j0 + b)] = sum[b][a];
+  }
 }
 
 // A block of 256 threads per pair: sums the slices' partial Grams (in a fixed order:
@@ -992,17 +1005,15 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
   T sum[4][4] = {};
-  if constexpr (sizeof(T) == 8) {  // D of the tile (mt, nt), element e, at sum[2 mt + nt / 2][2 (nt % 2) + e]
-#pragma unroll
+  if constexpr (sizeof(T) == 8) {  // the warp's rows times column block nt of Q at sum[nt], mma_16x8x4's layout
+    // Unrolled whole, the product spilled 160 bytes at the 64 registers of 4 blocks per SM (H200:
+    // 1024 x 1024 double 20.9 against 18.4 ms, 2048 x 2048 110 against 87 ms).
+#pragma unroll 2
     for (int s0 = 0; s0 < gram_width; s0 += 4) {
       const T* a = tile + (s0 + in_group) * ldt + 16 * warp + group;
       const T* b = q + (s0 + in_group) * ldq + group;
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-          mma_8x8x4(sum[mt * 2 + nt / 2][(nt % 2) * 2], sum[mt * 2 + nt / 2][(nt % 2) * 2 + 1], a[8 * mt],
-                    b[8 * nt]);
+      for (int nt = 0; nt < 4; ++nt) mma_16x8x4(sum[nt], a[0], a[8], b[8 * nt]);
     }
   } else {
     constexpr int row_groups = gram_apply_rows / 4;
@@ -1021,8 +1032,7 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       if constexpr (sizeof(T) == 8) {
-        const int mt = a / 2, nt = (a % 2) * 2 + b / 2, e = b % 2;
-        tile[(8 * nt + 2 * in_group + e) * ldo + 16 * warp + 8 * mt + group] = sum[a][b];
+        tile[(8 * a + mma_col(b)) * ldo + 16 * warp + mma_row(b)] = sum[a][b];
       } else {
         constexpr int row_groups = gram_apply_rows / 4;  // the float product's patches, as above
         tile[(4 * (threadIdx.x / row_groups) + b) * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
@@ -1094,9 +1104,13 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const GroupPair pair = upper_triangle_pair(int(blockIdx.x % group_pairs), groups);
   const int first = pair.first, second = pair.second;
   const T* W = G.w(matrix);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
-  T sum[4][2] = {};  // double: D of the tile (warp, b), elements a; float: G at (i0 + a, j0 + b)
+  // double: rows 16 (warp % 2) .. of the product and its column blocks 2 (warp / 2) + b, as
+  // add_tile_gram lays them out; float: (i0 + a, j0 + b) at sum[b][a].
+  using Sum = std::conditional_t<sizeof(T) == 8, double[2][4], float[4][2]>;
+  constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer;
+  Sum sum = {};
   stream_tiles(
       0, G.M, tiles, test_tile_size,
       [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
@@ -1106,15 +1120,15 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
             });
       },
       [&](const T* tile) {  // a tile's products summed on their own, then added: see above
-        T tile_sum[4][2] = {};
+        Sum tile_sum = {};
         if constexpr (sizeof(T) == 8)
-          add_tile_gram(tile, test_ld, warp, gram_width / 8, tile_sum);
+          add_tile_gram(tile, test_ld, warp % 2, gram_width / 8 + 2 * (warp / 2), tile_sum);
         else
           add_tile_gram(tile, test_ld, i0, gram_width + j0, tile_sum);
 #pragma unroll
-        for (int b = 0; b < 4; ++b)
+        for (int b = 0; b < outer; ++b)
 #pragma unroll
-          for (int a = 0; a < 2; ++a) sum[b][a] += tile_sum[b][a];
+          for (int a = 0; a < inner; ++a) sum[b][a] += tile_sum[b][a];
       });
   const T* norms = G.norms_of(matrix);
   __shared__ int2 recheck[recheck_capacity];  // (p, q)
@@ -1124,11 +1138,11 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const T tol = G.P.tol;
   T off = 0;
 #pragma unroll
-  for (int b = 0; b < 4; ++b)
+  for (int b = 0; b < outer; ++b)
 #pragma unroll
-    for (int a = 0; a < 2; ++a) {
-      const int i = sizeof(T) == 8 ? 8 * warp + group : i0 + a;
-      const int j = sizeof(T) == 8 ? 8 * b + 2 * in_group + a : j0 + b;
+    for (int a = 0; a < inner; ++a) {
+      const int i = sizeof(T) == 8 ? 16 * (warp % 2) + mma_row(a) : i0 + a;
+      const int j = sizeof(T) == 8 ? 8 * (2 * (warp / 2) + b) + mma_col(a) : j0 + b;
       const int p = gram_width * first + i, q = gram_width * second + j;
       if (p >= q || q >= G.N) continue;
       const T cosine = scaled_off_diagonal(norms[p], norms[q], sum[b][a]);
