@@ -533,12 +533,13 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
 // The 16 x 8 x 4 double-precision tensor-core product D += A B of a warp (DMMA, sm_90): lane
 // (g, t) = (lane / 4, lane % 4) holds A_gt and A_g+8,t, B_tg, and in d[e] the element of D at
 // (mma_row(e), mma_col(e)). On the H200 it runs at twice the rate of the 8 x 8 x 4 form (64
-// against 33 TFLOP/s with every SM busy), which was half the apply's and the partials' time.
+// against 33 TFLOP/s with every SM busy), whose pipe was the apply's busiest unit.
 __device__ __forceinline__ void mma_16x8x4(double (&d)[4], double a0, double a1, double b) {
   asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
       : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
       : "d"(a0), "d"(a1), "d"(b));
 }
+// Row and column, within the 16 x 8 product, of element e of the lane's accumulator.
 __device__ __forceinline__ int mma_row(int e) { return ((threadIdx.x & 31) >> 2) + 8 * (e >> 1); }
 __device__ __forceinline__ int mma_col(int e) { return 2 * (threadIdx.x & 3) + (e & 1); }
 
@@ -1006,8 +1007,9 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
   T sum[4][4] = {};
   if constexpr (sizeof(T) == 8) {  // the warp's rows times column block nt of Q at sum[nt], mma_16x8x4's layout
-    // Unrolled whole, the product spilled 160 bytes at the 64 registers of 4 blocks per SM (H200:
-    // 1024 x 1024 double 20.9 against 18.4 ms, 2048 x 2048 110 against 87 ms).
+    // Unrolled whole, the product spilled 160 bytes at the 64 registers of 4 blocks per SM (H200,
+    // with the partials also unrolled further: 1024 x 1024 double 20.9 against 18.4 ms, 2048 x
+    // 2048 110 against 87 ms).
 #pragma unroll 2
     for (int s0 = 0; s0 < gram_width; s0 += 4) {
       const T* a = tile + (s0 + in_group) * ldt + 16 * warp + group;
