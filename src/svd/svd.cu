@@ -650,6 +650,34 @@ __device__ __forceinline__ void add_tile_gram(const float* tile, int ld, int i0,
         sum[c][r] = fma(tile[(i0 + r) * ld + k], tile[(j0 + c) * ld + k], sum[c][r]);
 }
 
+// A 32 x 32 product shared by the gram_threads threads of a block (the partials' Gram, the
+// all-pairs test's pair of groups): in double warp w holds the 16 x 16 quarter at rows 16 (w % 2)
+// and column blocks 2 (w / 2) + b, element a of block b as add_tile_gram lays it out; in float
+// thread t the 2 x 4 patch at (2 (t % 16), 4 (t / 16)), element (a, b) at sum[b][a].
+template <class T>
+struct GramQuarter {
+  static constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer;
+  T sum[outer][inner] = {};
+  // Adds a tile's rows (column s at tile[s * ld]): the product's rows are columns 0..31 of the
+  // tile, its columns the 32 from `first_column`.
+  __device__ __forceinline__ void add_tile(const T* tile, int ld, int first_column) {
+    const int warp = threadIdx.x >> 5;
+    if constexpr (sizeof(T) == 8)
+      add_tile_gram(tile, ld, warp % 2, first_column / 8 + 2 * (warp / 2), sum);
+    else
+      add_tile_gram(tile, ld, 2 * (threadIdx.x % 16), first_column + 4 * (threadIdx.x / 16), sum);
+  }
+  // Row and column in the product of sum[b][a].
+  __device__ __forceinline__ static int row(int b, int a) {
+    if constexpr (sizeof(T) == 8) return 16 * ((threadIdx.x >> 5) % 2) + mma_row(a);
+    return 2 * (threadIdx.x % 16) + a;
+  }
+  __device__ __forceinline__ static int column(int b, int a) {
+    if constexpr (sizeof(T) == 8) return 8 * (2 * ((threadIdx.x >> 5) / 2) + b) + mma_col(a);
+    return 4 * (threadIdx.x / 16) + b;
+  }
+};
+
 // A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
 // at a time through shared memory (column s of the rows at tile[s * ld]). In double each warp
 // forms a 16 x 16 quarter of G on the tensor cores (two 16 x 8 products per 4 rows); in float
@@ -668,11 +696,7 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
   if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
   if (threadIdx.x < gram_width) columns[threadIdx.x] = G.pos_of(matrix)[first + threadIdx.x];
   const T* W = G.w(matrix);
-  const int warp = threadIdx.x >> 5;
-  const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
-  // double: the warp's quarter of G, rows 16 (warp % 2) .. and column blocks 2 (warp / 2) + b, as
-  // add_tile_gram lays them out; float: G(i0 + a, j0 + b) at sum[b][a].
-  std::conditional_t<sizeof(T) == 8, double[2][4], float[4][2]> sum = {};
+  GramQuarter<T> gram;
   const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
   // Each tile's loads are issued together, and the next tile's while this one is multiplied.
   constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
@@ -695,25 +719,14 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
     }
     __syncthreads();
     if (r0 + gram_tile_rows < end) load(r0 + gram_tile_rows);
-    if constexpr (sizeof(T) == 8)
-      add_tile_gram(tile, ld, warp % 2, 2 * (warp / 2), sum);
-    else
-      add_tile_gram(tile, ld, i0, j0, sum);
+    gram.add_tile(tile, ld, 0);
   }
   let_next_kernel_start();
   T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
-  if constexpr (sizeof(T) == 8) {
 #pragma unroll
-    for (int b = 0; b < 2; ++b)
+  for (int b = 0; b < gram.outer; ++b)
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        out[(16 * (warp % 2) + mma_row(e)) * gram_width + 8 * (2 * (warp / 2) + b) + mma_col(e)] = sum[b][e];
-  } else {
-#pragma unroll
-    for (int b = 0; b < 4; ++b)
-#pragma unroll
-      for (int a = 0; a < 2; ++a) out[(i0 + a) * gram_width + j0 + b] = sum[b][a];
-  }
+    for (int a = 0; a < gram.inner; ++a) out[gram.row(b, a) * gram_width + gram.column(b, a)] = gram.sum[b][a];
 }
 
 // The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
@@ -1107,12 +1120,7 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const int first = pair.first, second = pair.second;
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int i0 = 2 * (threadIdx.x % 16), j0 = 4 * (threadIdx.x / 16);
-  // double: rows 16 (warp % 2) .. of the product and its column blocks 2 (warp / 2) + b, as
-  // add_tile_gram lays them out; float: (i0 + a, j0 + b) at sum[b][a].
-  using Sum = std::conditional_t<sizeof(T) == 8, double[2][4], float[4][2]>;
-  constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer;
-  Sum sum = {};
+  GramQuarter<T> gram;
   stream_tiles(
       0, G.M, tiles, test_tile_size,
       [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
@@ -1122,15 +1130,12 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
             });
       },
       [&](const T* tile) {  // a tile's products summed on their own, then added: see above
-        Sum tile_sum = {};
-        if constexpr (sizeof(T) == 8)
-          add_tile_gram(tile, test_ld, warp % 2, gram_width / 8 + 2 * (warp / 2), tile_sum);
-        else
-          add_tile_gram(tile, test_ld, i0, gram_width + j0, tile_sum);
+        GramQuarter<T> tile_gram;
+        tile_gram.add_tile(tile, test_ld, gram_width);
 #pragma unroll
-        for (int b = 0; b < outer; ++b)
+        for (int b = 0; b < gram.outer; ++b)
 #pragma unroll
-          for (int a = 0; a < inner; ++a) sum[b][a] += tile_sum[b][a];
+          for (int a = 0; a < gram.inner; ++a) gram.sum[b][a] += tile_gram.sum[b][a];
       });
   const T* norms = G.norms_of(matrix);
   __shared__ int2 recheck[recheck_capacity];  // (p, q)
@@ -1140,14 +1145,12 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const T tol = G.P.tol;
   T off = 0;
 #pragma unroll
-  for (int b = 0; b < outer; ++b)
+  for (int b = 0; b < gram.outer; ++b)
 #pragma unroll
-    for (int a = 0; a < inner; ++a) {
-      const int i = sizeof(T) == 8 ? 16 * (warp % 2) + mma_row(a) : i0 + a;
-      const int j = sizeof(T) == 8 ? 8 * (2 * (warp / 2) + b) + mma_col(a) : j0 + b;
-      const int p = gram_width * first + i, q = gram_width * second + j;
+    for (int a = 0; a < gram.inner; ++a) {
+      const int p = gram_width * first + gram.row(b, a), q = gram_width * second + gram.column(b, a);
       if (p >= q || q >= G.N) continue;
-      const T cosine = scaled_off_diagonal(norms[p], norms[q], sum[b][a]);
+      const T cosine = scaled_off_diagonal(norms[p], norms[q], gram.sum[b][a]);
       if (cosine > tol && cosine <= T(recheck_factor) * tol) {
         const int slot = atomicAdd(&rechecks, 1);
         if (slot < recheck_capacity) {
