@@ -28,25 +28,48 @@ struct Precision<double> {
   static constexpr double negligible = DBL_MIN / DBL_EPSILON;
 };
 
-// The power of two that brings a positive normal x into [1/2, 1): 2^-e where x = f 2^e, f in
-// [1/2, 1). On the device it is read off x's exponent bits (three integer instructions, where
-// frexp and ldexp cost tens).
+// The power of two that brings the larger of two non-negative numbers, f 2^e with f in [1/2, 1),
+// into [1/2, 1): 2^-e. On the device it is read off the exponent bits, the larger found by an
+// integer max of the words that hold them (non-negative numbers order as their bit patterns do):
+// three integer instructions on the path to every rotation, where a floating-point compare and
+// select came first, and frexp and ldexp cost tens.
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline T binade_scale(T x) {
+ROOFLAB_JACOBI_HOST_DEVICE inline T binade_scale(T x, T y) {
 #if defined(__CUDA_ARCH__)
   if constexpr (sizeof(T) == 8) {
-    const long long biased = (__double_as_longlong(x) >> 52) & 0x7ff;
-    return __longlong_as_double((2045 - biased) << 52);
+    const int high = max(__double2hiint(x), __double2hiint(y));
+    return __hiloint2double((2045 - ((high >> 20) & 0x7ff)) << 20, 0);
   } else {
-    const int biased = (__float_as_int(x) >> 23) & 0xff;
-    return __int_as_float((253 - biased) << 23);
+    const int bits = max(__float_as_int(x), __float_as_int(y));
+    return __int_as_float((253 - ((bits >> 23) & 0xff)) << 23);
   }
 #else
   int exponent = 0;
-  std::frexp(x, &exponent);
+  std::frexp(x > y ? x : y, &exponent);
   return std::ldexp(T(1), -exponent);
 #endif
 }
+
+#if defined(__CUDACC__)
+// 1 / sqrt(x) for a positive normal x: the library's rsqrt without its test for zero, subnormal,
+// infinite and negative arguments, whose branch sat on the rotation's path twice a round (on the
+// H200 a dependent chain of rsqrt and an add took 75 cycles a step, with this instead 58). The
+// same steps in the same order (the hardware's approximation from x's upper word, then one cubic
+// correction), so the result is bit for bit the library's; the rotations below only pass it normal
+// numbers (SvdOptions require tol >= epsilon) or values whose result they drop. float keeps the
+// library's rsqrt.
+template <class T>
+__device__ __forceinline__ T rsqrt_of_normal(T x) {
+  if constexpr (sizeof(T) == 8) {
+    double y;
+    asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
+    const double e = fma(-(y * y), x, 1.0);  // 1 - x y^2: twice the approximation's error
+    return fma(fma(e, 0.375, 0.5), y * e, y);  // y (1 + e / 2 + 3 e^2 / 8)
+  } else {
+    return rsqrt(x);
+  }
+}
+#endif
 
 template <class T>
 struct Rotation {
@@ -65,7 +88,7 @@ struct ScaledPair {
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline ScaledPair<T> scaled_pair(T alpha, T beta, T gamma) {
   const bool negligible = !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
-  const T scale = binade_scale(alpha > beta ? alpha : beta);
+  const T scale = binade_scale(alpha, beta);
   return {negligible, alpha * scale, beta * scale, gamma * scale};
 }
 
@@ -87,19 +110,22 @@ ROOFLAB_JACOBI_HOST_DEVICE inline void set_rotation(const ScaledPair<T>& pair, b
   using std::sqrt;
   const T tau = pair.b - pair.a, g = pair.g;
   const T sign = tau < 0 ? -copysign(T(1), g) : copysign(T(1), g);  // sign(zeta); tau = 0: +
+  const T signed_g = sign * fabs(g);  // off the path: s = signed_g y k is one product after k
 #if defined(__CUDA_ARCH__)
-  // A negligible pair (a lane of the ring without a pair sees zeros) must not send rsqrt down its
-  // slow path for 0, which in a warp costs every lane; its rotation is dropped below anyway.
-  const T y = rsqrt(pair.negligible ? T(1) : tau * tau + 4 * g * g);
+  // A negligible pair (a lane of the ring without a pair sees zeros) takes 1: zero would send
+  // float's rsqrt down its slow path, which in a warp costs every lane. Its rotation is dropped
+  // below. A rotated pair's tau^2 + 4 gamma^2 is at least min(1/16, tol^2 / 2): normal. The sum is
+  // the fma the compiler chose, written out so that its rounding stays put as the code changes.
+  const T y = rsqrt_of_normal(pair.negligible ? T(1) : fma(tau, tau, 4 * g * g));
   const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
-  const T k = rsqrt(cosine_squared);
+  const T k = rsqrt_of_normal(cosine_squared);
 #else
   const T y = 1 / sqrt(tau * tau + 4 * g * g);
   const T cosine_squared = T(0.5) + T(0.5) * (fabs(tau) * y);
   const T k = 1 / sqrt(cosine_squared);
 #endif
   r.c = rotate ? cosine_squared * k : T(1);
-  r.s = rotate ? sign * (fabs(g) * y * k) : T(0);
+  r.s = rotate ? signed_g * y * k : T(0);
   r.t = rotate ? r.s * k : T(0);
 }
 
@@ -116,9 +142,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
   using std::sqrt;
   const ScaledPair<T> pair = scaled_pair(alpha, beta, gamma);
 #if defined(__CUDA_ARCH__)
-  // A negligible pair (the padding column's) must not send rsqrt down its slow path for 0: in a
-  // warp that slow path costs every lane.
-  const T scaled_cosine = fabs(pair.g) * rsqrt(pair.negligible ? T(1) : pair.a * pair.b);
+  // A negligible pair (the padding column's) takes 1, as in set_rotation; otherwise a b is normal:
+  // one is in [1/2, 1), the other at least negligible / ||W||_F^2 (W's entries are below 1).
+  const T scaled_cosine = fabs(pair.g) * rsqrt_of_normal(pair.negligible ? T(1) : pair.a * pair.b);
 #else
   const T scaled_cosine = fabs(pair.g) / sqrt(pair.a * pair.b);
 #endif

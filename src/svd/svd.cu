@@ -35,8 +35,11 @@ T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
   require(n >= 1, op, "n", "must be at least 1, got " + std::to_string(n));
   require(options.max_sweeps >= 1, op, "opt.max_sweeps",
           "must be at least 1, got " + std::to_string(options.max_sweeps));
-  require(std::isfinite(options.tol) && options.tol >= 0, op, "opt.tol",
-          "must be finite and not negative (0 selects the default)");
+  // As LAPACK's dgesvj (CTOL >= 1): orthogonality below epsilon is not asked for, and the rotations'
+  // arithmetic relies on it (rsqrt_of_normal).
+  require(options.tol == 0 || (std::isfinite(options.tol) &&
+                               T(options.tol) >= std::numeric_limits<T>::epsilon()),
+          op, "opt.tol", "must be 0 (the default) or at least the type's epsilon");
   return options.tol > 0 ? T(options.tol) : default_tolerance<T>(m, n, options.compute_uv);
 }
 
@@ -892,25 +895,26 @@ __global__ void __launch_bounds__(gram_solve_threads)
     // below 16).
     const T ci = __shfl_sync(full, c, row_pair), si = __shfl_sync(full, s, row_pair);
     // With p, q the columns in seats 2j, 2j + 1: column p <- c p - s q, column q <- s p + c q;
-    // then the rows alike with R_i.
-    const T n00 = c * m0.x - s * m0.y, n01 = s * m0.x + c * m0.y;
-    const T n10 = c * m1.x - s * m1.y, n11 = s * m1.x + c * m1.y;
+    // then the rows alike with R_i. Each sum is written as the fma that takes the cosine's
+    // product, so that its rounding does not change with the compiler's choice of contraction.
+    const T n00 = fma(c, m0.x, -s * m0.y), n01 = fma(c, m0.y, s * m0.x);
+    const T n10 = fma(c, m1.x, -s * m1.y), n11 = fma(c, m1.y, s * m1.x);
     const bool diagonal = row_pair == column_pair && rotate;
     // The pair's own 2 x 2 block exactly: the columns' new squared norms, their product 0.
-    const T o00 = diagonal ? alpha - rotation.t * gamma : ci * n00 - si * n10;
-    const T o01 = diagonal ? T(0) : ci * n01 - si * n11;
-    const T o10 = diagonal ? T(0) : si * n00 + ci * n10;
-    const T o11 = diagonal ? beta + rotation.t * gamma : si * n01 + ci * n11;
+    const T o00 = diagonal ? fma(-rotation.t, gamma, alpha) : fma(ci, n00, -si * n10);
+    const T o01 = diagonal ? T(0) : fma(ci, n01, -si * n11);
+    const T o10 = diagonal ? T(0) : fma(ci, n10, si * n00);
+    const T o11 = diagonal ? fma(rotation.t, gamma, beta) : fma(ci, n11, si * n01);
     T* gn = g[to];
     gn[next_top * ld + next_left] = o00;
     gn[next_top * ld + next_left2] = o01;
     gn[next_top2 * ld + next_left] = o10;
     gn[next_top2 * ld + next_left2] = o11;
     T* qn = q[to];  // Q's rows stay: input positions
-    qn[top * ld + next_left] = c * q0.x - s * q0.y;
-    qn[top * ld + next_left2] = s * q0.x + c * q0.y;
-    qn[(top + 1) * ld + next_left] = c * q1.x - s * q1.y;
-    qn[(top + 1) * ld + next_left2] = s * q1.x + c * q1.y;
+    qn[top * ld + next_left] = fma(c, q0.x, -s * q0.y);
+    qn[top * ld + next_left2] = fma(c, q0.y, s * q0.x);
+    qn[(top + 1) * ld + next_left] = fma(c, q1.x, -s * q1.y);
+    qn[(top + 1) * ld + next_left2] = fma(c, q1.y, s * q1.x);
     __syncthreads();
   };
   const int steps = gram_inner_sweeps * order.rounds();

@@ -67,15 +67,18 @@ void expect_rotation_orthogonalizes(T q_scale, std::uint64_t seed) {
   EXPECT_NEAR(columns.beta(), beta + r.t * gamma, 100 * eps * (alpha + beta));
 }
 
-TEST(BinadeScale, BringsPositiveNumbersIntoHalfToOneExactly) {
+TEST(BinadeScale, BringsTheLargerOfTwoNumbersIntoHalfToOneExactly) {
   for (const double x : {Precision<double>::negligible, 1e-200, 0.3, 0.5, 1.0, 4096.0, 3e9}) {
-    const double scaled = x * binade_scale(x);
-    EXPECT_GE(scaled, 0.5) << x;
-    EXPECT_LT(scaled, 1.0) << x;
-    EXPECT_EQ(scaled / binade_scale(x), x) << x;  // a power of two: nothing rounded
+    for (const double smaller : {0.0, x / 3, x}) {
+      const double scale = binade_scale(x, smaller);
+      EXPECT_EQ(scale, binade_scale(smaller, x)) << x;
+      EXPECT_GE(x * scale, 0.5) << x;
+      EXPECT_LT(x * scale, 1.0) << x;
+      EXPECT_EQ(x * scale / scale, x) << x;  // a power of two: nothing rounded
+    }
   }
   for (const float x : {Precision<float>::negligible, 1e-20f, 0.75f, 1.0f, 3e9f}) {
-    const float scaled = x * binade_scale(x);
+    const float scaled = x * binade_scale(x, x / 3);
     EXPECT_GE(scaled, 0.5f) << x;
     EXPECT_LT(scaled, 1.0f) << x;
   }

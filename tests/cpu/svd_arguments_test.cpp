@@ -43,6 +43,12 @@ TEST(SvdArguments, BadOptionsNameTheOption) {
   SvdOptions negative_tol;
   negative_tol.tol = -1e-9;
   EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, negative_tol); }), "opt.tol");
+  SvdOptions below_epsilon;  // as dgesvj: no orthogonality below the type's epsilon
+  below_epsilon.tol = 1e-10;
+  EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, below_epsilon); }), "opt.tol");
+  below_epsilon.tol = 1e-17;
+  EXPECT_EQ(argument_of([&] { svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, below_epsilon); }),
+            "opt.tol");
   SvdOptions nan_tol;
   nan_tol.tol = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(argument_of([&] { svd_batched<float>(fake, 4, 4, 2, fake, fake, fake, nullptr, nan_tol); }),
