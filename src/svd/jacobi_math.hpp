@@ -175,7 +175,7 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T scaled_off_diagonal(T alpha, T beta, T gamma
   using std::sqrt;
   if (!(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible)) return T(0);
 #if defined(__CUDA_ARCH__)
-  return fabs(gamma) * rsqrt(alpha) * rsqrt(beta);
+  return fabs(gamma) * rsqrt_of_normal(alpha) * rsqrt_of_normal(beta);  // not negligible: normal
 #else
   return fabs(gamma) / sqrt(alpha) / sqrt(beta);
 #endif

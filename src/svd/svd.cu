@@ -850,7 +850,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible,
   // for the pairs this round's ordering rotates (the others are tested in the sweep's full rounds).
   const T diagonal = g[0][lane_seat * ld + lane_seat];
-  const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt(diagonal) : T(0);
+  const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt_of_normal(diagonal) : T(0);
   T off = 0;
 #pragma unroll
   for (int kk = 0; kk < rows; ++kk) {
