@@ -128,7 +128,8 @@ TEST_F(SvdRotation, DeviceArithmeticMatchesTheHostAndTheLibrary) {
     const long double c = d.c, s = d.s;
     EXPECT_LE(std::abs(double(c * c + s * s - 1)), 4 * eps) << k;
     // p <- c p - s q, q <- s p + c q leaves the pair's dot product c s (alpha - beta) + (c^2 - s^2) gamma.
-    const long double after = c * s * ((long double)p.alpha - p.beta) + (c * c - s * s) * p.gamma;
+    const long double after =
+        c * s * (static_cast<long double>(p.alpha) - p.beta) + (c * c - s * s) * p.gamma;
     EXPECT_LE(std::abs(double(after)), 8 * eps * std::sqrt(p.alpha * p.beta)) << k;
   }
   EXPECT_GT(rotated, count / 2);  // most pairs are far from orthogonal
