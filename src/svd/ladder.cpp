@@ -62,7 +62,7 @@ ROOFLAB_VARIANT(Variant{
 // one block barrier and the rotation's latency instead of a pass of W and V through one SM's
 // shared memory.
 ROOFLAB_VARIANT(Variant{
-    "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 8 or 16 rows",
+    "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 7 to 16 rows",
     Where::gpu, false, register_ring_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {

@@ -1,7 +1,8 @@
 // The register ring: one-sided Jacobi with the working matrix in registers, for matrices of at
 // most 64 columns and 64 rows (the svd ladder's rung 4; rooflab::svd's path for such matrices).
 //
-// A block of ceil(M / R) warps takes one matrix (R = 8 rows for at most 32 rows, else 16). Lane
+// A block of at most 4 warps takes one matrix, R rows each (R = 8 up to 32 rows, beyond that the
+// rows split evenly over 4 warps; rounded up to a count the kernel is compiled for). Lane
 // l of every warp holds positions 2l and 2l + 1 of the odd-even ring (docs/svd.md), and warp w
 // rows R w .. R w + R - 1 of those two columns of W and of V. An even round pairs (2l, 2l + 1),
 // a lane's own two columns; an odd round pairs (2l + 1, 2l + 2), which straddle two lanes: each
@@ -23,21 +24,25 @@ namespace rooflab::jacobi {
 namespace {
 
 constexpr int ring_max_rows = register_ring_max_rows;
-// Rows of W and V per warp: 8 for columns of at most 32 rows, 16 beyond, so at most 4 warps.
-// Measured on an H200 (double, square, 25 / 32 / 50 / 64 columns): 4 rows 208 / 236 / 636 / 982
-// us, 8 rows 165 / 192 / 406 / 530 us, 16 rows 193 / 232 / 363 / 448 us; every warp forms every
-// rotation of the round, so more warps than SM sub-partitions share their issue slots, and fewer
-// lengthen each warp's own rows. (A single warp with two lanes per pair, 16 rows each and no
-// barrier, took 187 us at 25 x 25: its lanes issue every instruction of the round alone.)
-constexpr int ring_short_rows = 8;
-constexpr int ring_short_columns = 32;  // rows up to which a warp takes ring_short_rows
-constexpr int ring_long_rows = 16;
-// At most 4 warps either way (32 rows of 8, 64 of 16): a pair's partials are always 4 per sum,
-// those of missing warps zeros, so that no load or addition waits on a test of the warp count.
+// Rows of W and V per warp: as many warps as 8-row warps would be, at most 4, and the rows split
+// evenly over them. Measured on an H200 (double, square, 25 / 32 / 50 / 64 columns, when every
+// warp took 8 or every warp 16 rows): 4 rows 208 / 236 / 636 / 982 us, 8 rows 165 / 192 / 406 /
+// 530 us, 16 rows 193 / 232 / 363 / 448 us; every warp forms every rotation of the round, so more
+// warps than SM sub-partitions share their issue slots, and fewer lengthen each warp's own rows.
+// A round costs a warp its rows' instructions, real or padding: with 16 rows each, 50 x 50 had
+// 2 real rows in the fourth warp and took 325 us, with 13 each 261 us (seed 1; 40 x 40: 241
+// against 197 us with 10 each). (A single warp with two lanes per pair, 16 rows each and no barrier, took 187 us
+// at 25 x 25: its lanes issue every instruction of the round alone.)
+constexpr int ring_min_rows = 8;
+// At most 4 warps: a pair's partials are always 4 per sum, those of missing warps zeros, so that
+// no load or addition waits on a test of the warp count.
 constexpr int ring_max_warps = 4;
-static_assert(ring_short_columns / ring_short_rows == ring_max_warps &&
-                  ring_max_rows / ring_long_rows == ring_max_warps,
-              "4 warps hold the longest columns of either kind");
+// The rows per warp the kernel is compiled for: a warp takes the smallest that holds its share.
+template <int... Rows>
+struct RingRowCounts {};
+constexpr int ring_most_rows = 16;  // launch_ring_rows's error says so
+using RingRows = RingRowCounts<7, 8, 10, 13, ring_most_rows>;
+static_assert(ring_max_rows <= ring_max_warps * ring_most_rows, "4 warps of the largest count hold every row");
 constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane
 constexpr int ring_pairs = ring_max_columns / 2;      // a lane of warp 0 per pair
 constexpr unsigned full_mask = 0xffffffffu;
@@ -399,7 +404,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
 }
 
 template <class T, int Rows>
-__global__ void __launch_bounds__(ring_max_rows / Rows * 32, 1)
+__global__ void __launch_bounds__(ring_max_warps * 32, 1)
     svd_register_ring(Problem<T> P, OnChipLayout L, int lanes, Report report) {
   extern __shared__ __align__(16) unsigned char smem[];
   const BlockTeam team{reinterpret_cast<unsigned long long*>(smem + L.team_offset)};
@@ -438,16 +443,22 @@ void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report&
   detail::check_launch("svd", "svd_register_ring");
 }
 
+// Launches the ring compiled for the smallest of Rows that is at least `rows`.
+template <class T, int... Rows>
+void launch_ring_rows(RingRowCounts<Rows...>, int rows, const Problem<T>& problem, const OnChipLayout& L,
+                      const Report& report, cudaStream_t stream) {
+  const bool launched = ((rows <= Rows && (launch_ring<T, Rows>(problem, L, report, stream), true)) || ...);
+  require(launched, "svd", "m, n", "the register ring takes at most 16 rows a warp");
+}
+
 template <class T>
 void run_in_registers(const Problem<T>& problem, const Report& report, cudaStream_t stream) {
   if (problem.batch == 0) return;
   require(fits_in_registers<T>(problem.m, problem.n, problem.uv), "svd", "m, n",
           "the register ring takes at most 64 columns of at most 64 rows");
   const OnChipLayout L = ring_layout(problem.m, problem.n, sizeof(T), problem.uv);
-  if (L.M <= ring_short_columns)
-    launch_ring<T, ring_short_rows>(problem, L, report, stream);
-  else
-    launch_ring<T, ring_long_rows>(problem, L, report, stream);
+  const int warps = std::min(ring_max_warps, (L.M + ring_min_rows - 1) / ring_min_rows);
+  launch_ring_rows<T>(RingRows{}, (L.M + warps - 1) / warps, problem, L, report, stream);
 }
 
 template bool fits_in_registers<float>(int, int, bool);

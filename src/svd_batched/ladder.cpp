@@ -76,7 +76,7 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 // Rung 4 — the register ring per matrix (src/svd/register_ring.cu).
-// A block per matrix with W and V in registers (two ring positions per lane, 8 or 16 rows per
+// A block per matrix with W and V in registers (two ring positions per lane, 7 to 16 rows per
 // warp): up to 64 x 64, rounds cost one block barrier and no pass of the columns through shared
 // memory, but each block holds one matrix, so it pays while the batch is too small to fill the
 // GPU with warp-per-matrix teams.
