@@ -1,8 +1,8 @@
 // The register ring: one-sided Jacobi with the working matrix in registers, for matrices of at
 // most 64 columns and 64 rows (the svd ladder's rung 4; rooflab::svd's path for such matrices).
 //
-// A block of at most 4 warps takes one matrix, R rows each (R = 8 up to 32 rows, beyond that the
-// rows split evenly over 4 warps; rounded up to a count the kernel is compiled for). Lane
+// A block of at most 4 warps takes one matrix, as many as warps of 8 rows would be, R rows each:
+// the rows split evenly over the warps, rounded up to a count the kernel is compiled for. Lane
 // l of every warp holds positions 2l and 2l + 1 of the odd-even ring (docs/svd.md), and warp w
 // rows R w .. R w + R - 1 of those two columns of W and of V. An even round pairs (2l, 2l + 1),
 // a lane's own two columns; an odd round pairs (2l + 1, 2l + 2), which straddle two lanes: each
@@ -31,8 +31,8 @@ constexpr int ring_max_rows = register_ring_max_rows;
 // warps than SM sub-partitions share their issue slots, and fewer lengthen each warp's own rows.
 // A round costs a warp its rows' instructions, real or padding: with 16 rows each, 50 x 50 had
 // 2 real rows in the fourth warp and took 325 us, with 13 each 261 us (seed 1; 40 x 40: 241
-// against 197 us with 10 each). (A single warp with two lanes per pair, 16 rows each and no barrier, took 187 us
-// at 25 x 25: its lanes issue every instruction of the round alone.)
+// against 197 us with 10 each). (A single warp with two lanes per pair, 16 rows each and no
+// barrier, took 187 us at 25 x 25: its lanes issue every instruction of the round alone.)
 constexpr int ring_min_rows = 8;
 // At most 4 warps: a pair's partials are always 4 per sum, those of missing warps zeros, so that
 // no load or addition waits on a test of the warp count.
