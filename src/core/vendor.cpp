@@ -1,7 +1,6 @@
 #include "core/vendor.hpp"
 
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "rooflab/cuda_check.hpp"
@@ -20,7 +19,6 @@ class HandlePerDevice {
   Handle get(const char* op) {
     int device = 0;
     ROOFLAB_CUDA(op, cudaGetDevice(&device));
-    const std::lock_guard<std::mutex> lock(mutex_);
     auto found = handles_.find(device);
     if (found != handles_.end()) return found->second;
     Handle handle{};
@@ -32,7 +30,6 @@ class HandlePerDevice {
  private:
   Create create_;
   Destroy destroy_;
-  std::mutex mutex_;
   std::map<int, Handle> handles_;
 };
 
@@ -49,7 +46,7 @@ void check_cusolver(cusolverStatus_t status, const char* op, const char* call) {
 }
 
 cublasHandle_t cublas_handle(cudaStream_t stream) {
-  static HandlePerDevice<cublasHandle_t, void (*)(cublasHandle_t*, const char*),
+  thread_local HandlePerDevice<cublasHandle_t, void (*)(cublasHandle_t*, const char*),
                          void (*)(cublasHandle_t)>
       handles([](cublasHandle_t* handle, const char* op) { ROOFLAB_CUBLAS(op, cublasCreate(handle)); },
               [](cublasHandle_t handle) { cublasDestroy(handle); });
@@ -59,7 +56,7 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
 }
 
 cusolverDnHandle_t cusolver_handle(cudaStream_t stream) {
-  static HandlePerDevice<cusolverDnHandle_t, void (*)(cusolverDnHandle_t*, const char*),
+  thread_local HandlePerDevice<cusolverDnHandle_t, void (*)(cusolverDnHandle_t*, const char*),
                          void (*)(cusolverDnHandle_t)>
       handles([](cusolverDnHandle_t* handle, const char* op) { ROOFLAB_CUSOLVER(op, cusolverDnCreate(handle)); },
               [](cusolverDnHandle_t handle) { cusolverDnDestroy(handle); });

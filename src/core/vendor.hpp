@@ -1,6 +1,8 @@
 #pragma once
-// Vendor libraries (cuBLAS, cuSOLVER): checked calls and one handle per process and device,
-// created on first use, so comparators and the SVD never pay handle creation inside a timing.
+// Vendor libraries (cuBLAS, cuSOLVER): checked calls and one handle per host thread and device,
+// created on first use, so comparators and the SVD never pay handle creation inside a timing. Per
+// thread, because binding a handle to a stream and calling through it are two steps: threads that
+// shared a handle could each run on the other's stream.
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 

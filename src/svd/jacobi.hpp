@@ -67,8 +67,9 @@ enum class GlobalSchedule {
          // Gram matrices, the rotations applied to W and V as products
 };
 
-// Where a matrix is solved; production_path picks by shape and batch.
-enum class Path { warp_per_matrix, block_per_matrix, register_ring, gram };
+// Where a matrix is solved; production_path picks by shape and batch. qr_preconditioned factors
+// one tall matrix by QR first and solves R on the path production_path picks for it.
+enum class Path { warp_per_matrix, block_per_matrix, register_ring, gram, qr_preconditioned };
 
 // The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
 // wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being rotated.

@@ -127,5 +127,17 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
+// Rung 9 — QR preconditioning (svd.cu's run_qr_preconditioned), LAPACK dgejsv's first step.
+// cuSOLVER's Householder QR of the tall matrix, the Jacobi SVD of the N x N triangle R on the path
+// the library picks for it, and U = Q U_r (Q formed, then one product): the sweeps rotate N rows
+// instead of M, so it pays once M is well above N (a square matrix only pays the QR).
+ROOFLAB_VARIANT(Variant{
+    "svd", 9, "qr-preconditioned", "Householder QR first, the Jacobi SVD of R, then U = Q U_r",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_path(w.problem(stream), jacobi::Path::qr_preconditioned, w.report(), stream);
+      });
+    }});
+
 }  // namespace
 }  // namespace rooflab::bench

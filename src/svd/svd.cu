@@ -14,6 +14,7 @@
 
 #include "core/device_info.hpp"
 #include "core/pinned_buffer.hpp"
+#include "core/vendor.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/detail/warp_reduce.cuh"
 #include "rooflab/device_buffer.hpp"
@@ -132,7 +133,8 @@ __global__ void global_begin(GlobalState<T> G) {
   G.exponent[matrix] = bad ? 0 : scaling_exponent(T(max_abs));
 }
 
-// W = A (or A^T) scaled by 2^-exponent, V = I.
+// W = A (or A^T) scaled by 2^-exponent, V = I. A matrix with NaN or Inf gets a W of NaN, so that
+// whatever reads it (QR preconditioning's factorization) sees NaN, never stale memory.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) {
   const Problem<T>& P = G.P;
@@ -142,8 +144,11 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
     const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
-    if (G.bad[matrix]) continue;
     const std::int64_t i = at % G.M, j = at / G.M;  // W's row and column
+    if (G.bad[matrix]) {
+      G.w(matrix)[i + j * G.ldw] = T(NAN);
+      continue;
+    }
     const T* A = P.A + matrix * P.a_stride;
     const T x = transposed ? A[j + i * P.lda] : A[i + j * P.lda];
     G.w(matrix)[i + j * G.ldw] = ldexp(x, -G.exponent[matrix]);
@@ -1608,6 +1613,168 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   detail::check_launch(op, "global_report");
 }
 
+// ---------------------------------------------------------------------------------------------
+// QR preconditioning (the first step of LAPACK's dgejsv, without column pivoting). A tall M x N
+// matrix W = A (A^T when m < n) is factored W = Q R by cuSOLVER's Householder QR; the Jacobi SVD
+// runs on the N x N triangle, R = U_r S V_r^T, and W's left vectors come back as Q U_r, Q's N
+// columns formed from the reflectors. The sweeps then rotate columns of N rows instead of M, and
+// an R of at most 64 columns fits the register ring. Householder QR perturbs each column by a
+// small multiple of its own norm, so column-graded matrices keep their small singular values'
+// accuracy.
+
+namespace {
+
+// The typed cuSOLVER calls, overloaded on the element type.
+cusolverStatus_t geqrf_buffer_size(cusolverDnHandle_t h, int m, int n, float* A, int lda, int* lwork) {
+  return cusolverDnSgeqrf_bufferSize(h, m, n, A, lda, lwork);
+}
+cusolverStatus_t geqrf_buffer_size(cusolverDnHandle_t h, int m, int n, double* A, int lda, int* lwork) {
+  return cusolverDnDgeqrf_bufferSize(h, m, n, A, lda, lwork);
+}
+cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, float* A, int lda, float* tau, float* work,
+                       int lwork, int* info) {
+  return cusolverDnSgeqrf(h, m, n, A, lda, tau, work, lwork, info);
+}
+cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, double* A, int lda, double* tau, double* work,
+                       int lwork, int* info) {
+  return cusolverDnDgeqrf(h, m, n, A, lda, tau, work, lwork, info);
+}
+// The m x n Q with orthonormal columns from the n reflectors geqrf left in A and tau (cuSOLVER's
+// ormqr, which would apply them to [U_r; 0] directly, took 1.2 ms at 1000 x 64 on the H200 against
+// 45 us for this and a few for the product after it).
+cusolverStatus_t form_q_buffer_size(cusolverDnHandle_t h, int m, int n, const float* A, int lda,
+                                    const float* tau, int* lwork) {
+  return cusolverDnSorgqr_bufferSize(h, m, n, n, A, lda, tau, lwork);
+}
+cusolverStatus_t form_q_buffer_size(cusolverDnHandle_t h, int m, int n, const double* A, int lda,
+                                    const double* tau, int* lwork) {
+  return cusolverDnDorgqr_bufferSize(h, m, n, n, A, lda, tau, lwork);
+}
+cusolverStatus_t form_q(cusolverDnHandle_t h, int m, int n, float* A, int lda, const float* tau,
+                        float* work, int lwork, int* info) {
+  return cusolverDnSorgqr(h, m, n, n, A, lda, tau, work, lwork, info);
+}
+cusolverStatus_t form_q(cusolverDnHandle_t h, int m, int n, double* A, int lda, const double* tau,
+                        double* work, int lwork, int* info) {
+  return cusolverDnDorgqr(h, m, n, n, A, lda, tau, work, lwork, info);
+}
+// C = A B (A m x k, B k x n).
+cublasStatus_t product(cublasHandle_t h, int m, int n, int k, const float* A, int lda,
+                       const float* B, int ldb, float* C, int ldc) {
+  const float one = 1, zero = 0;
+  return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc);
+}
+cublasStatus_t product(cublasHandle_t h, int m, int n, int k, const double* A, int lda,
+                       const double* B, int ldb, double* C, int ldc) {
+  const double one = 1, zero = 0;
+  return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc);
+}
+
+// R: the upper triangle of the factored W's first N rows, zeros below (W keeps the reflectors
+// there).
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    qr_upper_triangle(const T* W, std::int64_t ldw, int N, T* R) {
+  const std::int64_t total = std::int64_t(N) * N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % N, j = e / N;
+    R[e] = i <= j ? W[i + j * ldw] : T(0);
+  }
+}
+
+// S back to A's scale (W was A scaled by 2^-exponent).
+template <class T>
+__global__ void __launch_bounds__(global_threads) qr_unscale(T* S, int N, const int* exponent) {
+  for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < N; l += gridDim.x * blockDim.x)
+    S[l] = ldexp(S[l], *exponent);
+}
+
+template <class T>
+void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  require(problem.batch == 1, op, "batch", "QR preconditioning takes one matrix");
+  GlobalState<T> G;
+  G.P = problem;
+  G.P.uv = false;  // global_load copies W alone: the iteration on R keeps its own V
+  G.M = std::max(problem.m, problem.n);
+  G.N = std::min(problem.m, problem.n);
+  G.ldw = G.M;
+  const int M = G.M, N = G.N;
+  const bool transposed = problem.m < problem.n;
+
+  const std::size_t w_bytes = aligned(sizeof(T) * M * std::size_t(N));
+  const std::size_t r_bytes = aligned(sizeof(T) * N * std::size_t(N));
+  const std::size_t tau_bytes = aligned(sizeof(T) * N);
+  const std::size_t word_bytes = aligned(sizeof(unsigned long long));
+  const std::size_t int_bytes = aligned(sizeof(int));
+  const std::size_t left_bytes = problem.uv ? r_bytes : 0;
+  StreamBuffer scratch(w_bytes + r_bytes + left_bytes + tau_bytes + word_bytes + 6 * int_bytes,
+                       stream, op);
+  unsigned char* at = scratch.as<unsigned char>();
+  const auto take = [&at](std::size_t bytes) {
+    unsigned char* piece = at;
+    at += bytes;
+    return piece;
+  };
+  G.W = reinterpret_cast<T*>(take(w_bytes));
+  T* const R = reinterpret_cast<T*>(take(r_bytes));
+  T* const left = reinterpret_cast<T*>(take(left_bytes));  // U_r, N x N
+  T* const tau = reinterpret_cast<T*>(take(tau_bytes));
+  G.max_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
+  G.exponent = reinterpret_cast<int*>(take(int_bytes));
+  G.active = reinterpret_cast<int*>(take(int_bytes));
+  G.sweeps = reinterpret_cast<int*>(take(int_bytes));
+  G.converged = reinterpret_cast<int*>(take(int_bytes));
+  G.bad = reinterpret_cast<int*>(take(int_bytes));
+  int* const info = reinterpret_cast<int*>(take(int_bytes));
+
+  const std::int64_t elements = std::int64_t(M) * N;
+  const std::int64_t chunk = std::int64_t(global_threads) * 16;
+  const std::int64_t max_blocks = (elements + chunk - 1) / chunk;
+  require(max_blocks < (std::int64_t(1) << 31), op, "m, n", "too many elements");
+  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
+  global_max_abs<T><<<unsigned(max_blocks), global_threads, 0, stream>>>(G, chunk, int(max_blocks));
+  detail::check_launch(op, "global_max_abs");
+  global_begin<T><<<1, global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_begin");
+  global_load<T><<<grid_for(elements, global_threads), global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_load");
+
+  const cusolverDnHandle_t solver = cusolver_handle(stream);
+  int factor_work = 0, form_work = 0;
+  ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, G.W, M, &factor_work));
+  if (problem.uv) ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, G.W, M, tau, &form_work));
+  const int work_size = std::max({factor_work, form_work, 1});
+  StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
+  ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, G.W, M, tau, work.as<T>(), work_size, info));
+  qr_upper_triangle<T><<<grid_for(std::int64_t(N) * N, global_threads), global_threads, 0, stream>>>(
+      G.W, M, N, R);
+  detail::check_launch(op, "qr_upper_triangle");
+
+  // R's SVD; its right vectors are A's V, or its U when A was transposed.
+  Problem<T> triangle = problem;
+  triangle.A = R;
+  triangle.lda = N;
+  triangle.m = triangle.n = N;
+  triangle.U = left;
+  triangle.ldu = N;
+  triangle.V = transposed ? problem.U : problem.V;
+  triangle.ldv = transposed ? problem.ldu : problem.ldv;
+  run_path(triangle, production_path<T>(N, N, 1, problem.uv), report, stream);
+  qr_unscale<T><<<1, global_threads, 0, stream>>>(problem.S, N, G.exponent);
+  detail::check_launch(op, "qr_unscale");
+  if (!problem.uv) return;
+  // W's left vectors Q U_r: A's U, or its V when A was transposed.
+  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, G.W, M, tau, work.as<T>(), work_size, info));
+  T* const long_factor = transposed ? problem.V : problem.U;
+  const int ld_long = transposed ? problem.ldv : problem.ldu;
+  ROOFLAB_CUBLAS(op,
+                 product(cublas_handle(stream), M, N, N, G.W, M, left, N, long_factor, ld_long));
+}
+
+}  // namespace
+
 // The dispatch (docs/svd.md): fewer matrices than SMs of at most 64 x 64 go to the register ring
 // (on the H200 25 x 25 in double took 190 us there against 325 us in one block's shared memory,
 // docs/results/h200-round7-svd.json). Wider matrices, too few to give half the SMs a block each,
@@ -1620,10 +1787,27 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 // 3.39 ms there against 3.85 ms through Gram matrices); a matrix beyond shared memory goes to the
 // Gram schedule (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one;
 // docs/results/h200-round8-svd.json).
+// A single tall matrix goes through QR preconditioning where that measured faster
+// (docs/results/h200-round20-tall.json, H200, double, against the best other path): with at most
+// 64 columns, R goes to the register ring and it pays from 256 rows (256 x 64 0.58 against 0.95
+// ms, 1000 x 32 0.40 against 0.60, 1000 x 10 0.16 against 0.27; at 200 x 10 0.14 against 0.12
+// ms, at 128 x 64 0.87 against 0.78). Wider R go to the Gram schedule after a QR whose cost grows
+// with the columns: in double only very tall ones pay (10000 x 100 2.41 against 3.10 ms; 4096 x
+// 100 2.12 against 1.99, 20000 x 128 4.13 against 4.07), in float, whose Gram schedule is slower
+// on long columns, from about 40 rows per column (4096 x 100 1.71 against 3.00 ms). Beyond 128
+// columns it was not measured to pay.
+template <class T>
+bool qr_preconditioning_pays(int m, int n) {
+  const std::int64_t N = std::min(m, n), M = std::max(m, n);
+  if (N <= register_ring_max_columns) return M >= 256;
+  return N <= 128 && M >= (sizeof(T) == 4 ? 32 : 96) * N;
+}
+
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
   const std::int64_t sms = current_sm_count();
+  if (batch == 1 && qr_preconditioning_pays<T>(m, n)) return Path::qr_preconditioned;
   if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
   if (N > register_ring_max_columns && 2 * std::int64_t(batch) <= sms) return Path::gram;
   if (fits_on_chip<T>(m, n, uv)) {
@@ -1641,6 +1825,7 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
     case Path::register_ring: return run_in_registers(problem, report, stream);
     case Path::gram: return run_global(problem, GlobalSchedule::gram, report, stream);
+    case Path::qr_preconditioned: return run_qr_preconditioned(problem, report, stream);
   }
 }
 

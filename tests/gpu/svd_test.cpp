@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -64,11 +65,37 @@ void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& 
     EXPECT_EQ(worst, 0) << what;
 }
 
-// Runs rooflab::svd<T> on `a` with leading dimensions padded by `pad`; checks that A and the
-// padding of U and V are untouched.
+// rooflab::svd's work on one internal path instead of its dispatch; the device's status comes back
+// whole, bad_input included.
+template <class T>
+jacobi::MatrixStatus svd_on_path(jacobi::Path path, const T* A, int m, int n, int lda, T* S, T* U,
+                                 int ldu, T* V, int ldv, const SvdOptions& options) {
+  jacobi::Problem<T> P;
+  P.A = A;
+  P.lda = lda;
+  P.m = m;
+  P.n = n;
+  P.batch = 1;
+  P.S = S;
+  P.U = U;
+  P.V = V;
+  P.ldu = ldu;
+  P.ldv = ldv;
+  P.tol = jacobi::resolve_options<T>("svd", m, n, options);
+  P.max_sweeps = options.max_sweeps;
+  P.uv = options.compute_uv;
+  DeviceBuffer<jacobi::MatrixStatus> status(1);
+  status.fill_bytes(0xFF);
+  jacobi::run_path(P, path, jacobi::Report{status.data(), nullptr}, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return status.download()[0];
+}
+
+// Runs rooflab::svd<T> on `a` (or its work on one internal path) with leading dimensions padded
+// by `pad`; checks that A and the padding of U and V are untouched.
 template <class T>
 Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 0,
-                SvdInfo* info_out = nullptr) {
+                SvdInfo* info_out = nullptr, std::optional<jacobi::Path> path = std::nullopt) {
   const int m = a.m, n = a.n, k = std::min(m, n);
   const int lda = m + pad, ldu = m + pad, ldv = n + pad;
   std::vector<T> host_a(std::size_t(lda) * n, T(7));  // 7 in the padding
@@ -78,8 +105,17 @@ Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 
   S.fill_bytes(0xFF);
   U.fill_bytes(0xFF);
   V.fill_bytes(0xFF);
-  const SvdInfo info = svd<T>(A.data(), m, n, lda, S.data(), options.compute_uv ? U.data() : nullptr,
-                              ldu, options.compute_uv ? V.data() : nullptr, ldv, options);
+  T* const u_out = options.compute_uv ? U.data() : nullptr;
+  T* const v_out = options.compute_uv ? V.data() : nullptr;
+  SvdInfo info;
+  if (path) {
+    const jacobi::MatrixStatus status = svd_on_path<T>(*path, A.data(), m, n, lda, S.data(), u_out, ldu,
+                                                       v_out, ldv, options);
+    EXPECT_EQ(status.bad_input, 0);
+    info = jacobi::to_info(status);
+  } else {
+    info = svd<T>(A.data(), m, n, lda, S.data(), u_out, ldu, v_out, ldv, options);
+  }
   if (info_out) *info_out = info;
   EXPECT_TRUE(A.download() == host_a) << "A was modified";
   Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
@@ -111,12 +147,13 @@ std::string name(const std::string& kind, int m, int n, std::uint64_t seed) {
 }
 
 // Shapes on both sides of the shared-memory limit (double 100 x 100 fits, 130 x 130 does not),
-// and each row count per warp of the register ring: 7 (25 rows), 8 (32), 10 (33), 13 (50; and 52,
-// where the fourth warp's rows are all real) and 16 (64).
+// each row count per warp of the register ring: 7 (25 rows), 8 (32), 10 (33), 13 (50; and 52,
+// where the fourth warp's rows are all real) and 16 (64), and tall and wide ones that QR
+// preconditioning takes.
 const std::pair<int, int> shapes[] = {{1, 1},     {1, 7},     {7, 1},      {2, 2},     {3, 5},
                                       {25, 25},   {33, 17},   {17, 33},    {64, 64},   {100, 100},
                                       {130, 130}, {1000, 10}, {10, 1000},  {160, 90},  {50, 50},
-                                      {41, 52},   {32, 32}};
+                                      {41, 52},   {32, 32},   {300, 20},   {20, 300},  {500, 64}};
 
 TEST_F(Svd, RandomMatricesPassLapackTestsInBothPrecisions) {
   std::uint64_t seed = 100;
@@ -254,6 +291,87 @@ TEST_F(Svd, TooFewSweepsAreReportedAsNotConverged) {
     EXPECT_FALSE(info.converged) << n;
     EXPECT_EQ(info.sweeps, 1) << n;
     EXPECT_GT(info.off, 1e-10) << n;
+  }
+}
+
+// QR preconditioning on its own (whatever the dispatch sends it): tall and wide, square, padded,
+// graded, rank-deficient, zero, scaled near overflow and underflow, NaN and Inf, values only and
+// too few sweeps.
+TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
+  const jacobi::Path qr = jacobi::Path::qr_preconditioned;
+  std::uint64_t seed = 300;
+  for (const auto& [m, n] : {std::pair{300, 20}, std::pair{20, 300}, std::pair{65, 64}, std::pair{1000, 10},
+                             std::pair{130, 100}, std::pair{90, 90}, std::pair{7, 1}, std::pair{1, 7}}) {
+    ++seed;
+    const cpu::Matrix a = cpu::random_matrix(m, n, seed);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, int(seed % 2) * 3, &info, qr), name("qr double", m, n, seed));
+    EXPECT_TRUE(info.converged) << name("qr double", m, n, seed);
+    const cpu::Matrix af = rounded<float>(a);
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, &info, qr), name("qr float", m, n, seed));
+    EXPECT_TRUE(info.converged) << name("qr float", m, n, seed);
+  }
+  for (const auto& [m, n] : {std::pair{300, 20}, std::pair{20, 300}}) {
+    const cpu::Matrix a = m >= n ? cpu::graded_matrix(m, n, 17, 10) : cpu::transposed(cpu::graded_matrix(n, m, 17, 10));
+    const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
+    EXPECT_LT(cpu::max_relative_singular_value_error(f.s, cpu::lapack_singular_values(a), 0), 1e-11)
+        << name("qr graded", m, n, 17);
+    expect_accurate<double>(a, f, name("qr graded", m, n, 17));
+  }
+  for (const auto& [m, n] : {std::pair{300, 40}, std::pair{40, 300}}) {
+    const cpu::Matrix a = cpu::rank_deficient_matrix(m, n, 5, 19);
+    const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
+    expect_accurate<double>(a, f, name("qr rank 5", m, n, 19));
+    EXPECT_LT(f.s[5], 1e-13 * f.s[0]);
+  }
+  for (const auto& [m, n] : {std::pair{200, 12}, std::pair{12, 200}}) {
+    const cpu::Matrix a = cpu::zeros(m, n);
+    const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
+    for (const double value : f.s) EXPECT_EQ(value, 0);
+    const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<double>::epsilon());
+    EXPECT_EQ(accuracy.residual, 0) << m << " x " << n;
+    EXPECT_LE(accuracy.u_orthogonality, threshold) << m << " x " << n;
+    EXPECT_LE(accuracy.v_orthogonality, threshold) << m << " x " << n;
+  }
+  for (const double scale : {1e300, 1e-300}) {
+    cpu::Matrix a = cpu::random_matrix(300, 20, 23);
+    for (double& value : a.values) value *= scale;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, nullptr, qr), "qr double scaled by " + std::to_string(scale));
+  }
+  for (const double scale : {1e35, 1e-35}) {
+    cpu::Matrix a = cpu::random_matrix(20, 300, 29);
+    for (double& value : a.values) value *= scale;
+    a = rounded<float>(a);
+    expect_accurate<float>(a, run_svd<float>(a, {}, 0, nullptr, qr), "qr float scaled by " + std::to_string(scale));
+  }
+  for (const auto& [m, n] : {std::pair{200, 10}, std::pair{10, 200}})
+    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+      cpu::Matrix a = cpu::random_matrix(m, n, 37);
+      a(m - 1, n / 2) = bad;
+      DeviceBuffer<double> A(a.values), S(std::min(m, n)), U(std::size_t(m) * std::min(m, n)),
+          V(std::size_t(n) * std::min(m, n));
+      const jacobi::MatrixStatus status =
+          svd_on_path<double>(qr, A.data(), m, n, m, S.data(), U.data(), m, V.data(), n, {});
+      EXPECT_EQ(status.bad_input, 1) << bad << " in " << m << " x " << n;
+      for (const double value : S.download()) EXPECT_TRUE(std::isnan(value)) << bad << " in " << m << " x " << n;
+    }
+  {
+    const cpu::Matrix a = cpu::random_matrix(200, 30, 41);
+    SvdOptions values_only;
+    values_only.compute_uv = false;
+    const Factors f = run_svd<double>(a, values_only, 0, nullptr, qr);
+    const std::vector<double> reference = cpu::lapack_singular_values(a);
+    double worst = 0;
+    for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(f.s[l] - reference[l]));
+    EXPECT_LE(worst / (reference[0] * 200 * std::numeric_limits<double>::epsilon()), threshold);
+  }
+  for (const int n : {50, 100}) {
+    SvdOptions options;
+    options.max_sweeps = 1;
+    SvdInfo info;
+    run_svd<double>(cpu::random_matrix(300, n, 43), options, 0, &info, qr);
+    EXPECT_FALSE(info.converged) << n;
+    EXPECT_EQ(info.sweeps, 1) << n;
   }
 }
 
