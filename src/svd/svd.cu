@@ -1788,14 +1788,24 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
 // Gram schedule (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one;
 // docs/results/h200-round8-svd.json).
 // A single tall matrix goes through QR preconditioning where that measured faster
-// (docs/results/h200-round20-tall.json, H200, double, against the best other path): with at most
-// 64 columns, R goes to the register ring and it pays from 256 rows (256 x 64 0.58 against 0.95
-// ms, 1000 x 32 0.40 against 0.60, 1000 x 10 0.16 against 0.27; at 200 x 10 0.14 against 0.12
-// ms, at 128 x 64 0.87 against 0.78). Wider R go to the Gram schedule after a QR whose cost grows
-// with the columns: in double only very tall ones pay (10000 x 100 2.41 against 3.10 ms; 4096 x
-// 100 2.12 against 1.99, 20000 x 128 4.13 against 4.07), in float, whose Gram schedule is slower
-// on long columns, from about 40 rows per column (4096 x 100 1.71 against 3.00 ms). Beyond 128
-// columns it was not measured to pay.
+// (docs/results/h200-round20-tall.json, commit 0cdd8a7, H200, double, against the best other
+// path): with at most 64 columns, R goes to the register ring and it pays from 256 rows (256 x 64
+// 0.58 against 0.98 ms, 1000 x 32 0.40 against 0.61, 1000 x 10 0.16 against 0.27; at 200 x 10
+// 0.14 against 0.12 ms, at 128 x 64 0.92 against 0.81). Wider R go to the Gram schedule after a
+// QR whose cost grows with the columns: in double only very tall ones pay (10000 x 100 2.44
+// against 3.09 ms; 4096 x 100 2.11 against 1.96, and 20000 x 128 4.13 against 4.07 in
+// docs/results/h200-round20-explore.json), in float, whose Gram schedule is slower on long
+// columns, from about 40 rows per column (4096 x 100 1.76 against 3.02 ms). Beyond 128 columns it
+// was not measured to pay.
+// A single matrix of 49 to 64 columns and 65 to 255 rows (too long for the register ring, too
+// short for QR preconditioning) goes to the Gram schedule rather than one block's shared memory:
+// from 56 columns it was faster there at every height, at 48 and below mostly not, so the split
+// is at 49 (docs/results/h200-round20-dispatch.json and
+// h200-round20-explore.json, H200, double: 80 x 56 0.86 against 0.94 ms, 200 x 56 0.92 against
+// 1.19, 128 x 64 0.78 against 1.05; 100 x 48 0.74 against 0.70, 200 x 48 0.75 against 0.86, 80 x
+// 40 0.69 against 0.56; float 200 x 40 0.63 against 0.51).
+constexpr int gram_min_columns_alone = 49;
+
 template <class T>
 bool qr_preconditioning_pays(int m, int n) {
   const std::int64_t N = std::min(m, n), M = std::max(m, n);
@@ -1810,6 +1820,7 @@ Path production_path(int m, int n, int batch, bool uv) {
   if (batch == 1 && qr_preconditioning_pays<T>(m, n)) return Path::qr_preconditioned;
   if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
   if (N > register_ring_max_columns && 2 * std::int64_t(batch) <= sms) return Path::gram;
+  if (batch == 1 && N >= gram_min_columns_alone) return Path::gram;
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
