@@ -1727,7 +1727,7 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
   G.sweeps = reinterpret_cast<int*>(take(int_bytes));
   G.converged = reinterpret_cast<int*>(take(int_bytes));
   G.bad = reinterpret_cast<int*>(take(int_bytes));
-  int* const info = reinterpret_cast<int*>(take(int_bytes));
+  int* const info = reinterpret_cast<int*>(take(int_bytes));  // cuSOLVER's: only a wrong argument
 
   const std::int64_t elements = std::int64_t(M) * N;
   const std::int64_t chunk = std::int64_t(global_threads) * 16;
@@ -1775,6 +1775,32 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
 
 }  // namespace
 
+// A single tall matrix goes through QR preconditioning where that measured faster
+// (docs/results/h200-round20-tall.json, commit 0cdd8a7, H200, double, against the best other
+// path): with at most 64 columns, R goes to the register ring and it pays from 256 rows (256 x 64
+// 0.58 against 0.98 ms, 1000 x 32 0.40 against 0.61, 1000 x 10 0.16 against 0.27; at 200 x 10
+// 0.14 against 0.12 ms, at 128 x 64 0.92 against 0.81). Wider R go to the Gram schedule after a
+// QR whose cost grows with the columns: in double only very tall ones pay (10000 x 100 2.44
+// against 3.09 ms; 4096 x 100 2.11 against 1.96, and 20000 x 128 4.13 against 4.07 in
+// docs/results/h200-round20-explore.json), in float, whose Gram schedule is slower on long
+// columns, from about 40 rows per column (4096 x 100 1.76 against 3.02 ms). Beyond 128 columns it
+// was not measured to pay.
+template <class T>
+bool qr_preconditioning_pays(int m, int n) {
+  const std::int64_t N = std::min(m, n), M = std::max(m, n);
+  if (N <= register_ring_max_columns) return M >= 256;
+  return N <= 128 && M >= (sizeof(T) == 4 ? 32 : 96) * N;
+}
+
+// A single matrix of 49 to 64 columns and 65 to 255 rows (too long for the register ring, too
+// short for QR preconditioning) goes to the Gram schedule rather than one block's shared memory:
+// from 56 columns it was faster there at every height, at 48 and below mostly not, so the split
+// is at 49 (docs/results/h200-round20-dispatch.json and h200-round20-explore.json, H200, double:
+// 80 x 56 0.86 against 0.94 ms, 200 x 56 0.92 against 1.19, 128 x 64 0.78 against 1.05; 100 x 48
+// 0.74 against 0.70, 200 x 48 0.75 against 0.86, 80 x 40 0.69 against 0.56; float 200 x 40 0.63
+// against 0.51).
+constexpr int gram_min_columns_alone = 49;
+
 // The dispatch (docs/svd.md): fewer matrices than SMs of at most 64 x 64 go to the register ring
 // (on the H200 25 x 25 in double took 190 us there against 325 us in one block's shared memory,
 // docs/results/h200-round7-svd.json). Wider matrices, too few to give half the SMs a block each,
@@ -1787,32 +1813,6 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
 // 3.39 ms there against 3.85 ms through Gram matrices); a matrix beyond shared memory goes to the
 // Gram schedule (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one;
 // docs/results/h200-round8-svd.json).
-// A single tall matrix goes through QR preconditioning where that measured faster
-// (docs/results/h200-round20-tall.json, commit 0cdd8a7, H200, double, against the best other
-// path): with at most 64 columns, R goes to the register ring and it pays from 256 rows (256 x 64
-// 0.58 against 0.98 ms, 1000 x 32 0.40 against 0.61, 1000 x 10 0.16 against 0.27; at 200 x 10
-// 0.14 against 0.12 ms, at 128 x 64 0.92 against 0.81). Wider R go to the Gram schedule after a
-// QR whose cost grows with the columns: in double only very tall ones pay (10000 x 100 2.44
-// against 3.09 ms; 4096 x 100 2.11 against 1.96, and 20000 x 128 4.13 against 4.07 in
-// docs/results/h200-round20-explore.json), in float, whose Gram schedule is slower on long
-// columns, from about 40 rows per column (4096 x 100 1.76 against 3.02 ms). Beyond 128 columns it
-// was not measured to pay.
-// A single matrix of 49 to 64 columns and 65 to 255 rows (too long for the register ring, too
-// short for QR preconditioning) goes to the Gram schedule rather than one block's shared memory:
-// from 56 columns it was faster there at every height, at 48 and below mostly not, so the split
-// is at 49 (docs/results/h200-round20-dispatch.json and
-// h200-round20-explore.json, H200, double: 80 x 56 0.86 against 0.94 ms, 200 x 56 0.92 against
-// 1.19, 128 x 64 0.78 against 1.05; 100 x 48 0.74 against 0.70, 200 x 48 0.75 against 0.86, 80 x
-// 40 0.69 against 0.56; float 200 x 40 0.63 against 0.51).
-constexpr int gram_min_columns_alone = 49;
-
-template <class T>
-bool qr_preconditioning_pays(int m, int n) {
-  const std::int64_t N = std::min(m, n), M = std::max(m, n);
-  if (N <= register_ring_max_columns) return M >= 256;
-  return N <= 128 && M >= (sizeof(T) == 4 ? 32 : 96) * N;
-}
-
 template <class T>
 Path production_path(int m, int n, int batch, bool uv) {
   const int N = std::min(m, n);
