@@ -1321,6 +1321,42 @@ void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, i
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Consecutive pieces of one scratch allocation: sizes from aligned() keep every piece aligned.
+class ScratchPieces {
+ public:
+  explicit ScratchPieces(const StreamBuffer& scratch) : at_(scratch.as<unsigned char>()) {}
+  template <class U>
+  U* take(std::size_t bytes) {
+    U* const piece = reinterpret_cast<U*>(at_);
+    at_ += bytes;
+    return piece;
+  }
+
+ private:
+  unsigned char* at_;
+};
+
+// Every matrix's verdict on NaN or Inf and its scaling exponent, then W = A (or A^T) scaled by it
+// and V = I when G.P.uv (global_max_abs, global_begin, global_load).
+template <class T>
+void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const std::int64_t batch = G.P.batch;
+  const std::int64_t elements = std::int64_t(G.P.m) * G.P.n;
+  const std::int64_t chunk = std::int64_t(global_threads) * 16;
+  const std::int64_t blocks_per_matrix = (elements + chunk - 1) / chunk;
+  require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
+  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
+  global_max_abs<T><<<unsigned(batch * blocks_per_matrix), global_threads, 0, stream>>>(
+      G, chunk, int(blocks_per_matrix));
+  detail::check_launch(op, "global_max_abs");
+  const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
+  global_begin<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_begin");
+  global_load<T><<<grid_for(elements * batch, global_threads), global_threads, 0, stream>>>(G);
+  detail::check_launch(op, "global_load");
+}
+
 // Launches a cooperative kernel; false (and no error left behind) when the device cannot hold the
 // grid at once after all, as under a tool that takes resources, so the caller can fall back to
 // ordinary launches. Other errors throw.
@@ -1460,53 +1496,36 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
                            5 * int_bytes + count_bytes + partial_bytes + rotation_bytes +
                            2 * gram_column_bytes + rotated_bytes,
                        stream, op);
-  unsigned char* at = scratch.as<unsigned char>();
-  const auto take = [&at](std::size_t bytes) {
-    unsigned char* piece = at;
-    at += bytes;
-    return piece;
-  };
-  G.W = reinterpret_cast<T*>(take(w_bytes));
-  G.V = reinterpret_cast<T*>(take(v_bytes));
-  G.norms = reinterpret_cast<T*>(take(column_bytes));
-  G.coefficients = reinterpret_cast<T*>(take(column_bytes));
-  G.pos = reinterpret_cast<int*>(take(pos_bytes));
-  G.max_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
-  G.off_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
-  G.test_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
-  G.exponent = reinterpret_cast<int*>(take(int_bytes));
-  G.active = reinterpret_cast<int*>(take(int_bytes));
-  G.sweeps = reinterpret_cast<int*>(take(int_bytes));
-  G.converged = reinterpret_cast<int*>(take(int_bytes));
-  G.bad = reinterpret_cast<int*>(take(int_bytes));
+  ScratchPieces pieces(scratch);
+  G.W = pieces.take<T>(w_bytes);
+  G.V = pieces.take<T>(v_bytes);
+  G.norms = pieces.take<T>(column_bytes);
+  G.coefficients = pieces.take<T>(column_bytes);
+  G.pos = pieces.take<int>(pos_bytes);
+  G.max_bits = pieces.take<unsigned long long>(word_bytes);
+  G.off_bits = pieces.take<unsigned long long>(word_bytes);
+  G.test_bits = pieces.take<unsigned long long>(word_bytes);
+  G.exponent = pieces.take<int>(int_bytes);
+  G.active = pieces.take<int>(int_bytes);
+  G.sweeps = pieces.take<int>(int_bytes);
+  G.converged = pieces.take<int>(int_bytes);
+  G.bad = pieces.take<int>(int_bytes);
   // active_counts[0] and [1] serve the host-driven schedules (the Gram schedule's matrices for the
   // all-pairs test in [1]); [2 + sweep] the persistent kernel's sweeps.
-  unsigned* active_counts = reinterpret_cast<unsigned*>(take(count_bytes));
+  unsigned* active_counts = pieces.take<unsigned>(count_bytes);
   G.active_count = active_counts;
   if (schedule == GlobalSchedule::gram) G.test_count = active_counts + 1;
-  gram.partials = reinterpret_cast<T*>(take(partial_bytes));
-  gram.rotations = reinterpret_cast<T*>(take(rotation_bytes));
-  gram.in_columns = reinterpret_cast<int*>(take(gram_column_bytes));
-  gram.out_columns = reinterpret_cast<int*>(take(gram_column_bytes));
-  gram.rotated = reinterpret_cast<int*>(take(rotated_bytes));
+  gram.partials = pieces.take<T>(partial_bytes);
+  gram.rotations = pieces.take<T>(rotation_bytes);
+  gram.in_columns = pieces.take<int>(gram_column_bytes);
+  gram.out_columns = pieces.take<int>(gram_column_bytes);
+  gram.rotated = pieces.take<int>(rotated_bytes);
 
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
   const int sort_chunks = (G.positions + sort_threads - 1) / sort_threads;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
-  const std::int64_t elements = std::int64_t(problem.m) * problem.n;
-  const std::int64_t chunk = std::int64_t(global_threads) * 16;
-  const std::int64_t blocks_per_matrix = (elements + chunk - 1) / chunk;
-  require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
-  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
-  global_max_abs<T><<<unsigned(batch * blocks_per_matrix), global_threads, 0, stream>>>(
-      G, chunk, int(blocks_per_matrix));
-  detail::check_launch(op, "global_max_abs");
-  global_begin<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_begin");
-  global_load<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads, 0,
-                   stream>>>(G);
-  detail::check_launch(op, "global_load");
+  load_scaled(G, stream);
   const unsigned column_grid = grid_for(batch * G.positions, global_warps);
   global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, false);
   detail::check_launch(op, "global_column_norms");
@@ -1711,35 +1730,20 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
   const std::size_t left_bytes = problem.uv ? r_bytes : 0;
   StreamBuffer scratch(w_bytes + r_bytes + left_bytes + tau_bytes + word_bytes + 6 * int_bytes,
                        stream, op);
-  unsigned char* at = scratch.as<unsigned char>();
-  const auto take = [&at](std::size_t bytes) {
-    unsigned char* piece = at;
-    at += bytes;
-    return piece;
-  };
-  G.W = reinterpret_cast<T*>(take(w_bytes));
-  T* const R = reinterpret_cast<T*>(take(r_bytes));
-  T* const left = reinterpret_cast<T*>(take(left_bytes));  // U_r, N x N
-  T* const tau = reinterpret_cast<T*>(take(tau_bytes));
-  G.max_bits = reinterpret_cast<unsigned long long*>(take(word_bytes));
-  G.exponent = reinterpret_cast<int*>(take(int_bytes));
-  G.active = reinterpret_cast<int*>(take(int_bytes));
-  G.sweeps = reinterpret_cast<int*>(take(int_bytes));
-  G.converged = reinterpret_cast<int*>(take(int_bytes));
-  G.bad = reinterpret_cast<int*>(take(int_bytes));
-  int* const info = reinterpret_cast<int*>(take(int_bytes));  // cuSOLVER's: only a wrong argument
+  ScratchPieces pieces(scratch);
+  G.W = pieces.take<T>(w_bytes);
+  T* const R = pieces.take<T>(r_bytes);
+  T* const left = pieces.take<T>(left_bytes);  // U_r, N x N
+  T* const tau = pieces.take<T>(tau_bytes);
+  G.max_bits = pieces.take<unsigned long long>(word_bytes);
+  G.exponent = pieces.take<int>(int_bytes);
+  G.active = pieces.take<int>(int_bytes);
+  G.sweeps = pieces.take<int>(int_bytes);
+  G.converged = pieces.take<int>(int_bytes);
+  G.bad = pieces.take<int>(int_bytes);
+  int* const info = pieces.take<int>(int_bytes);  // cuSOLVER's: only a wrong argument
 
-  const std::int64_t elements = std::int64_t(M) * N;
-  const std::int64_t chunk = std::int64_t(global_threads) * 16;
-  const std::int64_t max_blocks = (elements + chunk - 1) / chunk;
-  require(max_blocks < (std::int64_t(1) << 31), op, "m, n", "too many elements");
-  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
-  global_max_abs<T><<<unsigned(max_blocks), global_threads, 0, stream>>>(G, chunk, int(max_blocks));
-  detail::check_launch(op, "global_max_abs");
-  global_begin<T><<<1, global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_begin");
-  global_load<T><<<grid_for(elements, global_threads), global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_load");
+  load_scaled(G, stream);
 
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   int factor_work = 0, form_work = 0;
