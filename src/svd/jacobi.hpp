@@ -55,7 +55,7 @@ struct Report {
   BatchSummary* summary = nullptr;
 };
 
-// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5 and 6).
+// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5, 6, 7 and 13).
 enum class GlobalSchedule {
   launch_per_round,  // one kernel per round of disjoint column pairs
   launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
@@ -65,6 +65,8 @@ enum class GlobalSchedule {
                        // (per-round launches where the blocks cannot all be resident)
   gram,  // the blocked ring with pairs of 16-column blocks diagonalized through their 32 x 32
          // Gram matrices, the rotations applied to W and V as products
+  gram_fused,  // the same rounds, each in one launch of a cluster of blocks per pair where every
+               // pair's cluster fits on the GPU at once (else as gram)
 };
 
 // Where a matrix is solved; production_path picks by shape and batch. qr_preconditioned factors

@@ -116,8 +116,8 @@ ROOFLAB_VARIANT(Variant{
 
 // Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
 // ring for small matrices, one kernel while shared memory holds the matrix, the Gram schedule
-// beyond), with its argument checks, scratch allocation and the final synchronization a caller
-// sees.
+// beyond, its rounds fused where the clusters fit), with its argument checks, scratch allocation
+// and the final synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{
     "svd", 8, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {
@@ -136,6 +136,19 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_path(w.problem(stream), jacobi::Path::qr_preconditioned, w.report(), stream);
+      });
+    }});
+
+// Rung 13 — the Gram rounds fused (svd.cu's gram_round_fused). A round of rung 7 is three kernels
+// one after another, each paying its launch, a trip of G or Q through L2 and the wait for its
+// slowest block; here a cluster of blocks per pair loads its rows once, adds the blocks' parts of G
+// through distributed shared memory, solves, and applies Q to its rows in one launch. (Numbered
+// after the cuSOLVER rungs, which kept their numbers.)
+ROOFLAB_VARIANT(Variant{
+    "svd", 13, "gram-fused", "the Gram rung's round in one launch: a cluster of blocks per pair of blocks",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(), stream);
       });
     }});
 

@@ -737,6 +737,37 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
     for (int a = 0; a < gram.inner; ++a) out[gram.row(b, a) * gram_width + gram.column(b, a)] = gram.sum[b][a];
 }
 
+// A solve block's share of a pair's Gram matrix G = X^T X, formed from tiles of 64 rows (column s
+// of the rows at tile[s * ld]): in double warp w the 16 x 8 block at rows 16 (w % 2), columns
+// 8 (w / 2) on the tensor cores, as add_tile_gram lays it out; in float thread t the 2 x 2 patch at
+// (2 (t % 16), 2 (t / 16)) with FMAs.
+template <class T>
+struct SolveGramPatch {
+  std::conditional_t<sizeof(T) == 8, double[1][4], float[2][2]> sum = {};
+  __device__ __forceinline__ void add_tile(const T* tile, int ld) {
+    const int warp = threadIdx.x >> 5;
+    if constexpr (sizeof(T) == 8)
+      add_tile_gram(tile, ld, warp % 2, warp / 2, sum);
+    else
+      add_tile_gram(tile, ld, 2 * (threadIdx.x % 16), 2 * (threadIdx.x / 16), sum);
+  }
+  // Calls put(k, l, G_kl) for each element of the patch.
+  template <class Put>
+  __device__ __forceinline__ void for_each(Put put) const {
+    if constexpr (sizeof(T) == 8) {
+      const int warp = threadIdx.x >> 5;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) put(16 * (warp % 2) + mma_row(e), 8 * (warp / 2) + mma_col(e), sum[0][e]);
+    } else {
+      const int i0 = 2 * (threadIdx.x % 16), j0 = 2 * (threadIdx.x / 16);
+#pragma unroll
+      for (int b = 0; b < 2; ++b)
+#pragma unroll
+        for (int a = 0; a < 2; ++a) put(i0 + a, j0 + b, sum[b][a]);
+    }
+  }
+};
+
 // The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
 // two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a time by
 // asynchronous copies into two tiles that share the memory of G's and Q's buffers (the next tile
@@ -749,11 +780,7 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   constexpr int tile_size = gram_width * ld;
   const T* W = G.w(matrix);
-  const int warp = threadIdx.x >> 5;
-  // double: the warp's 16 x 8 block (rows 16 (warp % 2) .., column block warp / 2), as
-  // add_tile_gram lays it out; float: G(i0 + a, j0 + b) at sum[b][a], a thread's 2 x 2 patch.
-  std::conditional_t<sizeof(T) == 8, double[1][4], float[2][2]> sum = {};
-  const int i0 = 2 * (threadIdx.x % 16), j0 = 2 * (threadIdx.x / 16);
+  SolveGramPatch<T> patch;
   stream_tiles(
       0, G.M, tiles, tile_size,
       [&](int r0, T* tile) {  // lane `slot` holds the slot's column
@@ -761,137 +788,105 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
             tile, ld, W, G.ldw, G.M, G.N, r0,
             [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
       },
-      [&](const T* tile) {
-        if constexpr (sizeof(T) == 8)
-          add_tile_gram(tile, ld, warp % 2, warp / 2, sum);
-        else
-          add_tile_gram(tile, ld, i0, j0, sum);
-      });
-  if constexpr (sizeof(T) == 8) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = 16 * (warp % 2) + mma_row(e), col = 8 * (warp / 2) + mma_col(e);
-      g0[order.seat(row) * ld_g + order.seat(col)] = sum[0][e];
-    }
-  } else {
-#pragma unroll
-    for (int b = 0; b < 2; ++b)
-#pragma unroll
-      for (int a = 0; a < 2; ++a) g0[order.seat(i0 + a) * ld_g + order.seat(j0 + b)] = sum[b][a];
-  }
+      [&](const T* tile) { patch.add_tile(tile, ld); });
+  patch.for_each([&](int k, int l, T value) { g0[order.seat(k) * ld_g + order.seat(l)] = value; });
 }
 
-// A block of 256 threads per pair: sums the slices' partial Grams (in a fixed order:
-// reproducible), tests the pair, and when it is not orthogonal to tol diagonalizes G by two-sided
-// Jacobi, G <- J^T G J, in the rounds of the circle method (or, in most rounds of the ring, of the
-// cross ordering: only the pairs between the two blocks, gram_full_inner_sweeps). A round's J
-// rotates 16 disjoint pairs of columns, so J^T G J changes G in 2 x 2 blocks, each on its own: the
-// block of rows of pair i and columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that
-// block for the round, computes R_j itself and takes R_i from the lane that computed it, and
-// rotates Q's columns of pair j in its two rows. G and Q are kept in seat coordinates
-// (InnerOrder): in round r pair j's columns sit at seats 2j and 2j + 1, so a thread reads its
-// block, pair j's diagonal block and its Q entries as pairs of neighbours (16 bytes in double, free
-// of bank conflicts: indexed by column, the gathers cost 2.5 times their ideal wavefronts) and
-// writes its outputs to the next round's seats, in the other of two buffers; one barrier per
-// round. The outputs are ordered by decreasing eigenvalue (padding last), the larger half going to
-// the second block's positions, as the odd-even ring's swap sends it on.
+// A pair's solve, shared by gram_solve and gram_round_fused: a block of 256 threads diagonalizes
+// the pair's 32 x 32 Gram matrix G by two-sided Jacobi, G <- J^T G J, in the rounds of the circle
+// method (or, in most rounds of the ring, of the cross ordering: only the pairs between the two
+// blocks, gram_full_inner_sweeps). A round's J rotates 16 disjoint pairs of columns, so J^T G J
+// changes G in 2 x 2 blocks, each on its own: the block of rows of pair i and columns of pair j
+// becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round, computes R_j itself and
+// takes R_i from the lane that computed it, and rotates Q's columns of pair j in its two rows. G
+// and Q are kept in seat coordinates (InnerOrder): in round r pair j's columns sit at seats 2j and
+// 2j + 1, so a thread reads its block, pair j's diagonal block and its Q entries as pairs of
+// neighbours (16 bytes in double, free of bank conflicts: indexed by column, the gathers cost 2.5
+// times their ideal wavefronts) and writes its outputs to the next round's seats, in the other of
+// two buffers; one barrier per round. The outputs are ordered by decreasing eigenvalue (padding
+// last), the larger half going to the second block's positions, as the odd-even ring's swap sends
+// it on.
+constexpr int solve_parts = gram_solve_threads / 32;
+constexpr int solve_rows = gram_width / solve_parts;  // rows of G per warp: warp w rows w R .. w R + R - 1
 template <class T>
-__global__ void __launch_bounds__(gram_solve_threads)
-    gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
-  wait_for_previous_kernel();
-  using Two = std::conditional_t<sizeof(T) == 8, double2, float2>;  // a pair of seats
-  constexpr int pairs = gram_width / 2, parts = gram_solve_threads / 32, rows = gram_width / parts;
+struct SolveShared {
   // Even, so that pairs of seats are 16-byte aligned; pair j's diagonal block then lies ld + 1
   // (odd) pairs of seats after pair j - 1's, so the diagonal blocks fall on distinct banks.
-  constexpr int ld = gram_width + 2;
+  static constexpr int ld = gram_width + 2;
+  static constexpr int buffer_size = gram_width * ld;
+  // G at g(b)[seat(k) * ld + seat(l)], Q at q(b)[k * ld + seat(l)] (k: input position); this
+  // round's buffer and the next's. form_gram first stages two tiles of rows in the same memory.
+  T buffers[4 * buffer_size];
+  T part_max[solve_parts];
+  int slot_column[gram_width];  // the real columns first, in position order, then the padding
+  __device__ T* g(int b) { return buffers + b * buffer_size; }
+  __device__ T* q(int b) { return buffers + (2 + b) * buffer_size; }
+};
+static_assert(4 * SolveShared<double>::buffer_size >= 2 * gram_width * (gram_tile_rows + 4), "form_gram's tiles fit");
+
+// The solve's result: whether the pair was rotated (false: orthogonal to tol, nothing changed),
+// lane l's G_ll as formed, and which buffer holds the final G and Q.
+template <class T>
+struct PairSolve {
+  bool rotated = false;
+  T diagonal = 0;
+  int now = 0;
+};
+
+// Tests the pair on G (in g(0), seat order, and x[kk] = G_kl, k = k0 + kk, l = lane) and, when it
+// is not orthogonal to tol, runs the inner rounds; raises the matrix's off_bits to the test's
+// largest cosine. Every thread of the block calls it; it ends on a barrier.
+template <class T>
+__device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std::int64_t matrix,
+                                                   const InnerOrder& order, SolveShared<T>& sh,
+                                                   const T (&x)[solve_rows]) {
+  using Two = std::conditional_t<sizeof(T) == 8, double2, float2>;  // a pair of seats
+  constexpr int pairs = gram_width / 2, ld = SolveShared<T>::ld;
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
-  // G at g[.][seat(k) * ld + seat(l)], Q at q[.][k * ld + seat(l)] (k: input position); this
-  // round's buffer and the next's. The fused path first stages two tiles of rows in the same memory.
-  constexpr int buffer_size = gram_width * ld;
-  static_assert(4 * buffer_size >= 2 * gram_width * (gram_tile_rows + 4), "form_gram's tiles fit");
-  __shared__ __align__(16) T buffers[4 * buffer_size];
-  T* const g[2] = {buffers, buffers + buffer_size};
-  T* const q[2] = {buffers + 2 * buffer_size, buffers + 3 * buffer_size};
-  __shared__ T part_max[parts];
-  __shared__ int slot_column[gram_width];
-  const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * rows;
-  const std::int64_t item = blockIdx.x;
-  std::int64_t matrix = 0;
-  int first = 0;
-  const bool active = gram_pair(G, round, item, matrix, first);
-  int* pos = G.pos_of(matrix);
-  const int column = pos[first + lane];  // asked for with the flag: the latencies overlap
-  if (!active) return;                   // uniform over the block
-  T* norms = G.norms_of(matrix);
-  const bool real = column < G.N;
-  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
-
-  // Warp w holds rows w R .. w R + R - 1 (R = 32 / 8) of G, lane l column l: formed here, or the
-  // sum of the slices' partials.
+  const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * solve_rows;
   const int lane_seat = order.seat(lane);
-  T x[rows];  // G_kl, k = k0 + kk, l = lane
-  if (work.solve_forms_gram()) {
-    form_gram(G, matrix, column, order, buffers, g[0], ld);
-    __syncthreads();
 #pragma unroll
-    for (int kk = 0; kk < rows; ++kk) x[kk] = g[0][order.seat(k0 + kk) * ld + lane_seat];
-  } else {
-    const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
-#pragma unroll
-    for (int kk = 0; kk < rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
-#pragma unroll 4  // several slices' loads in flight at once
-    for (int slice = 1; slice < work.slices; ++slice)
-#pragma unroll
-      for (int kk = 0; kk < rows; ++kk)
-        x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
-#pragma unroll
-    for (int kk = 0; kk < rows; ++kk) g[0][order.seat(k0 + kk) * ld + lane_seat] = x[kk];
-  }
-#pragma unroll
-  for (int kk = 0; kk < rows; ++kk) q[0][(k0 + kk) * ld + lane_seat] = k0 + kk == lane ? T(1) : T(0);
+  for (int kk = 0; kk < solve_rows; ++kk) sh.q(0)[(k0 + kk) * ld + lane_seat] = k0 + kk == lane ? T(1) : T(0);
   __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible,
   // for the pairs this round's ordering rotates (the others are tested in the sweep's full rounds).
-  const T diagonal = g[0][lane_seat * ld + lane_seat];
-  const T inverse_root = diagonal >= Precision<T>::negligible ? rsqrt_of_normal(diagonal) : T(0);
+  PairSolve<T> result;
+  result.diagonal = sh.g(0)[lane_seat * ld + lane_seat];
+  const T inverse_root =
+      result.diagonal >= Precision<T>::negligible ? rsqrt_of_normal(result.diagonal) : T(0);
   T off = 0;
 #pragma unroll
-  for (int kk = 0; kk < rows; ++kk) {
+  for (int kk = 0; kk < solve_rows; ++kk) {
     const T cosine = fabs(x[kk]) * __shfl_sync(full, inverse_root, k0 + kk) * inverse_root;
     off = order.rotates(k0 + kk, lane) ? fmax(off, cosine) : off;
   }
   off = warp_max(off);
-  if (lane == 0) part_max[part] = off;
+  if (lane == 0) sh.part_max[part] = off;
   __syncthreads();
 #pragma unroll
-  for (int p = 0; p < parts; ++p) off = fmax(off, part_max[p]);
+  for (int p = 0; p < solve_parts; ++p) off = fmax(off, sh.part_max[p]);
   if (threadIdx.x == 0 && off > 0)
     atomicMax(&G.off_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
-  if (!(off > G.P.tol)) {  // orthogonal: W and V stay, the ring's swap moves the blocks on
-    if (part != 0) return;
-    if (lane == 0) work.rotated[item] = 0;
-    if (real) norms[column] = diagonal;
-    pos[first + (lane + gram_block) % gram_width] = column;
-    return;
-  }
+  result.rotated = off > G.P.tol;
+  if (!result.rotated) return result;  // orthogonal: W and V stay, the ring's swap moves the blocks on
 
   const int row_pair = threadIdx.x / pairs, column_pair = threadIdx.x % pairs;
   const int top = 2 * row_pair, left = 2 * column_pair;  // the block's seats
   // Where the block's columns sit next round: the same permutation every round.
   const int next_top = order.next_seat(top), next_top2 = order.next_seat(top + 1);
   const int next_left = order.next_seat(left), next_left2 = order.next_seat(left + 1);
-  // A round from g[from], q[from] into g[to], q[to]; the rounds alternate buffers two at a time,
+  // A round from g(from), q(from) into g(to), q(to); the rounds alternate buffers two at a time,
   // so that every address is a register plus a constant.
   const auto round_step = [&](int from, int to) {
-    const T* gc = g[from];
+    const T* gc = sh.g(from);
     const Two pair_top = *reinterpret_cast<const Two*>(gc + left * ld + left);           // alpha, gamma
     const Two pair_bottom = *reinterpret_cast<const Two*>(gc + (left + 1) * ld + left);  // gamma, beta
     const Two m0 = *reinterpret_cast<const Two*>(gc + top * ld + left);
     const Two m1 = *reinterpret_cast<const Two*>(gc + (top + 1) * ld + left);
-    const Two q0 = *reinterpret_cast<const Two*>(q[from] + top * ld + left);
-    const Two q1 = *reinterpret_cast<const Two*>(q[from] + (top + 1) * ld + left);
+    const Two q0 = *reinterpret_cast<const Two*>(sh.q(from) + top * ld + left);
+    const Two q1 = *reinterpret_cast<const Two*>(sh.q(from) + (top + 1) * ld + left);
     const T alpha = pair_top.x, gamma = pair_top.y, beta = pair_bottom.y;
     Rotation<T> rotation;
     const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation);
@@ -910,12 +905,12 @@ __global__ void __launch_bounds__(gram_solve_threads)
     const T o01 = diagonal ? T(0) : fma(ci, n01, -si * n11);
     const T o10 = diagonal ? T(0) : fma(ci, n10, si * n00);
     const T o11 = diagonal ? fma(rotation.t, gamma, beta) : fma(ci, n11, si * n01);
-    T* gn = g[to];
+    T* gn = sh.g(to);
     gn[next_top * ld + next_left] = o00;
     gn[next_top * ld + next_left2] = o01;
     gn[next_top2 * ld + next_left] = o10;
     gn[next_top2 * ld + next_left2] = o11;
-    T* qn = q[to];  // Q's rows stay: input positions
+    T* qn = sh.q(to);  // Q's rows stay: input positions
     qn[top * ld + next_left] = fma(c, q0.x, -s * q0.y);
     qn[top * ld + next_left2] = fma(c, q0.y, s * q0.x);
     qn[(top + 1) * ld + next_left] = fma(c, q1.x, -s * q1.y);
@@ -928,15 +923,21 @@ __global__ void __launch_bounds__(gram_solve_threads)
     round_step(1, 0);
   }
   if (steps & 1) round_step(0, 1);
-  // The buffers with the result, by offset (indexing g or q at run time put them on the stack).
-  const int now = steps & 1;
-  const T* const g_now = buffers + now * buffer_size;
-  const T* const q_now = buffers + (2 + now) * buffer_size;
+  result.now = steps & 1;
+  return result;
+}
 
-  let_next_kernel_start();
-  // Ranks: real columns by decreasing eigenvalue (ties by lane), padding after them; the outputs
-  // fill the real columns first, in position order.
-  const T eigenvalue = g_now[lane_seat * ld + lane_seat];
+// Lane l's output rank once a rotated pair's solve is done: real columns by decreasing eigenvalue
+// (ties by lane), padding after them; the outputs fill the real columns first, in position order
+// (sh.slot_column, written here). Every thread of the block calls it; it ends on a barrier.
+template <class T>
+__device__ __forceinline__ int rank_outputs(SolveShared<T>& sh, int now, const InnerOrder& order,
+                                            int column, bool real, T& eigenvalue) {
+  constexpr unsigned full = 0xffffffffu;
+  constexpr int ld = SolveShared<T>::ld;
+  const int lane = threadIdx.x & 31, lane_seat = order.seat(lane);
+  // The buffer with the result, by offset (indexing g or q at run time put them on the stack).
+  eigenvalue = (sh.buffers + now * SolveShared<T>::buffer_size)[lane_seat * ld + lane_seat];
   const unsigned real_lanes = __ballot_sync(full, real);
   const unsigned below = (1u << lane) - 1;
   const int real_count = __popc(real_lanes);
@@ -947,15 +948,71 @@ __global__ void __launch_bounds__(gram_solve_threads)
     const bool ahead = (real_lanes >> k & 1u) && ahead_when_descending(other, k, eigenvalue, lane);
     rank += real && ahead;
   }
-  if (part == 0)
-    slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] = column;
+  if (threadIdx.x < 32)
+    sh.slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] = column;
   __syncthreads();
+  return rank;
+}
+
+// A block per pair: sums the slices' partial Grams (in a fixed order: reproducible) or forms G
+// itself, solves (solve_pair) and leaves Q, the columns and the ranks for gram_apply.
+template <class T>
+__global__ void __launch_bounds__(gram_solve_threads)
+    gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
+  wait_for_previous_kernel();
+  constexpr int ld = SolveShared<T>::ld;
+  __shared__ __align__(16) SolveShared<T> sh;
+  const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * solve_rows;
+  const std::int64_t item = blockIdx.x;
+  std::int64_t matrix = 0;
+  int first = 0;
+  const bool active = gram_pair(G, round, item, matrix, first);
+  int* pos = G.pos_of(matrix);
+  const int column = pos[first + lane];  // asked for with the flag: the latencies overlap
+  if (!active) return;                   // uniform over the block
+  T* norms = G.norms_of(matrix);
+  const bool real = column < G.N;
+  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
+
+  // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
+  // slices' partials.
+  const int lane_seat = order.seat(lane);
+  T x[solve_rows];  // G_kl, k = k0 + kk, l = lane
+  if (work.solve_forms_gram()) {
+    form_gram(G, matrix, column, order, sh.buffers, sh.g(0), ld);
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) x[kk] = sh.g(0)[order.seat(k0 + kk) * ld + lane_seat];
+  } else {
+    const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
+#pragma unroll 4  // several slices' loads in flight at once
+    for (int slice = 1; slice < work.slices; ++slice)
+#pragma unroll
+      for (int kk = 0; kk < solve_rows; ++kk)
+        x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_seat] = x[kk];
+  }
+  const PairSolve<T> solved = solve_pair(G, matrix, order, sh, x);
+  if (!solved.rotated) {
+    if (part != 0) return;
+    if (lane == 0) work.rotated[item] = 0;
+    if (real) norms[column] = solved.diagonal;
+    pos[first + (lane + gram_block) % gram_width] = column;
+    return;
+  }
+  let_next_kernel_start();
+  T eigenvalue;
+  const int rank = rank_outputs(sh, solved.now, order, column, real, eigenvalue);
+  const T* const q_now = sh.buffers + (2 + solved.now) * SolveShared<T>::buffer_size;
   const std::int64_t base = item * gram_width;
 #pragma unroll
-  for (int kk = 0; kk < rows; ++kk)
+  for (int kk = 0; kk < solve_rows; ++kk)
     work.rotations[(base + k0 + kk) * gram_width + rank] = q_now[(k0 + kk) * ld + lane_seat];
   if (part != 0) return;
-  const int target = slot_column[rank];
+  const int target = sh.slot_column[rank];
   work.in_columns[base + lane] = column;
   work.out_columns[base + rank] = target;
   if (real) norms[target] = fmax(eigenvalue, T(0));
@@ -975,6 +1032,85 @@ constexpr int apply_ld_out = sizeof(T) == 8 ? gram_apply_rows + 2 : apply_ldt;
 template <class T>
 constexpr std::size_t gram_apply_shared_bytes =
     sizeof(T) * gram_width * (apply_ldq + apply_ldt) + 2 * gram_width * sizeof(int);
+
+// The product of gram_apply_rows rows (column s at tile[s * ldt]) and Q (Q_sk at q[s * ldq + k]) by
+// the gram_apply_threads threads of a block: in double each warp forms 16 rows on the tensor
+// cores; in float each thread a 4 x 4 patch with FMAs.
+template <class T>
+struct RowsTimesQ {
+  T sum[4][4] = {};
+  __device__ __forceinline__ void multiply(const T* tile, int ldt, const T* q, int ldq) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
+    if constexpr (sizeof(T) == 8) {  // the warp's rows times column block nt of Q at sum[nt], mma_16x8x4's layout
+      // Unrolled whole, the product spilled 160 bytes at the 64 registers of 4 blocks per SM (H200,
+      // with the partials also unrolled further: 1024 x 1024 double 20.9 against 18.4 ms, 2048 x
+      // 2048 110 against 87 ms).
+#pragma unroll 2
+      for (int s0 = 0; s0 < gram_width; s0 += 4) {
+        const T* a = tile + (s0 + in_group) * ldt + 16 * warp + group;
+        const T* b = q + (s0 + in_group) * ldq + group;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mma_16x8x4(sum[nt], a[0], a[8], b[8 * nt]);
+      }
+    } else {
+      constexpr int row_groups = gram_apply_rows / 4;  // a thread's patch: 4 rows, 4 outputs
+      const int r = 4 * (threadIdx.x % row_groups), k0 = 4 * (threadIdx.x / row_groups);
+#pragma unroll 8
+      for (int s = 0; s < gram_width; ++s)
+#pragma unroll
+        for (int a = 0; a < 4; ++a)
+#pragma unroll
+          for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
+    }
+  }
+  // Writes the product's output k, row r at out[k * ldo + r].
+  __device__ __forceinline__ void stage(T* out, int ldo) const {
+    const int warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        constexpr int row_groups = gram_apply_rows / 4;
+        if constexpr (sizeof(T) == 8)
+          out[(8 * a + mma_col(b)) * ldo + 16 * warp + mma_row(b)] = sum[a][b];
+        else
+          out[(4 * (threadIdx.x / row_groups) + b) * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
+      }
+  }
+};
+
+// Stores `tile_rows` staged rows of 32 outputs (output k's rows at out[k * ldo]) to rows
+// r0 .. r0 + tile_rows - 1 of X's columns out_columns[k] (those < N; rows from `rows` on are
+// dropped): 16 bytes a store where the columns allow, so the stores are whole column segments.
+template <int tile_rows, int threads, class T>
+__device__ __forceinline__ void store_columns(const T* out, int ldo, T* X, std::int64_t ld, int rows, int r0,
+                                              const int* out_columns, int N) {
+  using Chunk = std::conditional_t<sizeof(T) == 8, double2, float4>;
+  constexpr int chunk = 16 / sizeof(T), chunks = tile_rows / chunk;  // per column
+  constexpr int per_thread = tile_rows * gram_width / threads;
+  if (ld % chunk == 0 && ldo % chunk == 0) {
+#pragma unroll
+    for (int i = 0; i < per_thread / chunk; ++i) {
+      const int e = threadIdx.x + i * threads, slot = e / chunks, r = chunk * (e % chunks);
+      const int c = out_columns[slot];
+      if (c >= N || r0 + r >= rows) continue;
+      const T* from = out + slot * ldo + r;
+      T* to = X + r0 + r + c * ld;
+      if (r0 + r + chunk <= rows) {
+        *reinterpret_cast<Chunk*>(to) = *reinterpret_cast<const Chunk*>(from);
+      } else {
+        for (int k = 0; k < rows - r0 - r; ++k) to[k] = from[k];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int e = threadIdx.x + i * threads, r = e % tile_rows;
+      const int c = out_columns[e / tile_rows];
+      if (r0 + r < rows && c < N) X[r0 + r + c * ld] = out[e / tile_rows * ldo + r];
+    }
+  }
+}
 
 // A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in place
 // (the block reads all 32 inputs of its rows before it writes an output). In double each warp
@@ -1026,69 +1162,147 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
                                                         [&](int slot) { return in_columns[slot]; });
   wait_copies<0>();
   __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
-  T sum[4][4] = {};
-  if constexpr (sizeof(T) == 8) {  // the warp's rows times column block nt of Q at sum[nt], mma_16x8x4's layout
-    // Unrolled whole, the product spilled 160 bytes at the 64 registers of 4 blocks per SM (H200,
-    // with the partials also unrolled further: 1024 x 1024 double 20.9 against 18.4 ms, 2048 x
-    // 2048 110 against 87 ms).
-#pragma unroll 2
-    for (int s0 = 0; s0 < gram_width; s0 += 4) {
-      const T* a = tile + (s0 + in_group) * ldt + 16 * warp + group;
-      const T* b = q + (s0 + in_group) * ldq + group;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) mma_16x8x4(sum[nt], a[0], a[8], b[8 * nt]);
-    }
-  } else {
-    constexpr int row_groups = gram_apply_rows / 4;
-    const int r = 4 * (threadIdx.x % row_groups), k0 = 4 * (threadIdx.x / row_groups);
-#pragma unroll 8
-    for (int s = 0; s < gram_width; ++s)
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
-  }
+  RowsTimesQ<T> product;
+  product.multiply(tile, ldt, q, ldq);
   let_next_kernel_start();
   __syncthreads();  // every input read: the tile takes the outputs
-#pragma unroll
-  for (int a = 0; a < 4; ++a)
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      if constexpr (sizeof(T) == 8) {
-        tile[(8 * a + mma_col(b)) * ldo + 16 * warp + mma_row(b)] = sum[a][b];
-      } else {
-        constexpr int row_groups = gram_apply_rows / 4;  // the float product's patches, as above
-        tile[(4 * (threadIdx.x / row_groups) + b) * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
-      }
-    }
+  product.stage(tile, ldo);
   __syncthreads();
-  // The outputs go out as the inputs came in: 16 bytes a store where the columns allow.
-  using Chunk = std::conditional_t<sizeof(T) == 8, double2, float4>;
-  constexpr int chunk = 16 / sizeof(T), chunks = gram_apply_rows / chunk;  // per column
-  constexpr int per_thread = gram_apply_rows * gram_width / gram_apply_threads;
-  if (ld % chunk == 0) {
+  store_columns<gram_apply_rows, gram_apply_threads>(tile, ldo, X, ld, rows, r0, out_columns, G.N);
+}
+
+// The fused round: a round's partials, solve and apply in one launch, for rounds whose pairs all
+// fit on the GPU at once (a single matrix up to a few hundred columns). A cluster of blocks takes a
+// pair: block r of K loads its share of the rows once (w_rows of W from r w_rows, v_rows of V from
+// r v_rows) into shared memory and forms their part of G on the tensor cores; the K parts are added
+// from each other's shared memory in rank order (distributed shared memory), so that every block
+// holds the same G and, solving it with the same arithmetic, the same Q; then each block multiplies
+// its own rows by Q and stores them. The three kernels each paid a launch, a trip of G or Q through
+// L2 and the wait for the slowest block before them; the fused round pays one launch and two
+// cluster barriers.
+// Rows of W and V per block, together: one product's worth (a chunk) where the clusters fit, else
+// two. On the H200, double, a round of 256 x 256 took 14.5 us in clusters of 4 blocks of 128 rows
+// against 16.5 in 2 of 256 (and 16.2 in 8 of 64 + 64 padding); 512 x 512 fits 16 clusters of 4 blocks
+// of 256 rows, not of 8 of 128.
+constexpr int fused_preferred_rows = gram_apply_rows;
+constexpr int fused_max_rows = 2 * gram_apply_rows;
+constexpr int fused_max_cluster = 8;  // the portable cluster size
+constexpr int fused_chunk_rows = gram_apply_rows;  // rows per product (RowsTimesQ)
+struct FusedShape {
+  int cluster = 0;            // blocks per pair; 0: the rounds do not fit
+  int w_rows = 0, v_rows = 0;  // rows of W and of V per block: multiples of gram_tile_rows
+};
+constexpr int fused_ldt = fused_max_rows + 4;  // 4 (mod 16), as the apply's tile
+template <class T>
+constexpr std::size_t fused_shared_bytes =
+    sizeof(T) * gram_width * (fused_ldt + apply_ld_out<T> + gram_width + apply_ldq);
+
+template <class T>
+__global__ void __launch_bounds__(gram_solve_threads, 1)
+    gram_round_fused(GlobalState<T> G, FusedShape shape, int round) {
+  namespace cg = cooperative_groups;
+  wait_for_previous_kernel();
+  constexpr int ld = SolveShared<T>::ld, ldt = fused_ldt, ldo = apply_ld_out<T>, ldq = apply_ldq;
+  extern __shared__ __align__(16) unsigned char fused_shared[];
+  __shared__ __align__(16) SolveShared<T> sh;
+  T* const tile = reinterpret_cast<T*>(fused_shared);  // row r of slot s at tile[s * ldt + r]
+  T* const out = tile + gram_width * ldt;               // a chunk's outputs, output k at out[k * ldo]
+  T* const part = out + gram_width * ldo;               // this block's part of G, G_kl at k * 32 + l
+  T* const q = part + gram_width * gram_width;          // Q by output rank: Q_sk at q[s * ldq + k]
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int block_rank = int(cluster.block_rank());
+  const int lane = threadIdx.x & 31, part_index = threadIdx.x >> 5, k0 = part_index * solve_rows;
+  std::int64_t matrix = 0;
+  int first = 0;
+  const bool active = gram_pair(G, round, blockIdx.x / shape.cluster, matrix, first);
+  int* pos = G.pos_of(matrix);
+  const int column = pos[first + lane];
+  const bool real = column < G.N;
+  const int w0 = block_rank * shape.w_rows, v0 = block_rank * shape.v_rows;
+  T* W = G.w(matrix);
+  T* V = G.v(matrix);
+  const auto column_of = [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); };
+  if (active) {  // uniform over the cluster
+    for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
+      copy_tile_async<gram_tile_rows, gram_solve_threads>(tile + r, ldt, W, G.ldw, G.M, G.N, w0 + r, column_of);
+    for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
+      copy_tile_async<gram_tile_rows, gram_solve_threads>(tile + shape.w_rows + r, ldt, V, G.ldv, G.N, G.N,
+                                                          v0 + r, column_of);
+    wait_copies<0>();
+    __syncthreads();
+    SolveGramPatch<T> patch;
+    for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tile(tile + r, ldt);
+    patch.for_each([&](int k, int l, T value) { part[k * gram_width + l] = value; });
+  }
+  cluster.sync();  // every block's part is in
+
+  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
+  const int lane_seat = order.seat(lane);
+  T x[solve_rows] = {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
+  if (active) {
+    for (int r = 0; r < shape.cluster; ++r) {
+      const T* other = cluster.map_shared_rank(part, r);
 #pragma unroll
-    for (int i = 0; i < per_thread / chunk; ++i) {
-      const int e = threadIdx.x + i * gram_apply_threads, slot = e / chunks, r = chunk * (e % chunks);
-      const int c = out_columns[slot];
-      if (c >= G.N || r0 + r >= rows) continue;
-      const T* from = tile + slot * ldo + r;
-      T* to = X + r0 + r + c * ld;
-      if (r0 + r + chunk <= rows) {
-        *reinterpret_cast<Chunk*>(to) = *reinterpret_cast<const Chunk*>(from);
-      } else {
-        for (int k = 0; k < rows - r0 - r; ++k) to[k] = from[k];
-      }
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < per_thread; ++i) {
-      const int e = threadIdx.x + i * gram_apply_threads, r = e % gram_apply_rows;
-      const int c = out_columns[e / gram_apply_rows];
-      if (r0 + r < rows && c < G.N) X[r0 + r + c * ld] = tile[e / gram_apply_rows * ldo + r];
+      for (int kk = 0; kk < solve_rows; ++kk) x[kk] += other[(k0 + kk) * gram_width + lane];
     }
   }
+  cluster.barrier_arrive();  // done with the other blocks' parts; they wait for this before leaving
+  if (active) {
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_seat] = x[kk];
+    const PairSolve<T> solved = solve_pair(G, matrix, order, sh, x);
+    T* norms = G.norms_of(matrix);
+    if (!solved.rotated) {
+      if (block_rank == 0 && part_index == 0) {
+        if (real) norms[column] = solved.diagonal;
+        pos[first + (lane + gram_block) % gram_width] = column;
+      }
+    } else {
+      let_next_kernel_start();
+      T eigenvalue;
+      const int rank = rank_outputs(sh, solved.now, order, column, real, eigenvalue);
+      const T* const q_now = sh.q(solved.now);
+#pragma unroll
+      for (int kk = 0; kk < solve_rows; ++kk) q[(k0 + kk) * ldq + rank] = q_now[(k0 + kk) * ld + lane_seat];
+      if (block_rank == 0 && part_index == 0) {
+        const int target = sh.slot_column[rank];
+        if (real) norms[target] = fmax(eigenvalue, T(0));
+        pos[first + (rank + gram_block) % gram_width] = target;
+      }
+      __syncthreads();  // Q in
+      // The rows times Q, a chunk at a time; output k goes to column slot_column[k] (the real
+      // columns by decreasing eigenvalue, as gram_solve's out_columns).
+      const int rows = shape.w_rows + shape.v_rows;
+      for (int c = 0; c < rows; c += fused_chunk_rows) {
+        RowsTimesQ<T> product;
+        product.multiply(tile + c, ldt, q, ldq);
+        product.stage(out, ldo);
+        __syncthreads();
+        for (int h = 0; h < fused_chunk_rows && c + h < rows; h += gram_tile_rows) {
+          const int t = c + h;  // the tile's row: W's rows first, then V's
+          const bool on_w = t < shape.w_rows;
+          store_columns<gram_tile_rows, gram_solve_threads>(out + h, ldo, on_w ? W : V, on_w ? G.ldw : G.ldv,
+                                                            on_w ? G.M : G.N, on_w ? w0 + t : v0 + t - shape.w_rows,
+                                                            sh.slot_column, G.N);
+        }
+        __syncthreads();  // the outputs stored: the next chunk's may take their place
+      }
+    }
+  }
+  cluster.barrier_wait();
+}
+
+// The cluster size and rows per block of the fused round for an M x N matrix (V's rows too when
+// uv): the fewest blocks whose shares fit `max_rows`; cluster 0 when none does.
+FusedShape fused_shape(int M, int N, bool uv, int max_rows) {
+  const auto share = [](int rows, int blocks) {
+    return ((rows + blocks - 1) / blocks + gram_tile_rows - 1) / gram_tile_rows * gram_tile_rows;
+  };
+  for (int blocks = 1; blocks <= fused_max_cluster; ++blocks) {
+    const int w_rows = share(M, blocks), v_rows = uv ? share(N, blocks) : 0;
+    if (w_rows + v_rows <= max_rows) return {blocks, w_rows, v_rows};
+  }
+  return {};
 }
 
 // The all-pairs test (jacobi_math.hpp): whether the columns are orthogonal to tol after a sweep
@@ -1300,21 +1514,25 @@ unsigned grid_for(std::int64_t items, int per_block) {
 }
 
 // Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch: it
-// may start before the stream's previous kernel completes.
+// may start before the stream's previous kernel completes. Blocks go in clusters of `cluster`.
 template <class... Parameters, class... Arguments>
 void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
-                           std::size_t shared_bytes, cudaStream_t stream, const char* name,
+                           std::size_t shared_bytes, int cluster, cudaStream_t stream, const char* name,
                            Arguments... arguments) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(blocks));
   config.blockDim = dim3(unsigned(threads));
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
-  cudaLaunchAttribute early_start{};
-  early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early_start.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &early_start;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attributes[2]{};
+  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[0].val.programmaticStreamSerializationAllowed = 1;
+  attributes[1].id = cudaLaunchAttributeClusterDimension;
+  attributes[1].val.clusterDim.x = unsigned(cluster);
+  attributes[1].val.clusterDim.y = 1;
+  attributes[1].val.clusterDim.z = 1;
+  config.attrs = attributes;
+  config.numAttrs = cluster > 1 ? 2 : 1;
   detail::check_cuda(cudaLaunchKernelEx(&config, kernel, arguments...), "svd", name);
   detail::check_launch("svd", name);
 }
@@ -1420,6 +1638,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   int blocked_lanes = 0, blocked_block_threads = 0;
   const bool blocked_schedule =
       schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
+  const bool gram_schedule = schedule == GlobalSchedule::gram || schedule == GlobalSchedule::gram_fused;
   if (blocked_schedule) {
     G.block = blocked_width<T>(G.M, G.N, problem.batch);
     require(G.block > 0, op, "m, n", "columns too long for the blocked schedule's shared memory");
@@ -1435,7 +1654,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
       ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_persistent<T>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, blocked.bytes));
     }
-  } else if (schedule == GlobalSchedule::gram) {
+  } else if (gram_schedule) {
     G.block = gram_block;
     const int blocks = (G.N + gram_block - 1) / gram_block;
     G.block_positions = blocks + (blocks & 1);
@@ -1446,7 +1665,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // The Gram schedule's round scratch: slices of rows enough for gram_partial_blocks_per_sm blocks
   // per SM per round.
   GramWork<T> gram;
-  const std::int64_t gram_pairs = schedule == GlobalSchedule::gram ? batch * (G.block_positions / 2) : 0;
+  const std::int64_t gram_pairs = gram_schedule ? batch * (G.block_positions / 2) : 0;
   const int gram_w_tiles = (G.M + gram_apply_rows - 1) / gram_apply_rows;
   const int gram_v_tiles = problem.uv ? (G.N + gram_apply_rows - 1) / gram_apply_rows : 0;
   // The all-pairs test's blocks: a matrix's pairs of 32-column groups.
@@ -1477,6 +1696,32 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     gram.slices = solve_forms_gram ? 0 : (G.M + gram.slice_rows - 1) / gram.slice_rows;
     require(gram_pairs * (gram_w_tiles + gram_v_tiles) < (std::int64_t(1) << 31), op, "batch",
             "too many matrices");
+  }
+  // The fused round where every pair of a round has its cluster on the GPU at once (else the
+  // three kernels a round): blocks of one chunk of rows if such clusters fit, else of two.
+  FusedShape fused;
+  if (schedule == GlobalSchedule::gram_fused) {
+    ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_round_fused<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(fused_shared_bytes<T>)));
+    for (const int max_rows : {fused_preferred_rows, fused_max_rows}) {
+      const FusedShape shape = fused_shape(G.M, G.N, problem.uv, max_rows);
+      if (shape.cluster == 0) continue;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(unsigned(gram_pairs * shape.cluster));
+      config.blockDim = dim3(unsigned(gram_solve_threads));
+      config.dynamicSmemBytes = fused_shared_bytes<T>;
+      cudaLaunchAttribute cluster{};
+      cluster.id = cudaLaunchAttributeClusterDimension;
+      cluster.val.clusterDim = {unsigned(shape.cluster), 1, 1};
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+      int clusters = 0;
+      ROOFLAB_CUDA(op, cudaOccupancyMaxActiveClusters(&clusters, gram_round_fused<T>, &config));
+      if (clusters >= gram_pairs) {
+        fused = shape;
+        break;
+      }
+    }
   }
 
   // One allocation for all of the scratch, carved into aligned pieces.
@@ -1514,7 +1759,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // all-pairs test in [1]); [2 + sweep] the persistent kernel's sweeps.
   unsigned* active_counts = pieces.take<unsigned>(count_bytes);
   G.active_count = active_counts;
-  if (schedule == GlobalSchedule::gram) G.test_count = active_counts + 1;
+  if (gram_schedule) G.test_count = active_counts + 1;
   gram.partials = pieces.take<T>(partial_bytes);
   gram.rotations = pieces.take<T>(rotation_bytes);
   gram.in_columns = pieces.take<int>(gram_column_bytes);
@@ -1575,17 +1820,23 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
               G, blocked, round, blocked_lanes);
           detail::check_launch(op, "blocked_round");
         }
-      } else if (schedule == GlobalSchedule::gram) {
+      } else if (gram_schedule) {
         for (int round = 0; round < G.block_positions; ++round) {
           const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
           if (items == 0) continue;
+          if (fused.cluster > 0) {
+            launch_after_previous(gram_round_fused<T>, items * fused.cluster, gram_solve_threads,
+                                  fused_shared_bytes<T>, fused.cluster, stream, "gram_round_fused", G, fused,
+                                  round);
+            continue;
+          }
           if (!gram.solve_forms_gram())
-            launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, stream,
+            launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
                                   "gram_partials", G, gram, round);
-          launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, stream, "gram_solve", G, gram,
+          launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G, gram,
                                 round);
           launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_apply_threads,
-                                gram_apply_shared_bytes<T>, stream,
+                                gram_apply_shared_bytes<T>, 1, stream,
                                 "gram_apply", G, gram, round, gram_w_tiles, gram_v_tiles);
         }
       } else {
@@ -1839,7 +2090,7 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
     case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
     case Path::register_ring: return run_in_registers(problem, report, stream);
-    case Path::gram: return run_global(problem, GlobalSchedule::gram, report, stream);
+    case Path::gram: return run_global(problem, GlobalSchedule::gram_fused, report, stream);
     case Path::qr_preconditioned: return run_qr_preconditioned(problem, report, stream);
   }
 }

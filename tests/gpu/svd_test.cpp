@@ -390,7 +390,7 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
     const int k = std::min(m, n);
     for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
                                 jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent,
-                                jacobi::GlobalSchedule::gram}) {
+                                jacobi::GlobalSchedule::gram, jacobi::GlobalSchedule::gram_fused}) {
       std::vector<double> host_a = a.values;
       DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
       DeviceBuffer<jacobi::MatrixStatus> status(1);
@@ -409,6 +409,35 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
       EXPECT_EQ(status.download()[0].converged, 1);
     }
   }
+}
+
+// The fused Gram rounds (the library's Gram path where a round's clusters fit): clusters of 3 and
+// 5 blocks, shares of rows that end past the matrix, two chunks of rows per block (520 rows), the
+// transpose, padded leading dimensions, values only, float, and a column-graded matrix, whose small
+// singular values must keep their relative accuracy through the clusters' added parts of G.
+TEST_F(Svd, FusedGramRoundsPassLapackTests) {
+  for (const auto& [m, n] : {std::pair{300, 200}, std::pair{200, 300}, std::pair{520, 130}, std::pair{130, 520}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 61 + m);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, jacobi::Path::gram), name("double", m, n, 61 + m));
+    EXPECT_TRUE(info.converged) << name("double", m, n, 61 + m);
+    const cpu::Matrix af = rounded<float>(a);
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, jacobi::Path::gram), name("float", m, n, 61 + m));
+  }
+  SvdOptions values_only;
+  values_only.compute_uv = false;
+  const cpu::Matrix a = cpu::random_matrix(300, 200, 62);
+  const Factors values = run_svd<double>(a, values_only, 0, nullptr, jacobi::Path::gram);
+  const std::vector<double> lapack = cpu::lapack_singular_values(a);
+  double worst = 0;
+  for (std::size_t l = 0; l < lapack.size(); ++l) worst = std::max(worst, std::abs(values.s[l] - lapack[l]));
+  EXPECT_LE(worst / (lapack[0] * 300 * std::numeric_limits<double>::epsilon()), threshold);
+  const cpu::Matrix graded = cpu::graded_matrix(300, 150, 63, 10);
+  const std::vector<double> reference = cpu::lapack_singular_values(graded);
+  const Factors f = run_svd<double>(graded, {}, 0, nullptr, jacobi::Path::gram);
+  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11);
+  EXPECT_LT(reference.back(), 1e-8 * reference.front());
+  expect_accurate<double>(graded, f, name("graded double", 300, 150, 63));
 }
 
 // ---------------------------------------------------------------------------------------------
