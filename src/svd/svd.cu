@@ -14,6 +14,7 @@
 
 #include "core/device_info.hpp"
 #include "core/pinned_buffer.hpp"
+#include "core/stream_mark.hpp"
 #include "core/vendor.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/detail/warp_reduce.cuh"
@@ -85,9 +86,11 @@ struct GlobalState {
   int* sweeps = nullptr;
   int* converged = nullptr;
   int* bad = nullptr;
-  unsigned* active_count = nullptr;
-  // Matrices whose sweep met only small off-diagonals, for the all-pairs test (null: no test).
-  unsigned* test_count = nullptr;
+  unsigned* active_count = nullptr;  // this sweep's count of matrices that sweep on
+  // The host-driven schedules: the previous sweep's count (null in the first sweep), which the
+  // sweep's start copies to the host's page-locked `published_count`.
+  const unsigned* previous_count = nullptr;
+  unsigned* published_count = nullptr;
   Report report;
 
   __device__ T* w(std::int64_t matrix) const { return W + matrix * ldw * N; }
@@ -227,9 +230,16 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned
     G.active[matrix] = 0;
   } else {
     atomicAdd(active_count, 1u);
-    if (G.test_count != nullptr && off <= double(all_pairs_test_threshold(G.P.tol)))
-      atomicAdd(G.test_count, 1u);
+    G.test_bits[matrix] = 0;  // for the all-pairs test, where the schedule has one
   }
+}
+
+// The previous sweep's count of matrices that sweep on, final once a sweep starts (its kernels
+// all completed), to the host: it decides from it whether to queue the rest of this sweep.
+template <class T>
+__device__ void publish_previous_count(const GlobalState<T>& G) {
+  if (G.previous_count != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+    *G.published_count = *G.previous_count;
 }
 
 // The same for the host-driven schedules, spread over `chunks` blocks of sort_threads columns per
@@ -239,6 +249,7 @@ constexpr int sort_threads = 128;
 template <class T>
 __global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T> G, int chunks) {
   __shared__ T tile[sort_threads];
+  publish_previous_count(G);
   const std::int64_t matrix = blockIdx.x / chunks;
   const int chunk = int(blockIdx.x % chunks);
   if (!G.active[matrix]) return;  // uniform over the block
@@ -279,6 +290,7 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
   namespace cg = cooperative_groups;
   __shared__ unsigned long long scratch[32];
   const cg::grid_group grid = cg::this_grid();
+  publish_previous_count(G);
   for (std::int64_t matrix = blockIdx.x; matrix < G.P.batch; matrix += gridDim.x)
     sweep_start(G, BlockTeam{scratch}, matrix);
   grid.sync();
@@ -1731,7 +1743,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::size_t pos_bytes = aligned(sizeof(int) * G.positions * batch);
   const std::size_t word_bytes = aligned(sizeof(unsigned long long) * batch);
   const std::size_t int_bytes = aligned(sizeof(int) * batch);
-  const std::size_t count_bytes = aligned(sizeof(unsigned) * (problem.max_sweeps + 2));
+  const std::size_t count_bytes = aligned(sizeof(unsigned) * problem.max_sweeps);
   constexpr std::size_t gram_square = gram_width * gram_width;
   const std::size_t partial_bytes = aligned(sizeof(T) * gram_square * gram.slices * gram_pairs);
   const std::size_t rotation_bytes = aligned(sizeof(T) * gram_square * gram_pairs);
@@ -1755,11 +1767,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   G.sweeps = pieces.take<int>(int_bytes);
   G.converged = pieces.take<int>(int_bytes);
   G.bad = pieces.take<int>(int_bytes);
-  // active_counts[0] and [1] serve the host-driven schedules (the Gram schedule's matrices for the
-  // all-pairs test in [1]); [2 + sweep] the persistent kernel's sweeps.
-  unsigned* active_counts = pieces.take<unsigned>(count_bytes);
-  G.active_count = active_counts;
-  if (gram_schedule) G.test_count = active_counts + 1;
+  // Per sweep: its count of matrices that sweep on.
+  unsigned* const sweep_counts = pieces.take<unsigned>(count_bytes);
   gram.partials = pieces.take<T>(partial_bytes);
   gram.rotations = pieces.take<T>(rotation_bytes);
   gram.in_columns = pieces.take<int>(gram_column_bytes);
@@ -1769,6 +1778,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
   const int sort_chunks = (G.positions + sort_threads - 1) / sort_threads;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+  ROOFLAB_CUDA(op, cudaMemsetAsync(sweep_counts, 0, count_bytes, stream));
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
   load_scaled(G, stream);
   const unsigned column_grid = grid_for(batch * G.positions, global_warps);
@@ -1786,9 +1796,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
         int(std::min<std::int64_t>(pairs, std::int64_t(per_sm) * current_sm_count()));
   }
   if (persistent_blocks > 0) {
-    ROOFLAB_CUDA(op, cudaMemsetAsync(active_counts, 0, count_bytes, stream));
-    unsigned* sweep_counts = active_counts + 2;
-    void* arguments[] = {&G, &blocked, &blocked_lanes, &sweep_counts};
+    unsigned* counts = sweep_counts;
+    void* arguments[] = {&G, &blocked, &blocked_lanes, &counts};
     if (!launched_cooperatively(reinterpret_cast<void*>(blocked_persistent<T>), persistent_blocks,
                                 blocked_block_threads, arguments, blocked.bytes, stream))
       persistent_blocks = 0;  // per-round launches below
@@ -1803,68 +1812,94 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     cooperative_blocks = int(std::max<std::int64_t>(
         1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
   }
-  for (int sweep = 0; persistent_blocks == 0 && sweep < problem.max_sweeps; ++sweep) {
-    ROOFLAB_CUDA(op, cudaMemsetAsync(G.active_count, 0, 2 * sizeof(unsigned), stream));
-    void* arguments[] = {&G};
-    if (schedule != GlobalSchedule::launch_per_sweep ||
-        !launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), cooperative_blocks,
-                                global_threads, arguments, 0, stream)) {
-      global_sweep_start<T><<<unsigned(batch * sort_chunks), sort_threads, 0, stream>>>(G, sort_chunks);
-      detail::check_launch(op, "global_sweep_start");
+  // A sweep's rounds, first .. last - 1, in the schedule's kernels.
+  const int rounds = blocked_schedule || gram_schedule ? G.block_positions : G.positions;
+  const auto queue_rounds = [&](int first, int last) {
+    for (int round = first; round < last; ++round) {
       if (blocked_schedule) {
-        for (int round = 0; round < G.block_positions; ++round) {
-          const std::int64_t blocks = batch * pairs_in_round(round, G.block_positions);
-          require(blocks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
-          if (blocks == 0) continue;
-          blocked_round<T><<<unsigned(blocks), blocked_block_threads, blocked.bytes, stream>>>(
-              G, blocked, round, blocked_lanes);
-          detail::check_launch(op, "blocked_round");
-        }
+        const std::int64_t blocks = batch * pairs_in_round(round, G.block_positions);
+        require(blocks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+        if (blocks == 0) continue;
+        blocked_round<T><<<unsigned(blocks), blocked_block_threads, blocked.bytes, stream>>>(
+            G, blocked, round, blocked_lanes);
+        detail::check_launch(op, "blocked_round");
       } else if (gram_schedule) {
-        for (int round = 0; round < G.block_positions; ++round) {
-          const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
-          if (items == 0) continue;
-          if (fused.cluster > 0) {
-            launch_after_previous(gram_round_fused<T>, items * fused.cluster, gram_solve_threads,
-                                  fused_shared_bytes<T>, fused.cluster, stream, "gram_round_fused", G, fused,
-                                  round);
-            continue;
-          }
-          if (!gram.solve_forms_gram())
-            launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
-                                  "gram_partials", G, gram, round);
-          launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G, gram,
+        const std::int64_t items = batch * pairs_in_round(round, G.block_positions);
+        if (items == 0) continue;
+        if (fused.cluster > 0) {
+          launch_after_previous(gram_round_fused<T>, items * fused.cluster, gram_solve_threads,
+                                fused_shared_bytes<T>, fused.cluster, stream, "gram_round_fused", G, fused,
                                 round);
-          launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_apply_threads,
-                                gram_apply_shared_bytes<T>, 1, stream,
-                                "gram_apply", G, gram, round, gram_w_tiles, gram_v_tiles);
+          continue;
         }
+        if (!gram.solve_forms_gram())
+          launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
+                                "gram_partials", G, gram, round);
+        launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G, gram,
+                              round);
+        launch_after_previous(gram_apply<T>, items * (gram_w_tiles + gram_v_tiles), gram_apply_threads,
+                              gram_apply_shared_bytes<T>, 1, stream,
+                              "gram_apply", G, gram, round, gram_w_tiles, gram_v_tiles);
       } else {
-        for (int round = 0; round < G.positions; ++round) {
-          const unsigned blocks = grid_for(batch * pairs_in_round(round, G.positions), global_warps);
-          global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
-          detail::check_launch(op, "global_round");
-        }
+        const unsigned blocks = grid_for(batch * pairs_in_round(round, G.positions), global_warps);
+        global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
+        detail::check_launch(op, "global_round");
       }
-      global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-      detail::check_launch(op, "global_sweep_end");
     }
-    unsigned counts[2] = {};  // still active, and of those to be tested
-    ROOFLAB_CUDA(op, cudaMemcpyAsync(counts, G.active_count, sizeof(counts), cudaMemcpyDeviceToHost,
-                                     stream));
-    ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
-    if (counts[0] == 0) break;
-    if (counts[1] == 0) continue;
-    ROOFLAB_CUDA(op, cudaMemsetAsync(G.test_bits, 0, word_bytes, stream));
+  };
+  // The host queues each sweep and stops when one ends with no matrix left sweeping. So that the
+  // GPU does not idle while the host waits for that count and then launches, sweep s + 1 is
+  // queued before the host reads sweep s's count: its start copies the count to page-locked memory
+  // and marks the stream, its first rounds follow, and the host waits for the mark, then queues
+  // the rest of the sweep or stops (those first rounds then return at once: no matrix is active).
+  // Every sweep counts into its own counter, zeroed beforehand.
+  constexpr int rounds_ahead = 2;
+  thread_local PinnedBuffer<unsigned> published(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  ROOFLAB_CUDA(op, cudaHostGetDevicePointer(reinterpret_cast<void**>(&G.published_count),
+                                            published.data(), 0));
+  StreamMark counted(op);
+  // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
+  // whole sweep went in one cooperative launch.
+  const auto queue_sweep_start = [&](int sweep) {
+    G.active_count = sweep_counts + sweep;
+    G.previous_count = sweep > 0 ? sweep_counts + sweep - 1 : nullptr;
+    void* arguments[] = {&G};
+    if (schedule == GlobalSchedule::launch_per_sweep &&
+        launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), cooperative_blocks,
+                               global_threads, arguments, 0, stream)) {
+      counted.record(stream);
+      return -1;
+    }
+    global_sweep_start<T><<<unsigned(batch * sort_chunks), sort_threads, 0, stream>>>(G, sort_chunks);
+    detail::check_launch(op, "global_sweep_start");
+    counted.record(stream);
+    const int queued = std::min(rounds_ahead, rounds);
+    queue_rounds(0, queued);
+    return queued;
+  };
+  // The sweep's other rounds and its end; in the Gram schedule the all-pairs test of the matrices
+  // whose sweep met only small off-diagonals (the kernels return at once for the others).
+  const auto queue_sweep_rest = [&](int queued) {
+    if (queued < 0) return;
+    queue_rounds(queued, rounds);
+    global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
+    detail::check_launch(op, "global_sweep_end");
+    if (!gram_schedule) return;
     gram_all_pairs_test<T><<<unsigned(batch * test_group_pairs), gram_threads,
                              gram_test_shared_bytes<T>, stream>>>(G, test_groups);
     detail::check_launch(op, "gram_all_pairs_test");
     gram_all_pairs_test_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
     detail::check_launch(op, "gram_all_pairs_test_end");
-    ROOFLAB_CUDA(op, cudaMemcpyAsync(counts, G.active_count, sizeof(unsigned), cudaMemcpyDeviceToHost,
-                                     stream));
-    ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
-    if (counts[0] == 0) break;
+  };
+  if (persistent_blocks == 0) {
+    int queued = queue_sweep_start(0);
+    for (int sweep = 0;; ++sweep) {
+      queue_sweep_rest(queued);
+      if (sweep + 1 == problem.max_sweeps) break;
+      queued = queue_sweep_start(sweep + 1);
+      counted.wait();
+      if (*static_cast<volatile unsigned*>(published.data()) == 0) break;
+    }
   }
 
   global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, true);
