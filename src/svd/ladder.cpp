@@ -21,7 +21,8 @@ ROOFLAB_VARIANT(Variant{
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_round, w.report(),
                            stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 2 — a whole sweep per launch (svd.cu's global_sweep_cooperative).
 // The same rounds inside one cooperative kernel, a grid-wide barrier between them: the launch
@@ -33,7 +34,8 @@ ROOFLAB_VARIANT(Variant{
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_sweep, w.report(),
                            stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 3 — the whole SVD in one kernel (svd_batched.cu's svd_block_per_matrix, batch 1).
 // W, V, norms and positions in one block's shared memory (up to 227 KB on Hopper): rounds are
@@ -53,7 +55,8 @@ ROOFLAB_VARIANT(Variant{
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 4 — the register ring (src/svd/register_ring.cu).
 // The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp 8 rows
@@ -68,7 +71,8 @@ ROOFLAB_VARIANT(Variant{
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_in_registers(w.problem(stream), w.report(), stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 5 — blocked one-sided Jacobi (svd.cu's blocked_round).
 // The odd-even ring runs over blocks of b columns; a block of threads takes each pair of blocks,
@@ -83,7 +87,8 @@ ROOFLAB_VARIANT(Variant{
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 6 — blocked, persistent (svd.cu's blocked_persistent).
 // The same pairs of blocks in one cooperative kernel for the whole iteration: a grid-wide barrier
@@ -99,7 +104,8 @@ ROOFLAB_VARIANT(Variant{
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
                            stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 7 — blocked through Gram matrices (svd.cu's gram_partials, gram_solve, gram_apply).
 // The blocked ring with 16-column blocks, but a pair of blocks is diagonalized through its 32 x 32
@@ -112,7 +118,8 @@ ROOFLAB_VARIANT(Variant{
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram, w.report(), stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
 // ring for small matrices, one kernel while shared memory holds the matrix, the Gram schedule
@@ -123,9 +130,11 @@ ROOFLAB_VARIANT(Variant{
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         SvdOptions options;
-        svd(w.a.data(), w.m, w.n, w.m, w.s.data(), w.u.data(), w.m, w.v.data(), w.n, options, stream);
+        w.library_sweeps =
+            svd(w.a.data(), w.m, w.n, w.m, w.s.data(), w.u.data(), w.m, w.v.data(), w.n, options, stream).sweeps;
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 9 — QR preconditioning (svd.cu's run_qr_preconditioned), LAPACK dgejsv's first step.
 // cuSOLVER's Householder QR of the tall matrix, the Jacobi SVD of the N x N triangle R on the path
@@ -137,7 +146,8 @@ ROOFLAB_VARIANT(Variant{
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_path(w.problem(stream), jacobi::Path::qr_preconditioned, w.report(), stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 // Rung 13 — the Gram rounds fused (svd.cu's gram_round_fused). A round of rung 7 is three kernels
 // one after another, each paying its launch, a trip of G or Q through L2 and the wait for its
@@ -150,7 +160,8 @@ ROOFLAB_VARIANT(Variant{
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(), stream);
       });
-    }});
+    },
+    {}, svd_sweeps_note});
 
 }  // namespace
 }  // namespace rooflab::bench

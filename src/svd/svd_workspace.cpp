@@ -51,6 +51,8 @@ void SvdWorkspace<T>::refill(std::uint64_t seed) {
   s.fill_bytes(0xFF);
   u.fill_bytes(0xFF);
   v.fill_bytes(0xFF);
+  statuses_.fill_bytes(0xFF);  // sweeps -1: no rung of ours ran yet
+  library_sweeps = -1;
   host_a.clear();
   host_s.clear();
   host_u.clear();
@@ -103,6 +105,28 @@ jacobi::Problem<T> SvdWorkspace<T>::problem(cudaStream_t stream) {
   P.max_sweeps = SvdOptions{}.max_sweeps;
   P.uv = true;
   return P;
+}
+
+template <class T>
+std::string SvdWorkspace<T>::sweeps_note() const {
+  int fewest = library_sweeps, most = library_sweeps;
+  if (library_sweeps < 0) {
+    const std::vector<jacobi::MatrixStatus> statuses = statuses_.download();
+    const auto [low, high] = std::minmax_element(
+        statuses.begin(), statuses.end(),
+        [](const jacobi::MatrixStatus& a, const jacobi::MatrixStatus& b) { return a.sweeps < b.sweeps; });
+    fewest = low->sweeps;
+    most = high->sweeps;
+  }
+  if (fewest < 0) return {};
+  return (fewest == most ? std::to_string(most) : std::to_string(fewest) + "-" + std::to_string(most)) +
+         " sweeps";
+}
+
+std::string svd_sweeps_note(Workspace& workspace) {
+  std::string note;
+  visit_svd_workspace(workspace, [&note](auto& w) { note = w.sweeps_note(); });
+  return note;
 }
 
 template <class T>

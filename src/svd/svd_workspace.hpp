@@ -44,6 +44,12 @@ class SvdWorkspace : public SvdWorkspaceBase {
   std::vector<T> host_a, host_s, host_u, host_v;
   // The default tolerance for these sizes (vendor comparators keep their own).
   T tol() const;
+  // The sweeps of the last run, as the rung's note: "11 sweeps", or "9-12 sweeps" over a batch,
+  // from this workspace's report memory or library_sweeps; empty when neither was written since
+  // the last refill (a vendor rung).
+  std::string sweeps_note() const;
+  // Where a rung that calls the public rooflab::svd (whose report stays inside it) puts SvdInfo's sweeps.
+  int library_sweeps = -1;
 
  private:
   DeviceBuffer<jacobi::MatrixStatus> statuses_;
@@ -62,6 +68,9 @@ void visit_svd_workspace(Workspace& workspace, Fn&& fn) {
 }
 
 std::unique_ptr<Workspace> make_svd_workspace(int m, int n, int batch, DType dtype);
+
+// A Jacobi rung's note: its workspace's sweeps_note().
+std::string svd_sweeps_note(Workspace& workspace);
 
 // The limit of the blocked rungs: empty when a pair of 4-column blocks of an m x n matrix of the
 // problem's type fits in a block's shared memory.
