@@ -188,6 +188,27 @@ __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalStat
   }
 }
 
+// The Gram kernels, and the small kernels of a sweep's start and end, follow one another with
+// programmatic dependent launch (Hopper): a kernel's blocks may start while the one before it
+// still runs, and wait here for its results, so the launches do not each pay the whole latency.
+// Every block waits before it reads or returns, so a kernel completes only after the one before it
+// did (outside such a launch the wait returns at once).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+// The next kernel may launch once every block of this one has called this (or exited). Called
+// late, before a block's last stores: called first thing, the next kernel's waiting blocks took
+// the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
+__device__ __forceinline__ void let_next_kernel_start() {
+  asm volatile("griddepcontrol.launch_dependents;");
+}
+// First thing in a small kernel (a few blocks, little work): the next kernel launches at once and
+// its blocks wait; this one waits for the one before it.
+__device__ __forceinline__ void chain_small_kernel() {
+  let_next_kernel_start();
+  wait_for_previous_kernel();
+}
+
 // Start of a sweep, a block per matrix: positions sorted by decreasing tracked norm.
 template <class T>
 __device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std::int64_t matrix) {
@@ -249,6 +270,7 @@ constexpr int sort_threads = 128;
 template <class T>
 __global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T> G, int chunks) {
   __shared__ T tile[sort_threads];
+  chain_small_kernel();
   publish_previous_count(G);
   const std::int64_t matrix = blockIdx.x / chunks;
   const int chunk = int(blockIdx.x % chunks);
@@ -279,6 +301,7 @@ __global__ void __launch_bounds__(global_threads) global_round(GlobalState<T> G,
 
 template <class T>
 __global__ void global_sweep_end(GlobalState<T> G) {
+  chain_small_kernel();
   const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (matrix < G.P.batch) sweep_end(G, matrix, G.active_count);
 }
@@ -525,21 +548,6 @@ struct GramWork {
   __host__ __device__ bool solve_forms_gram() const { return slices == 0; }
 };
 
-// The Gram kernels follow one another with programmatic dependent launch (Hopper): a kernel's
-// blocks may start while the one before it still runs, and wait here for its results, so a
-// round's three launches do not each pay the whole launch latency. Every block waits before it
-// reads or returns, so a kernel completes only after the one before it did (outside such a launch
-// the wait returns at once).
-__device__ __forceinline__ void wait_for_previous_kernel() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-// The next kernel may launch once every block of this one has called this (or exited). Called
-// late, before a block's last stores: called first thing, the next kernel's waiting blocks took
-// the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
-__device__ __forceinline__ void let_next_kernel_start() {
-  asm volatile("griddepcontrol.launch_dependents;");
-}
-
 // Pair `item` of round `round`: its matrix and first position; false when the matrix stopped.
 template <class T>
 __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item, std::int64_t& matrix,
@@ -596,7 +604,8 @@ __device__ __forceinline__ void wait_copies() {
 // pair's 32) columns of X (leading dimension ld, `rows` rows) into tile, column slot s at tile[s * ldt];
 // column_of(slot) names slot's column, those >= N and the rows past `rows` read as zero. 16-byte
 // copies when every column starts on 16 bytes, else one element a copy; `threads` threads share them.
-template <int tile_rows, int threads, int slots = gram_width, class T, class ColumnOf>
+// With `commit` false the copies join the group the caller commits next.
+template <int tile_rows, int threads, int slots = gram_width, bool commit = true, class T, class ColumnOf>
 __device__ __forceinline__ void copy_tile_async(T* tile, int ldt, const T* X, std::int64_t ld, int rows,
                                                 int N, int r0, ColumnOf column_of) {
   constexpr int chunk = 16 / sizeof(T), chunks = tile_rows / chunk;  // 16-byte copies per column
@@ -617,7 +626,7 @@ __device__ __forceinline__ void copy_tile_async(T* tile, int ldt, const T* X, st
       copy_async(tile + slot * ldt + r, valid ? X + r0 + r + c * ld : X, valid);
     }
   }
-  commit_copies();
+  if (commit) commit_copies();
 }
 
 // Calls consume(tile) on the tiles of rows begin .. end - 1 in order, gram_tile_rows at a time,
@@ -1235,12 +1244,16 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   T* V = G.v(matrix);
   const auto column_of = [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); };
   if (active) {  // uniform over the cluster
+    // W's rows and V's in two groups: G needs only W's, and V's arrive while the pair solves.
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
-      copy_tile_async<gram_tile_rows, gram_solve_threads>(tile + r, ldt, W, G.ldw, G.M, G.N, w0 + r, column_of);
+      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(tile + r, ldt, W, G.ldw, G.M, G.N,
+                                                                            w0 + r, column_of);
+    commit_copies();
     for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
-      copy_tile_async<gram_tile_rows, gram_solve_threads>(tile + shape.w_rows + r, ldt, V, G.ldv, G.N, G.N,
-                                                          v0 + r, column_of);
-    wait_copies<0>();
+      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
+          tile + shape.w_rows + r, ldt, V, G.ldv, G.N, G.N, v0 + r, column_of);
+    commit_copies();
+    wait_copies<1>();
     __syncthreads();
     SolveGramPatch<T> patch;
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tile(tile + r, ldt);
@@ -1281,7 +1294,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         if (real) norms[target] = fmax(eigenvalue, T(0));
         pos[first + (rank + gram_block) % gram_width] = target;
       }
-      __syncthreads();  // Q in
+      wait_copies<0>();  // V's rows
+      __syncthreads();   // Q and V's rows in
       // The rows times Q, a chunk at a time; output k goes to column slot_column[k] (the real
       // columns by decreasing eigenvalue, as gram_solve's out_columns).
       const int rows = shape.w_rows + shape.v_rows;
@@ -1301,6 +1315,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       }
     }
   }
+  wait_copies<0>();  // a pair left alone leaves no copy in flight into memory it gives up
   cluster.barrier_wait();
 }
 
@@ -1348,6 +1363,7 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   extern __shared__ __align__(16) unsigned char test_shared[];
   __shared__ unsigned long long team_scratch[32];
   T* const tiles = reinterpret_cast<T*>(test_shared);
+  chain_small_kernel();  // most sweeps test nothing, and the test's end is one small kernel
   const int group_pairs = groups * (groups + 1) / 2;
   const std::int64_t matrix = blockIdx.x / group_pairs;
   if (!takes_all_pairs_test(G, matrix)) return;  // uniform over the block
@@ -1426,6 +1442,7 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
 // counted as its last sweep.
 template <class T>
 __global__ void gram_all_pairs_test_end(GlobalState<T> G) {
+  chain_small_kernel();
   const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (matrix >= G.P.batch || !takes_all_pairs_test(G, matrix)) return;
   const double off = __longlong_as_double(static_cast<long long>(G.test_bits[matrix]));
@@ -1870,8 +1887,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
       counted.record(stream);
       return -1;
     }
-    global_sweep_start<T><<<unsigned(batch * sort_chunks), sort_threads, 0, stream>>>(G, sort_chunks);
-    detail::check_launch(op, "global_sweep_start");
+    launch_after_previous(global_sweep_start<T>, batch * sort_chunks, sort_threads, 0, 1, stream,
+                          "global_sweep_start", G, sort_chunks);
     counted.record(stream);
     const int queued = std::min(rounds_ahead, rounds);
     queue_rounds(0, queued);
@@ -1882,14 +1899,13 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const auto queue_sweep_rest = [&](int queued) {
     if (queued < 0) return;
     queue_rounds(queued, rounds);
-    global_sweep_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-    detail::check_launch(op, "global_sweep_end");
+    launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
+                          "global_sweep_end", G);
     if (!gram_schedule) return;
-    gram_all_pairs_test<T><<<unsigned(batch * test_group_pairs), gram_threads,
-                             gram_test_shared_bytes<T>, stream>>>(G, test_groups);
-    detail::check_launch(op, "gram_all_pairs_test");
-    gram_all_pairs_test_end<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-    detail::check_launch(op, "gram_all_pairs_test_end");
+    launch_after_previous(gram_all_pairs_test<T>, batch * test_group_pairs, gram_threads,
+                          gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, test_groups);
+    launch_after_previous(gram_all_pairs_test_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
+                          "gram_all_pairs_test_end", G);
   };
   if (persistent_blocks == 0) {
     int queued = queue_sweep_start(0);
