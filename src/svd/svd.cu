@@ -789,6 +789,10 @@ struct SolveGramPatch {
   }
 };
 
+// Where seat s's element lies in a row of the solve's G or Q: the even seats first, then the odd
+// ones (solve_pair says why).
+__device__ __forceinline__ int seat_column(int seat) { return (seat & 1) * (gram_width / 2) + (seat >> 1); }
+
 // The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
 // two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a time by
 // asynchronous copies into two tiles that share the memory of G's and Q's buffers (the next tile
@@ -810,7 +814,7 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
             [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
       },
       [&](const T* tile) { patch.add_tile(tile, ld); });
-  patch.for_each([&](int k, int l, T value) { g0[order.seat(k) * ld_g + order.seat(l)] = value; });
+  patch.for_each([&](int k, int l, T value) { g0[order.seat(k) * ld_g + seat_column(order.seat(l))] = value; });
 }
 
 // A pair's solve, shared by gram_solve and gram_round_fused: a block of 256 threads diagonalizes
@@ -821,21 +825,25 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
 // becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round, computes R_j itself and
 // takes R_i from the lane that computed it, and rotates Q's columns of pair j in its two rows. G
 // and Q are kept in seat coordinates (InnerOrder): in round r pair j's columns sit at seats 2j and
-// 2j + 1, so a thread reads its block, pair j's diagonal block and its Q entries as pairs of
-// neighbours (16 bytes in double, free of bank conflicts: indexed by column, the gathers cost 2.5
-// times their ideal wavefronts) and writes its outputs to the next round's seats, in the other of
-// two buffers; one barrier per round. The outputs are ordered by decreasing eigenvalue (padding
+// 2j + 1 (indexed by column, the gathers cost 2.5 times their ideal wavefronts), and a thread
+// writes its outputs to the next round's seats, in the other of two buffers; one barrier per round.
+// Within a row the even seats come first, then the odd ones (seat_column): the 16 threads of a row
+// read pair j's two elements at j and 16 + j, and in the cross ordering, where even seats stay and
+// odd ones move down a pair, they write 16 consecutive elements of each half. (Kept as neighbours,
+// pairs of seats 16 bytes apart, every store met a two-way bank conflict: 8 of a round's 14 shared
+// accesses, on the H200 at 256 x 256 double.) The outputs are ordered by decreasing eigenvalue (padding
 // last), the larger half going to the second block's positions, as the odd-even ring's swap sends
 // it on.
 constexpr int solve_parts = gram_solve_threads / 32;
 constexpr int solve_rows = gram_width / solve_parts;  // rows of G per warp: warp w rows w R .. w R + R - 1
 template <class T>
 struct SolveShared {
-  // Even, so that pairs of seats are 16-byte aligned; pair j's diagonal block then lies ld + 1
-  // (odd) pairs of seats after pair j - 1's, so the diagonal blocks fall on distinct banks.
+  // Pair j's diagonal elements G(2j, 2j) and G(2j, 2j + 1) lie 2 ld + 1 (odd) elements after pair
+  // j - 1's, so the 16 pairs' fall on distinct banks.
   static constexpr int ld = gram_width + 2;
   static constexpr int buffer_size = gram_width * ld;
-  // G at g(b)[seat(k) * ld + seat(l)], Q at q(b)[k * ld + seat(l)] (k: input position); this
+  // G at g(b)[seat(k) * ld + seat_column(seat(l))], Q at q(b)[k * ld + seat_column(seat(l))] (k:
+  // input position); this
   // round's buffer and the next's. form_gram first stages two tiles of rows in the same memory.
   T buffers[4 * buffer_size];
   T part_max[solve_parts];
@@ -861,20 +869,19 @@ template <class T>
 __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std::int64_t matrix,
                                                    const InnerOrder& order, SolveShared<T>& sh,
                                                    const T (&x)[solve_rows]) {
-  using Two = std::conditional_t<sizeof(T) == 8, double2, float2>;  // a pair of seats
   constexpr int pairs = gram_width / 2, ld = SolveShared<T>::ld;
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * solve_rows;
-  const int lane_seat = order.seat(lane);
+  const int lane_seat = order.seat(lane), lane_column = seat_column(lane_seat);
 #pragma unroll
-  for (int kk = 0; kk < solve_rows; ++kk) sh.q(0)[(k0 + kk) * ld + lane_seat] = k0 + kk == lane ? T(1) : T(0);
+  for (int kk = 0; kk < solve_rows; ++kk) sh.q(0)[(k0 + kk) * ld + lane_column] = k0 + kk == lane ? T(1) : T(0);
   __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible,
   // for the pairs this round's ordering rotates (the others are tested in the sweep's full rounds).
   PairSolve<T> result;
-  result.diagonal = sh.g(0)[lane_seat * ld + lane_seat];
+  result.diagonal = sh.g(0)[lane_seat * ld + lane_column];
   const T inverse_root =
       result.diagonal >= Precision<T>::negligible ? rsqrt_of_normal(result.diagonal) : T(0);
   T off = 0;
@@ -897,18 +904,20 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std:
   const int top = 2 * row_pair, left = 2 * column_pair;  // the block's seats
   // Where the block's columns sit next round: the same permutation every round.
   const int next_top = order.next_seat(top), next_top2 = order.next_seat(top + 1);
-  const int next_left = order.next_seat(left), next_left2 = order.next_seat(left + 1);
+  const int next_left = seat_column(order.next_seat(left)), next_left2 = seat_column(order.next_seat(left + 1));
+  const int left_column = seat_column(left), left_column2 = seat_column(left + 1);
   // A round from g(from), q(from) into g(to), q(to); the rounds alternate buffers two at a time,
   // so that every address is a register plus a constant.
   const auto round_step = [&](int from, int to) {
     const T* gc = sh.g(from);
-    const Two pair_top = *reinterpret_cast<const Two*>(gc + left * ld + left);           // alpha, gamma
-    const Two pair_bottom = *reinterpret_cast<const Two*>(gc + (left + 1) * ld + left);  // gamma, beta
-    const Two m0 = *reinterpret_cast<const Two*>(gc + top * ld + left);
-    const Two m1 = *reinterpret_cast<const Two*>(gc + (top + 1) * ld + left);
-    const Two q0 = *reinterpret_cast<const Two*>(sh.q(from) + top * ld + left);
-    const Two q1 = *reinterpret_cast<const Two*>(sh.q(from) + (top + 1) * ld + left);
-    const T alpha = pair_top.x, gamma = pair_top.y, beta = pair_bottom.y;
+    const T* qc = sh.q(from);
+    const T alpha = gc[left * ld + left_column], gamma = gc[left * ld + left_column2];
+    const T beta = gc[(left + 1) * ld + left_column2];
+    // The block's rows and Q's, each as (seat 2j, seat 2j + 1).
+    const T m00 = gc[top * ld + left_column], m01 = gc[top * ld + left_column2];
+    const T m10 = gc[(top + 1) * ld + left_column], m11 = gc[(top + 1) * ld + left_column2];
+    const T q00 = qc[top * ld + left_column], q01 = qc[top * ld + left_column2];
+    const T q10 = qc[(top + 1) * ld + left_column], q11 = qc[(top + 1) * ld + left_column2];
     Rotation<T> rotation;
     const bool rotate = jacobi_rotation(alpha, beta, gamma, G.P.tol, rotation);
     const T c = rotation.c, s = rotation.s;
@@ -918,8 +927,8 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std:
     // With p, q the columns in seats 2j, 2j + 1: column p <- c p - s q, column q <- s p + c q;
     // then the rows alike with R_i. Each sum is written as the fma that takes the cosine's
     // product, so that its rounding does not change with the compiler's choice of contraction.
-    const T n00 = fma(c, m0.x, -s * m0.y), n01 = fma(c, m0.y, s * m0.x);
-    const T n10 = fma(c, m1.x, -s * m1.y), n11 = fma(c, m1.y, s * m1.x);
+    const T n00 = fma(c, m00, -s * m01), n01 = fma(c, m01, s * m00);
+    const T n10 = fma(c, m10, -s * m11), n11 = fma(c, m11, s * m10);
     const bool diagonal = row_pair == column_pair && rotate;
     // The pair's own 2 x 2 block exactly: the columns' new squared norms, their product 0.
     const T o00 = diagonal ? fma(-rotation.t, gamma, alpha) : fma(ci, n00, -si * n10);
@@ -932,10 +941,10 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std:
     gn[next_top2 * ld + next_left] = o10;
     gn[next_top2 * ld + next_left2] = o11;
     T* qn = sh.q(to);  // Q's rows stay: input positions
-    qn[top * ld + next_left] = fma(c, q0.x, -s * q0.y);
-    qn[top * ld + next_left2] = fma(c, q0.y, s * q0.x);
-    qn[(top + 1) * ld + next_left] = fma(c, q1.x, -s * q1.y);
-    qn[(top + 1) * ld + next_left2] = fma(c, q1.y, s * q1.x);
+    qn[top * ld + next_left] = fma(c, q00, -s * q01);
+    qn[top * ld + next_left2] = fma(c, q01, s * q00);
+    qn[(top + 1) * ld + next_left] = fma(c, q10, -s * q11);
+    qn[(top + 1) * ld + next_left2] = fma(c, q11, s * q10);
     __syncthreads();
   };
   const int steps = gram_inner_sweeps * order.rounds();
@@ -958,7 +967,7 @@ __device__ __forceinline__ int rank_outputs(SolveShared<T>& sh, int now, const I
   constexpr int ld = SolveShared<T>::ld;
   const int lane = threadIdx.x & 31, lane_seat = order.seat(lane);
   // The buffer with the result, by offset (indexing g or q at run time put them on the stack).
-  eigenvalue = (sh.buffers + now * SolveShared<T>::buffer_size)[lane_seat * ld + lane_seat];
+  eigenvalue = (sh.buffers + now * SolveShared<T>::buffer_size)[lane_seat * ld + seat_column(lane_seat)];
   const unsigned real_lanes = __ballot_sync(full, real);
   const unsigned below = (1u << lane) - 1;
   const int real_count = __popc(real_lanes);
@@ -997,13 +1006,13 @@ __global__ void __launch_bounds__(gram_solve_threads)
 
   // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
   // slices' partials.
-  const int lane_seat = order.seat(lane);
+  const int lane_column = seat_column(order.seat(lane));
   T x[solve_rows];  // G_kl, k = k0 + kk, l = lane
   if (work.solve_forms_gram()) {
     form_gram(G, matrix, column, order, sh.buffers, sh.g(0), ld);
     __syncthreads();
 #pragma unroll
-    for (int kk = 0; kk < solve_rows; ++kk) x[kk] = sh.g(0)[order.seat(k0 + kk) * ld + lane_seat];
+    for (int kk = 0; kk < solve_rows; ++kk) x[kk] = sh.g(0)[order.seat(k0 + kk) * ld + lane_column];
   } else {
     const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
 #pragma unroll
@@ -1014,7 +1023,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
       for (int kk = 0; kk < solve_rows; ++kk)
         x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
 #pragma unroll
-    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_seat] = x[kk];
+    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
   const PairSolve<T> solved = solve_pair(G, matrix, order, sh, x);
   if (!solved.rotated) {
@@ -1031,7 +1040,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const std::int64_t base = item * gram_width;
 #pragma unroll
   for (int kk = 0; kk < solve_rows; ++kk)
-    work.rotations[(base + k0 + kk) * gram_width + rank] = q_now[(k0 + kk) * ld + lane_seat];
+    work.rotations[(base + k0 + kk) * gram_width + rank] = q_now[(k0 + kk) * ld + lane_column];
   if (part != 0) return;
   const int target = sh.slot_column[rank];
   work.in_columns[base + lane] = column;
@@ -1262,7 +1271,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   cluster.sync();  // every block's part is in
 
   const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
-  const int lane_seat = order.seat(lane);
+  const int lane_column = seat_column(order.seat(lane));
   T x[solve_rows] = {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
   if (active) {
     for (int r = 0; r < shape.cluster; ++r) {
@@ -1274,7 +1283,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   cluster.barrier_arrive();  // done with the other blocks' parts; they wait for this before leaving
   if (active) {
 #pragma unroll
-    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_seat] = x[kk];
+    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
     const PairSolve<T> solved = solve_pair(G, matrix, order, sh, x);
     T* norms = G.norms_of(matrix);
     if (!solved.rotated) {
@@ -1288,7 +1297,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       const int rank = rank_outputs(sh, solved.now, order, column, real, eigenvalue);
       const T* const q_now = sh.q(solved.now);
 #pragma unroll
-      for (int kk = 0; kk < solve_rows; ++kk) q[(k0 + kk) * ldq + rank] = q_now[(k0 + kk) * ld + lane_seat];
+      for (int kk = 0; kk < solve_rows; ++kk)
+        q[(k0 + kk) * ldq + rank] = q_now[(k0 + kk) * ld + lane_column];
       if (block_rank == 0 && part_index == 0) {
         const int target = sh.slot_column[rank];
         if (real) norms[target] = fmax(eigenvalue, T(0));
