@@ -817,6 +817,20 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
   patch.for_each([&](int k, int l, T value) { g0[order.seat(k) * ld_g + seat_column(order.seat(l))] = value; });
 }
 
+// a when p, else b, by a select instruction. Written as a conditional, the solve's exact diagonal
+// block became a branch that every warp took apart from its other lanes every round; as selects,
+// 256 x 256 double took 2.13 against 2.17 ms and 1024 x 1024 15.8 against 16.0 ms (H200).
+__device__ __forceinline__ double select_value(bool p, double a, double b) {
+  double r;
+  asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f64 %0, %1, %2, q;}" : "=d"(r) : "d"(a), "d"(b), "r"(int(p)));
+  return r;
+}
+__device__ __forceinline__ float select_value(bool p, float a, float b) {
+  float r;
+  asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f32 %0, %1, %2, q;}" : "=f"(r) : "f"(a), "f"(b), "r"(int(p)));
+  return r;
+}
+
 // A pair's solve, shared by gram_solve and gram_round_fused: a block of 256 threads diagonalizes
 // the pair's 32 x 32 Gram matrix G by two-sided Jacobi, G <- J^T G J, in the rounds of the circle
 // method (or, in most rounds of the ring, of the cross ordering: only the pairs between the two
@@ -829,11 +843,11 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
 // writes its outputs to the next round's seats, in the other of two buffers; one barrier per round.
 // Within a row the even seats come first, then the odd ones (seat_column): the 16 threads of a row
 // read pair j's two elements at j and 16 + j, and in the cross ordering, where even seats stay and
-// odd ones move down a pair, they write 16 consecutive elements of each half. (Kept as neighbours,
-// pairs of seats 16 bytes apart, every store met a two-way bank conflict: 8 of a round's 14 shared
-// accesses, on the H200 at 256 x 256 double.) The outputs are ordered by decreasing eigenvalue (padding
-// last), the larger half going to the second block's positions, as the odd-even ring's swap sends
-// it on.
+// odd ones move down a pair, they write 16 consecutive elements of each half. Kept as neighbours,
+// pairs of seats 16 bytes apart, every store met a two-way bank conflict (8 of a round's 14 shared
+// accesses); split, 256 x 256 double took 2.16 against 2.32 ms, 512 x 512 5.32 against 5.66 ms on
+// the H200. The outputs are ordered by decreasing eigenvalue (padding last), the larger half going
+// to the second block's positions, as the odd-even ring's swap sends it on.
 constexpr int solve_parts = gram_solve_threads / 32;
 constexpr int solve_rows = gram_width / solve_parts;  // rows of G per warp: warp w rows w R .. w R + R - 1
 template <class T>
@@ -931,10 +945,10 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std:
     const T n10 = fma(c, m10, -s * m11), n11 = fma(c, m11, s * m10);
     const bool diagonal = row_pair == column_pair && rotate;
     // The pair's own 2 x 2 block exactly: the columns' new squared norms, their product 0.
-    const T o00 = diagonal ? fma(-rotation.t, gamma, alpha) : fma(ci, n00, -si * n10);
-    const T o01 = diagonal ? T(0) : fma(ci, n01, -si * n11);
-    const T o10 = diagonal ? T(0) : fma(ci, n10, si * n00);
-    const T o11 = diagonal ? fma(rotation.t, gamma, beta) : fma(ci, n11, si * n01);
+    const T o00 = select_value(diagonal, fma(-rotation.t, gamma, alpha), fma(ci, n00, -si * n10));
+    const T o01 = select_value(diagonal, T(0), fma(ci, n01, -si * n11));
+    const T o10 = select_value(diagonal, T(0), fma(ci, n10, si * n00));
+    const T o11 = select_value(diagonal, fma(rotation.t, gamma, beta), fma(ci, n11, si * n01));
     T* gn = sh.g(to);
     gn[next_top * ld + next_left] = o00;
     gn[next_top * ld + next_left2] = o01;
