@@ -440,6 +440,18 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
   expect_accurate<double>(graded, f, name("graded double", 300, 150, 63));
 }
 
+// The same rounds small enough for racecheck, whose tracking of every shared and distributed
+// shared memory access makes the larger tests above take minutes: clusters of 3 blocks (150 x 100)
+// and of 5 (300 x 40, through the Gram path where the library would take the register ring).
+TEST_F(Svd, FusedGramRoundsInSmallClustersPassLapackTests) {
+  for (const auto& [m, n] : {std::pair{150, 100}, std::pair{300, 40}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 71 + m);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, jacobi::Path::gram), name("double", m, n, 71 + m));
+    EXPECT_TRUE(info.converged) << name("double", m, n, 71 + m);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // svd_batched.
 
