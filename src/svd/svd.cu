@@ -818,8 +818,8 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
 }
 
 // a when p, else b, by a select instruction. Written as a conditional, the solve's exact diagonal
-// block became a branch that every warp took apart from its other lanes every round; as selects,
-// 256 x 256 double took 2.13 against 2.17 ms and 1024 x 1024 15.8 against 16.0 ms (H200).
+// block compiled to a branch that split every warp every round (two lanes of each take it); as
+// selects, 256 x 256 double took 2.13 against 2.17 ms and 1024 x 1024 15.8 against 16.0 ms (H200).
 __device__ __forceinline__ double select_value(bool p, double a, double b) {
   double r;
   asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f64 %0, %1, %2, q;}" : "=d"(r) : "d"(a), "d"(b), "r"(int(p)));
@@ -853,12 +853,12 @@ constexpr int solve_rows = gram_width / solve_parts;  // rows of G per warp: war
 template <class T>
 struct SolveShared {
   // Pair j's diagonal elements G(2j, 2j) and G(2j, 2j + 1) lie 2 ld + 1 (odd) elements after pair
-  // j - 1's, so the 16 pairs' fall on distinct banks.
+  // j - 1's, so the 16 pairs' loads of them fall on distinct banks.
   static constexpr int ld = gram_width + 2;
   static constexpr int buffer_size = gram_width * ld;
-  // G at g(b)[seat(k) * ld + seat_column(seat(l))], Q at q(b)[k * ld + seat_column(seat(l))] (k:
-  // input position); this
-  // round's buffer and the next's. form_gram first stages two tiles of rows in the same memory.
+  // G at g(b)[seat(k) * ld + seat_column(seat(l))], Q at q(b)[k * ld + seat_column(seat(l))]
+  // (k: input position); this round's buffer and the next's. form_gram first stages two tiles of
+  // rows in the same memory.
   T buffers[4 * buffer_size];
   T part_max[solve_parts];
   int slot_column[gram_width];  // the real columns first, in position order, then the padding
