@@ -83,6 +83,12 @@ T default_tolerance(int m, int n, bool uv);
 template <class T>
 T resolve_options(const char* op, int m, int n, const SvdOptions& options);
 
+// One m x n matrix as the paths take it, its options checked and its tolerance resolved
+// (resolve_options): rooflab::svd's problem, and the tests' when they run one path on its own.
+template <class T>
+Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U, int ldu,
+                                 T* V, int ldv, const SvdOptions& options);
+
 // The current device's shared memory per block, with the opt-in beyond 48 KB (227 KB on Hopper).
 int shared_memory_optin();
 
@@ -107,8 +113,9 @@ template <class T>
 void run_in_registers(const Problem<T>& problem, const Report& report, cudaStream_t stream);
 
 // Runs every matrix of `problem` with its columns in global memory, any size (the blocked
-// schedules: while a pair of 4-column blocks fits in shared memory). Synchronizes `stream` once per
-// sweep to test convergence. Defined in src/svd/svd.cu.
+// schedules: while a pair of 4-column blocks fits in shared memory). Waits on `stream` once per
+// sweep for the count of matrices still sweeping (the next sweep already queued behind it). Defined
+// in src/svd/svd.cu.
 template <class T>
 void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
                 cudaStream_t stream);

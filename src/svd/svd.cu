@@ -45,6 +45,26 @@ T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
   return options.tol > 0 ? T(options.tol) : default_tolerance<T>(m, n, options.compute_uv);
 }
 
+template <class T>
+Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U, int ldu,
+                                 T* V, int ldv, const SvdOptions& options) {
+  Problem<T> problem;
+  problem.tol = resolve_options<T>(op, m, n, options);
+  problem.A = A;
+  problem.lda = lda;
+  problem.m = m;
+  problem.n = n;
+  problem.batch = 1;
+  problem.S = S;
+  problem.U = U;
+  problem.V = V;
+  problem.ldu = ldu;
+  problem.ldv = ldv;
+  problem.max_sweeps = options.max_sweeps;
+  problem.uv = options.compute_uv;
+  return problem;
+}
+
 SvdInfo to_info(const MatrixStatus& status) {
   SvdInfo info;
   info.sweeps = status.sweeps;
@@ -57,6 +77,10 @@ template float default_tolerance<float>(int, int, bool);
 template double default_tolerance<double>(int, int, bool);
 template float resolve_options<float>(const char*, int, int, const SvdOptions&);
 template double resolve_options<double>(const char*, int, int, const SvdOptions&);
+template Problem<float> single_matrix_problem<float>(const char*, const float*, int, int, int, float*, float*,
+                                                     int, float*, int, const SvdOptions&);
+template Problem<double> single_matrix_problem<double>(const char*, const double*, int, int, int, double*,
+                                                       double*, int, double*, int, const SvdOptions&);
 
 namespace {
 
@@ -2187,7 +2211,8 @@ template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt, cudaStream_t stream) {
   constexpr const char* op = "svd";
-  const T tol = jacobi::resolve_options<T>(op, m, n, opt);
+  const jacobi::Problem<T> problem =
+      jacobi::single_matrix_problem(op, A, m, n, lda, S, U, ldu, V, ldv, opt);
   require(A != nullptr, op, "A", "must not be null");
   require(lda >= m, op, "lda", "must be at least m = " + std::to_string(m));
   require(S != nullptr, op, "S", "must not be null");
@@ -2197,21 +2222,6 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
     require(ldu >= m, op, "ldu", "must be at least m = " + std::to_string(m));
     require(ldv >= n, op, "ldv", "must be at least n = " + std::to_string(n));
   }
-
-  jacobi::Problem<T> problem;
-  problem.A = A;
-  problem.lda = lda;
-  problem.m = m;
-  problem.n = n;
-  problem.batch = 1;
-  problem.S = S;
-  problem.U = U;
-  problem.V = V;
-  problem.ldu = ldu;
-  problem.ldv = ldv;
-  problem.tol = tol;
-  problem.max_sweeps = opt.max_sweeps;
-  problem.uv = opt.compute_uv;
 
   // The kernels write the status straight into page-locked host memory, kept per host thread: a
   // call then needs no scratch, no zeroed summary and no copy back, only the synchronization. On

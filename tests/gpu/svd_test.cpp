@@ -65,28 +65,6 @@ void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& 
     EXPECT_EQ(worst, 0) << what;
 }
 
-// One matrix as the library's internal entry points take it, the options resolved as rooflab::svd
-// resolves them.
-template <class T>
-jacobi::Problem<T> one_matrix(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
-                              const SvdOptions& options) {
-  jacobi::Problem<T> P;
-  P.A = A;
-  P.lda = lda;
-  P.m = m;
-  P.n = n;
-  P.batch = 1;
-  P.S = S;
-  P.U = U;
-  P.V = V;
-  P.ldu = ldu;
-  P.ldv = ldv;
-  P.tol = jacobi::resolve_options<T>("svd", m, n, options);
-  P.max_sweeps = options.max_sweeps;
-  P.uv = options.compute_uv;
-  return P;
-}
-
 // rooflab::svd's work on one internal path instead of its dispatch; the device's status comes back
 // whole, bad_input included.
 template <class T>
@@ -94,8 +72,8 @@ jacobi::MatrixStatus svd_on_path(jacobi::Path path, const T* A, int m, int n, in
                                  int ldu, T* V, int ldv, const SvdOptions& options) {
   DeviceBuffer<jacobi::MatrixStatus> status(1);
   status.fill_bytes(0xFF);
-  jacobi::run_path(one_matrix(A, m, n, lda, S, U, ldu, V, ldv, options), path,
-                   jacobi::Report{status.data(), nullptr}, nullptr);
+  const jacobi::Problem<T> problem = jacobi::single_matrix_problem("svd", A, m, n, lda, S, U, ldu, V, ldv, options);
+  jacobi::run_path(problem, path, jacobi::Report{status.data(), nullptr}, nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return status.download()[0];
 }
@@ -396,8 +374,8 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
       DeviceBuffer<jacobi::MatrixStatus> status(1);
       DeviceBuffer<jacobi::BatchSummary> summary(1);
       summary.fill_bytes(0);
-      const jacobi::Problem<double> P =
-          one_matrix<double>(A.data(), m, n, m, S.data(), U.data(), m, V.data(), n, {});
+      const jacobi::Problem<double> P = jacobi::single_matrix_problem<double>(
+          "svd", A.data(), m, n, m, S.data(), U.data(), m, V.data(), n, {});
       jacobi::run_global(P, schedule, jacobi::Report{status.data(), summary.data()}, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
