@@ -105,6 +105,7 @@ struct GlobalState {
   unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
   unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
   unsigned long long* test_bits = nullptr;  // per matrix: bits of the all-pairs test's max cosine
+  int* test_arrivals = nullptr;  // per matrix: the all-pairs test's blocks done this sweep
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps
   int* sweeps = nullptr;
@@ -126,20 +127,38 @@ struct GlobalState {
 constexpr int global_threads = 256;
 constexpr int global_warps = global_threads / 32;
 
+// The kernels that launch_after_previous launches (the setup and final kernels, the Gram kernels
+// and the small kernels of a sweep's start and end) follow one another with programmatic dependent
+// launch (Hopper): a kernel's blocks may start while the one before it still runs, and wait here
+// for its results, so the launches do not each pay the whole latency. Every block waits before it
+// reads or returns, so a kernel completes only after the one before it did (outside such a launch
+// the wait returns at once).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+__device__ __forceinline__ double bits_as_double(unsigned long long bits) {
+  return __longlong_as_double(static_cast<long long>(bits));
+}
+
 // Max |a| of every matrix, as the bits of a double (non-negative doubles order like their bits;
-// NaN and Inf order above every finite value, so one atomicMax also finds them).
+// NaN and Inf order above every finite value, so one atomicMax also finds them). A block per
+// `columns` columns of a matrix, a warp per column and its lanes down the rows.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
-    global_max_abs(GlobalState<T> G, std::int64_t chunk, int blocks_per_matrix) {
+    global_max_abs(GlobalState<T> G, int columns, int blocks_per_matrix) {
+  wait_for_previous_kernel();
   const Problem<T>& P = G.P;
   const std::int64_t matrix = blockIdx.x / blocks_per_matrix;
-  const std::int64_t begin = (blockIdx.x % blocks_per_matrix) * chunk;
-  const std::int64_t end = std::min(begin + chunk, std::int64_t(P.m) * P.n);
+  const int first = int(blockIdx.x % blocks_per_matrix) * columns;
+  const int last = min(first + columns, P.n);
   const T* A = P.A + matrix * P.a_stride;
+  const int lane = threadIdx.x & 31;
   unsigned long long local = 0;
-  for (std::int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
-    const T x = A[e % P.m + e / P.m * P.lda];
-    local = max(local, static_cast<unsigned long long>(__double_as_longlong(fabs(double(x)))));
+  for (int j = first + int(threadIdx.x >> 5); j < last; j += global_warps) {
+    const T* column = A + std::int64_t(j) * P.lda;
+    for (int i = lane; i < P.m; i += 32)
+      local = max(local, static_cast<unsigned long long>(__double_as_longlong(fabs(double(column[i])))));
   }
   for (int offset = 16; offset > 0; offset >>= 1)
     local = max(local, __shfl_xor_sync(0xffffffffu, local, offset));
@@ -149,9 +168,10 @@ __global__ void __launch_bounds__(global_threads)
 // Per matrix: the scaling exponent, or the verdict that it holds NaN or Inf.
 template <class T>
 __global__ void global_begin(GlobalState<T> G) {
+  wait_for_previous_kernel();
   const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (matrix >= G.P.batch) return;
-  const double max_abs = __longlong_as_double(static_cast<long long>(G.max_bits[matrix]));
+  const double max_abs = bits_as_double(G.max_bits[matrix]);
   const bool bad = !isfinite(max_abs);
   G.bad[matrix] = bad;
   G.active[matrix] = !bad;
@@ -164,6 +184,7 @@ __global__ void global_begin(GlobalState<T> G) {
 // whatever reads it (QR preconditioning's factorization) sees NaN, never stale memory.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) {
+  wait_for_previous_kernel();
   const Problem<T>& P = G.P;
   const bool transposed = P.m < P.n;
   const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
@@ -194,6 +215,7 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
 // (final = true, negligible columns 0). Padding positions get -1 so that they sort last.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
+  wait_for_previous_kernel();
   const int lane = threadIdx.x & 31;
   const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
   const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
@@ -212,14 +234,6 @@ __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalStat
   }
 }
 
-// The Gram kernels, and the small kernels of a sweep's start and end, follow one another with
-// programmatic dependent launch (Hopper): a kernel's blocks may start while the one before it
-// still runs, and wait here for its results, so the launches do not each pay the whole latency.
-// Every block waits before it reads or returns, so a kernel completes only after the one before it
-// did (outside such a launch the wait returns at once).
-__device__ __forceinline__ void wait_for_previous_kernel() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
 // The next kernel may launch once every block of this one has called this (or exited). Called
 // late, before a block's last stores: called first thing, the next kernel's waiting blocks took
 // the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
@@ -262,20 +276,30 @@ __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t firs
   }
 }
 
-// End of a sweep, a thread per matrix: converged when no pair needed a rotation.
+// End of a sweep, a thread per matrix: converged when no pair needed a rotation, or when the
+// all-pairs test took the matrix (`tested`) and found every pair orthogonal; that test then counts
+// as its last sweep.
 template <class T>
-__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count) {
+__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count,
+                          bool tested) {
   if (!G.active[matrix]) return;
   const int sweeps = ++G.sweeps[matrix];
-  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
+  const double off = bits_as_double(G.off_bits[matrix]);
+  // The test's blocks raised test_bits by atomics in this kernel: read past the L1 cache.
+  const unsigned long long test_bits =
+      tested ? *static_cast<volatile unsigned long long*>(&G.test_bits[matrix]) : 0;
   if (!(off > double(G.P.tol))) {
     G.converged[matrix] = 1;
     G.active[matrix] = 0;
   } else if (sweeps >= G.P.max_sweeps) {
     G.active[matrix] = 0;
+  } else if (tested && !(bits_as_double(test_bits) > double(G.P.tol))) {
+    ++G.sweeps[matrix];
+    G.converged[matrix] = 1;
+    G.active[matrix] = 0;
+    G.off_bits[matrix] = test_bits;
   } else {
     atomicAdd(active_count, 1u);
-    G.test_bits[matrix] = 0;  // for the all-pairs test, where the schedule has one
   }
 }
 
@@ -287,25 +311,20 @@ __device__ void publish_previous_count(const GlobalState<T>& G) {
     *G.published_count = *G.previous_count;
 }
 
-// The same for the host-driven schedules, a block per 32 columns of a matrix (`chunks` per matrix):
-// lane l ranks column 32 chunk + l, each of the 8 warps counting the norms ahead of it in an eighth
-// of them, and the warps' counts are added in shared memory. With a block per 128 columns, each
-// thread running through every norm, the sort took 6.5 us a sweep at 256 x 256 (H200, Nsight
-// Compute); with one block per matrix, 0.53 ms a sweep at 2048 x 2048.
+// A sort by decreasing key (ties by index) in blocks of 32 keys, `chunks` blocks per matrix: lane
+// l of a block ranks key 32 chunk + l among all `count`, each of the 8 warps counting the keys ahead
+// of it in an eighth of them, the warps' counts added in shared memory, and order[rank] gets its
+// index. With a block per 128 columns, each thread running through every norm, the sweep's sort
+// took 6.5 us at 256 x 256 (H200, Nsight Compute); with one block per matrix, 0.53 ms at
+// 2048 x 2048. Every thread of a sort_threads block calls it.
 constexpr int sort_columns = 32;
 constexpr int sort_warps = 8;
 constexpr int sort_threads = 32 * sort_warps;
 template <class T>
-__global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T> G, int chunks) {
+__device__ void rank_chunk(const T* key, int count, int chunk, int* order) {
   __shared__ int counted[sort_warps][sort_columns];
-  chain_small_kernel();
-  publish_previous_count(G);
-  const std::int64_t matrix = blockIdx.x / chunks;
-  const int chunk = int(blockIdx.x % chunks);
-  if (!G.active[matrix]) return;  // uniform over the block
-  const T* key = G.norms_of(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int count = G.positions, c = chunk * sort_columns + lane;
+  const int c = chunk * sort_columns + lane;
   const T mine = c < count ? key[c] : T(0);
   int rank = 0;
 #pragma unroll 8
@@ -314,8 +333,24 @@ __global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T
   __syncthreads();
   if (warp != 0) return;
   for (int w = 1; w < sort_warps; ++w) rank += counted[w][lane];
-  if (c < count) G.pos_of(matrix)[rank] = c;
-  if (chunk == 0 && lane == 0) G.off_bits[matrix] = 0;
+  if (c < count) order[rank] = c;
+}
+
+// The sweep's start for the host-driven schedules: the count to the host, and each active
+// matrix's positions sorted by tracked norm.
+template <class T>
+__global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T> G, int chunks) {
+  chain_small_kernel();
+  publish_previous_count(G);
+  const std::int64_t matrix = blockIdx.x / chunks;
+  const int chunk = int(blockIdx.x % chunks);
+  if (!G.active[matrix]) return;  // uniform over the block
+  rank_chunk(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
+  if (chunk == 0 && threadIdx.x == 0) {
+    G.off_bits[matrix] = 0;
+    G.test_bits[matrix] = 0;  // the all-pairs test's, where the schedule has one
+    G.test_arrivals[matrix] = 0;
+  }
 }
 
 template <class T>
@@ -328,7 +363,7 @@ template <class T>
 __global__ void global_sweep_end(GlobalState<T> G) {
   chain_small_kernel();
   const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (matrix < G.P.batch) sweep_end(G, matrix, G.active_count);
+  if (matrix < G.P.batch) sweep_end(G, matrix, G.active_count, false);
 }
 
 // A whole sweep in one cooperative launch: the grid-wide barrier replaces the launch boundary
@@ -349,7 +384,7 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
   }
   for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
        matrix += std::int64_t(gridDim.x) * blockDim.x)
-    sweep_end(G, matrix, G.active_count);
+    sweep_end(G, matrix, G.active_count, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +523,7 @@ __global__ void __launch_bounds__(blocked_max_threads)
     }
     for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
          matrix += std::int64_t(gridDim.x) * blockDim.x)
-      sweep_end(G, matrix, &active_counts[sweep]);
+      sweep_end(G, matrix, &active_counts[sweep], false);
     grid.sync();
     if (*static_cast<volatile unsigned*>(&active_counts[sweep]) == 0) break;
   }
@@ -1394,6 +1429,9 @@ FusedShape fused_shape(int M, int N, bool uv, int max_rows) {
 // Pairs found just above tol, up to recheck_capacity of them a block, are formed again from the
 // columns with compensated sums (CompensatedSum), and their products and norms as accurate as the
 // columns allow decide: a sweep is not spent on what was only the rounding of the test's sums.
+// The kernel also ends the sweep (sweep_end): each matrix's last block to finish, which the
+// arrivals count, ends it with the test's verdict. Apart, the sweep's end and the test's took a
+// small kernel each a sweep.
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
 constexpr int recheck_capacity = 64;
 constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
@@ -1401,23 +1439,20 @@ constexpr int test_tile_size = 2 * gram_width * test_ld;
 template <class T>
 constexpr int gram_test_shared_bytes = int(2 * test_tile_size * sizeof(T));
 
+// Whether the test takes an active matrix at the end of this sweep: the sweep leaves it sweeping
+// on (sweep_end: off-diagonals above tol, sweeps left), and they were all small.
 template <class T>
 __device__ bool takes_all_pairs_test(const GlobalState<T>& G, std::int64_t matrix) {
-  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
-  return G.active[matrix] && off <= double(all_pairs_test_threshold(G.P.tol));
+  const double off = bits_as_double(G.off_bits[matrix]);
+  return off > double(G.P.tol) && G.sweeps[matrix] + 1 < G.P.max_sweeps &&
+         off <= double(all_pairs_test_threshold(G.P.tol));
 }
 
+// One block's share of the test: the pairs of column groups `first` and `second`. Every thread of
+// the block calls it.
 template <class T>
-__global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<T> G, int groups) {
-  extern __shared__ __align__(16) unsigned char test_shared[];
-  __shared__ unsigned long long team_scratch[32];
-  T* const tiles = reinterpret_cast<T*>(test_shared);
-  chain_small_kernel();  // most sweeps test nothing, and the test's end is one small kernel
-  const int group_pairs = groups * (groups + 1) / 2;
-  const std::int64_t matrix = blockIdx.x / group_pairs;
-  if (!takes_all_pairs_test(G, matrix)) return;  // uniform over the block
-  const GroupPair pair = upper_triangle_pair(int(blockIdx.x % group_pairs), groups);
-  const int first = pair.first, second = pair.second;
+__device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, int first, int second,
+                                T* tiles, unsigned long long* team_scratch) {
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   GramQuarter<T> gram;
@@ -1487,25 +1522,31 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
     atomicMax(&G.test_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
 }
 
-// A thread per matrix: a tested matrix whose pairs were all orthogonal is converged, the test
-// counted as its last sweep.
+// A block per matrix and pair of column groups.
 template <class T>
-__global__ void gram_all_pairs_test_end(GlobalState<T> G) {
-  chain_small_kernel();
-  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (matrix >= G.P.batch || !takes_all_pairs_test(G, matrix)) return;
-  const double off = __longlong_as_double(static_cast<long long>(G.test_bits[matrix]));
-  if (off > double(G.P.tol)) return;
-  ++G.sweeps[matrix];
-  G.converged[matrix] = 1;
-  G.active[matrix] = 0;
-  G.off_bits[matrix] = G.test_bits[matrix];
-  atomicSub(G.active_count, 1u);
+__global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<T> G, int groups) {
+  extern __shared__ __align__(16) unsigned char test_shared[];
+  __shared__ unsigned long long team_scratch[32];
+  chain_small_kernel();  // most sweeps test nothing
+  const int group_pairs = groups * (groups + 1) / 2;
+  const std::int64_t matrix = blockIdx.x / group_pairs;
+  if (!G.active[matrix]) return;  // uniform over the block
+  const bool tested = takes_all_pairs_test(G, matrix);
+  if (tested) {
+    const GroupPair pair = upper_triangle_pair(int(blockIdx.x % group_pairs), groups);
+    test_group_pair(G, matrix, pair.first, pair.second, reinterpret_cast<T*>(test_shared), team_scratch);
+  }
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this block's raise of test_bits, before it arrives
+  if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < group_pairs) return;
+  __threadfence();  // every block arrived: their raises are visible
+  sweep_end(G, matrix, G.active_count, tested);
 }
 
 // u_c = w_c / sigma_c.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T> G) {
+  wait_for_previous_kernel();
   const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
   const std::int64_t total = per_matrix * G.P.batch;
   for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
@@ -1518,29 +1559,51 @@ __global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T
   }
 }
 
-// A block per matrix: completes zero columns (when vectors are wanted) and orders the columns by
-// decreasing sigma.
+// A block per matrix, when vectors are wanted: completes the columns of sigma 0 to an orthonormal
+// set (pos as the scratch of which columns are done). Most matrices have none, which one pass over
+// sigma finds (completion and the sort in one block per matrix took 22 us at 256 x 256).
 template <class T>
-__global__ void __launch_bounds__(global_threads) global_complete_and_order(GlobalState<T> G) {
+__global__ void __launch_bounds__(global_threads) global_complete(GlobalState<T> G) {
   __shared__ unsigned long long scratch[32];
+  wait_for_previous_kernel();
   const BlockTeam team{scratch};
   const std::int64_t matrix = blockIdx.x;
-  if (G.bad[matrix]) return;
-  T* sigma = G.norms_of(matrix);
+  if (G.bad[matrix]) return;  // uniform over the block
+  const T* sigma = G.norms_of(matrix);
   int* pos = G.pos_of(matrix);
-  if (G.P.uv) {
-    for (int c = team.rank(); c < G.N; c += team.size()) pos[c] = sigma[c] > 0;
-    team.sync();
-    complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
-                                 G.coefficients + matrix * G.positions, 32);
+  bool incomplete = false;
+  for (int c = team.rank(); c < G.N; c += team.size()) {
+    pos[c] = sigma[c] > 0;
+    incomplete = incomplete || !pos[c];
   }
-  rank_sort_descending(team, sigma, G.N, pos);
+  if (!__syncthreads_or(incomplete)) return;
+  complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
+                               G.coefficients + matrix * G.positions, 32);
 }
 
-// S, U and V, column r from working column pos[r]; NaN for matrices with NaN or Inf.
+// The output order: pos[r] gets the column of the r-th largest sigma (rank_chunk, `chunks` blocks
+// per matrix).
+template <class T>
+__global__ void __launch_bounds__(sort_threads) global_order(GlobalState<T> G, int chunks) {
+  wait_for_previous_kernel();
+  const std::int64_t matrix = blockIdx.x / chunks;
+  if (G.bad[matrix]) return;  // uniform over the block
+  rank_chunk(G.norms_of(matrix), G.N, int(blockIdx.x % chunks), G.pos_of(matrix));
+}
+
+// S, U and V, column r from working column pos[r]; NaN for matrices with NaN or Inf. The first
+// threads report each matrix's sweeps and convergence.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G) {
+  wait_for_previous_kernel();
   const Problem<T>& P = G.P;
+  for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < P.batch;
+       matrix += std::int64_t(gridDim.x) * blockDim.x) {
+    const double off = bits_as_double(G.off_bits[matrix]);
+    report_matrix(G.report, matrix, P.batch,
+                  G.bad[matrix] ? MatrixStatus{0, 0, 1, 0, double(NAN)}
+                                : MatrixStatus{G.sweeps[matrix], G.converged[matrix], 0, 0, off});
+  }
   const bool transposed = P.m < P.n;
   const std::int64_t k = G.N;
   const std::int64_t per_matrix = k + (P.uv ? (P.m + P.n) * k : 0);
@@ -1572,16 +1635,6 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
     write_output_element(P, matrix, transposed, G.w(matrix), G.ldw, G.v(matrix), G.ldv, i, r,
                          pos[r], u_side);
   }
-}
-
-template <class T>
-__global__ void global_report(GlobalState<T> G) {
-  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (matrix >= G.P.batch) return;
-  const double off = __longlong_as_double(static_cast<long long>(G.off_bits[matrix]));
-  report_matrix(G.report, matrix, G.P.batch,
-                G.bad[matrix] ? MatrixStatus{0, 0, 1, 0, double(NAN)}
-                              : MatrixStatus{G.sweeps[matrix], G.converged[matrix], 0, 0, off});
 }
 
 // A grid that covers `items` work items of `per_block` each, capped at a few waves (the kernels
@@ -1639,18 +1692,17 @@ void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   constexpr const char* op = "svd";
   const std::int64_t batch = G.P.batch;
   const std::int64_t elements = std::int64_t(G.P.m) * G.P.n;
-  const std::int64_t chunk = std::int64_t(global_threads) * 16;
-  const std::int64_t blocks_per_matrix = (elements + chunk - 1) / chunk;
+  // About 16 elements a thread: whole columns per block.
+  const int columns = std::min(G.P.n, std::max(1, global_threads * 16 / G.P.m));
+  const std::int64_t blocks_per_matrix = (G.P.n + columns - 1) / columns;
   require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
-  global_max_abs<T><<<unsigned(batch * blocks_per_matrix), global_threads, 0, stream>>>(
-      G, chunk, int(blocks_per_matrix));
-  detail::check_launch(op, "global_max_abs");
+  launch_after_previous(global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1, stream,
+                        "global_max_abs", G, columns, int(blocks_per_matrix));
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
-  global_begin<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_begin");
-  global_load<T><<<grid_for(elements * batch, global_threads), global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_load");
+  launch_after_previous(global_begin<T>, per_matrix_grid, global_threads, 0, 1, stream, "global_begin", G);
+  launch_after_previous(global_load<T>, grid_for(elements * batch, global_threads), global_threads, 0, 1,
+                        stream, "global_load", G);
 }
 
 // Launches a cooperative kernel; false (and no error left behind) when the device cannot hold the
@@ -1816,7 +1868,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::size_t gram_column_bytes = aligned(sizeof(int) * gram_width * gram_pairs);
   const std::size_t rotated_bytes = aligned(sizeof(int) * gram_pairs);
   StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 3 * word_bytes +
-                           5 * int_bytes + count_bytes + partial_bytes + rotation_bytes +
+                           6 * int_bytes + count_bytes + partial_bytes + rotation_bytes +
                            2 * gram_column_bytes + rotated_bytes,
                        stream, op);
   ScratchPieces pieces(scratch);
@@ -1833,6 +1885,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   G.sweeps = pieces.take<int>(int_bytes);
   G.converged = pieces.take<int>(int_bytes);
   G.bad = pieces.take<int>(int_bytes);
+  G.test_arrivals = pieces.take<int>(int_bytes);
   // Per sweep: its count of matrices that sweep on.
   unsigned* const sweep_counts = pieces.take<unsigned>(count_bytes);
   gram.partials = pieces.take<T>(partial_bytes);
@@ -1848,8 +1901,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
   load_scaled(G, stream);
   const unsigned column_grid = grid_for(batch * G.positions, global_warps);
-  global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, false);
-  detail::check_launch(op, "global_column_norms");
+  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
+                        "global_column_norms", G, false);
 
   // The persistent blocked kernel: as many blocks as can be resident, up to one per pair of a round.
   int persistent_blocks = 0;
@@ -1943,18 +1996,18 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     queue_rounds(0, queued);
     return queued;
   };
-  // The sweep's other rounds and its end; in the Gram schedule the all-pairs test of the matrices
-  // whose sweep met only small off-diagonals (the kernels return at once for the others).
+  // The sweep's other rounds and its end; in the Gram schedule the end comes with the all-pairs
+  // test of the matrices whose sweep met only small off-diagonals (it returns at once for the
+  // others).
   const auto queue_sweep_rest = [&](int queued) {
     if (queued < 0) return;
     queue_rounds(queued, rounds);
-    launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
-                          "global_sweep_end", G);
-    if (!gram_schedule) return;
-    launch_after_previous(gram_all_pairs_test<T>, batch * test_group_pairs, gram_threads,
-                          gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, test_groups);
-    launch_after_previous(gram_all_pairs_test_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
-                          "gram_all_pairs_test_end", G);
+    if (gram_schedule)
+      launch_after_previous(gram_all_pairs_test<T>, batch * test_group_pairs, gram_threads,
+                            gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, test_groups);
+    else
+      launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
+                            "global_sweep_end", G);
   };
   if (persistent_blocks == 0) {
     int queued = queue_sweep_start(0);
@@ -1967,20 +2020,19 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     }
   }
 
-  global_column_norms<T><<<column_grid, global_threads, 0, stream>>>(G, true);
-  detail::check_launch(op, "global_column_norms");
+  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
+                        "global_column_norms", G, true);
   if (problem.uv) {
-    global_normalize<T><<<grid_for(G.M * std::int64_t(G.N) * batch, global_threads), global_threads,
-                          0, stream>>>(G);
-    detail::check_launch(op, "global_normalize");
+    launch_after_previous(global_normalize<T>, grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
+                          global_threads, 0, 1, stream, "global_normalize", G);
+    launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream, "global_complete", G);
   }
-  global_complete_and_order<T><<<unsigned(batch), global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_complete_and_order");
+  const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
+  launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream, "global_order",
+                        G, order_chunks);
   const std::int64_t outputs = (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
-  global_write<T><<<grid_for(outputs, global_threads), global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_write");
-  global_report<T><<<per_matrix_grid, global_threads, 0, stream>>>(G);
-  detail::check_launch(op, "global_report");
+  launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1, stream,
+                        "global_write", G);
 }
 
 // ---------------------------------------------------------------------------------------------
