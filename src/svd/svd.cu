@@ -304,35 +304,36 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned
 }
 
 // The previous sweep's count of matrices that sweep on, final once a sweep starts (its kernels
-// all completed), to the host: it decides from it whether to queue the rest of this sweep.
+// all completed), to the host: it decides from it whether to queue the rest of this sweep. Called
+// after the wait by the sweep's first kernel (and harmlessly by later ones of the same sweep).
 template <class T>
 __device__ void publish_previous_count(const GlobalState<T>& G) {
   if (G.previous_count != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
     *G.published_count = *G.previous_count;
 }
 
-// A sort by decreasing key (ties by index) in blocks of 32 keys, `chunks` blocks per matrix: lane
-// l of a block ranks key 32 chunk + l among all `count`, each of the 8 warps counting the keys ahead
-// of it in an eighth of them, the warps' counts added in shared memory, and order[rank] gets its
-// index. With a block per 128 columns, each thread running through every norm, the sweep's sort
-// took 6.5 us at 256 x 256 (H200, Nsight Compute); with one block per matrix, 0.53 ms at
-// 2048 x 2048. Every thread of a sort_threads block calls it.
+// A sort by decreasing key (ties by index) in chunks of 32 keys: lane l of a block of `warps` warps
+// ranks key 32 chunk + l among all `count`, each warp counting the keys ahead of it in its share of
+// them, the warps' counts added in shared memory, and order[rank] gets its index. With a block per
+// 128 columns, each thread running through every norm, the sweep's sort took 6.5 us at 256 x 256
+// (H200, Nsight Compute); with one block per matrix, 0.53 ms at 2048 x 2048. Every thread of the
+// block calls it.
 constexpr int sort_columns = 32;
 constexpr int sort_warps = 8;
 constexpr int sort_threads = 32 * sort_warps;
-template <class T>
+template <int warps, class T>
 __device__ void rank_chunk(const T* key, int count, int chunk, int* order) {
-  __shared__ int counted[sort_warps][sort_columns];
+  __shared__ int counted[warps][sort_columns];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int c = chunk * sort_columns + lane;
   const T mine = c < count ? key[c] : T(0);
   int rank = 0;
 #pragma unroll 8
-  for (int o = warp; o < count; o += sort_warps) rank += ahead_when_descending(key[o], o, mine, c);
+  for (int o = warp; o < count; o += warps) rank += ahead_when_descending(key[o], o, mine, c);
   counted[warp][lane] = rank;
   __syncthreads();
   if (warp != 0) return;
-  for (int w = 1; w < sort_warps; ++w) rank += counted[w][lane];
+  for (int w = 1; w < warps; ++w) rank += counted[w][lane];
   if (c < count) order[rank] = c;
 }
 
@@ -345,7 +346,7 @@ __global__ void __launch_bounds__(sort_threads) global_sweep_start(GlobalState<T
   const std::int64_t matrix = blockIdx.x / chunks;
   const int chunk = int(blockIdx.x % chunks);
   if (!G.active[matrix]) return;  // uniform over the block
-  rank_chunk(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
+  rank_chunk<sort_warps>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
   if (chunk == 0 && threadIdx.x == 0) {
     G.off_bits[matrix] = 0;
     G.test_bits[matrix] = 0;  // the all-pairs test's, where the schedule has one
@@ -775,6 +776,7 @@ template <class T>
 __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
     gram_partials(GlobalState<T> G, GramWork<T> work, int round) {
   wait_for_previous_kernel();
+  publish_previous_count(G);
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   __shared__ __align__(16) T tile[gram_width * ld];
   __shared__ int columns[gram_width];
@@ -1074,6 +1076,7 @@ template <class T>
 __global__ void __launch_bounds__(gram_solve_threads)
     gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
   wait_for_previous_kernel();
+  publish_previous_count(G);
   constexpr int ld = SolveShared<T>::ld;
   __shared__ __align__(16) SolveShared<T> sh;
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * solve_rows;
@@ -1316,6 +1319,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     gram_round_fused(GlobalState<T> G, FusedShape shape, int round) {
   namespace cg = cooperative_groups;
   wait_for_previous_kernel();
+  publish_previous_count(G);
   constexpr int ld = SolveShared<T>::ld, ldt = fused_ldt, ldo = apply_ld_out<T>, ldq = apply_ldq;
   extern __shared__ __align__(16) unsigned char fused_shared[];
   __shared__ __align__(16) SolveShared<T> sh;
@@ -1439,9 +1443,12 @@ FusedShape fused_shape(int M, int N, bool uv, int max_rows) {
 // Pairs found just above tol, up to recheck_capacity of them a block, are formed again from the
 // columns with compensated sums (CompensatedSum), and their products and norms as accurate as the
 // columns allow decide: a sweep is not spent on what was only the rounding of the test's sums.
-// The kernel also ends the sweep (sweep_end): each matrix's last block to finish, which the
-// arrivals count, ends it with the test's verdict. Apart, the sweep's end and the test's took a
-// small kernel each a sweep.
+// The kernel also ends the sweep and starts the next one, in place of three small kernels a sweep:
+// its blocks sort the positions by tracked norm for the next sweep (rank_chunk, as
+// global_sweep_start does; harmless for a matrix that stops), and each matrix's last block to
+// finish, which the arrivals count, ends the sweep (sweep_end) with the test's verdict and clears
+// the bits for the next one. The next sweep's first round publishes the count (the Gram kernels
+// call publish_previous_count).
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
 constexpr int recheck_capacity = 64;
 constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
@@ -1542,15 +1549,25 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const std::int64_t matrix = blockIdx.x / group_pairs;
   if (!G.active[matrix]) return;  // uniform over the block
   const bool tested = takes_all_pairs_test(G, matrix);
+  const int block = int(blockIdx.x % group_pairs);
   if (tested) {
-    const GroupPair pair = upper_triangle_pair(int(blockIdx.x % group_pairs), groups);
+    const GroupPair pair = upper_triangle_pair(block, groups);
     test_group_pair(G, matrix, pair.first, pair.second, reinterpret_cast<T*>(test_shared), team_scratch);
+  }
+  const int chunks = (G.positions + sort_columns - 1) / sort_columns;
+  for (int chunk = block; chunk < chunks; chunk += group_pairs) {
+    __syncthreads();  // a previous chunk's counts are read
+    rank_chunk<gram_threads / 32>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
   }
   if (threadIdx.x != 0) return;
   __threadfence();  // this block's raise of test_bits, before it arrives
   if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < group_pairs) return;
   __threadfence();  // every block arrived: their raises are visible
   sweep_end(G, matrix, G.active_count, tested);
+  G.test_arrivals[matrix] = 0;
+  if (!G.active[matrix]) return;  // a matrix that stops keeps its last off-diagonal for the report
+  G.off_bits[matrix] = 0;
+  G.test_bits[matrix] = 0;
 }
 
 // u_c = w_c / sigma_c.
@@ -1598,7 +1615,7 @@ __global__ void __launch_bounds__(sort_threads) global_order(GlobalState<T> G, i
   wait_for_previous_kernel();
   const std::int64_t matrix = blockIdx.x / chunks;
   if (G.bad[matrix]) return;  // uniform over the block
-  rank_chunk(G.norms_of(matrix), G.N, int(blockIdx.x % chunks), G.pos_of(matrix));
+  rank_chunk<sort_warps>(G.norms_of(matrix), G.N, int(blockIdx.x % chunks), G.pos_of(matrix));
 }
 
 // S, U and V, column r from working column pos[r]; NaN for matrices with NaN or Inf. The first
@@ -1978,9 +1995,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   };
   // The host queues each sweep and stops when one ends with no matrix left sweeping. So that the
   // GPU does not idle while the host waits for that count and then launches, sweep s + 1 is
-  // queued before the host reads sweep s's count: its start copies the count to page-locked memory
-  // and marks the stream, its first rounds follow, and the host waits for the mark, then queues
-  // the rest of the sweep or stops (those first rounds then return at once: no matrix is active).
+  // queued before the host reads sweep s's count: its start (in the Gram schedule its first round)
+  // copies the count to page-locked memory and marks the stream, its next rounds follow, and the
+  // host waits for the mark, then queues the rest of the sweep or stops (those rounds then return
+  // at once: no matrix is active).
   // Every sweep counts into its own counter, zeroed beforehand.
   constexpr int rounds_ahead = 2;
   thread_local PinnedBuffer<unsigned> published(1, cudaHostAllocMapped | cudaHostAllocPortable);
@@ -1988,7 +2006,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
                                             published.data(), 0));
   StreamMark counted(op);
   // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
-  // whole sweep went in one cooperative launch.
+  // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
+  // sorted the positions and the first round publishes the count: the mark follows that round.
   const auto queue_sweep_start = [&](int sweep) {
     G.active_count = sweep_counts + sweep;
     G.previous_count = sweep > 0 ? sweep_counts + sweep - 1 : nullptr;
@@ -1999,12 +2018,16 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
       counted.record(stream);
       return -1;
     }
-    launch_after_previous(global_sweep_start<T>, batch * sort_chunks, sort_threads, 0, 1, stream,
-                          "global_sweep_start", G, sort_chunks);
+    int queued = 0;
+    if (gram_schedule && sweep > 0)
+      queue_rounds(0, ++queued);
+    else
+      launch_after_previous(global_sweep_start<T>, batch * sort_chunks, sort_threads, 0, 1, stream,
+                            "global_sweep_start", G, sort_chunks);
     counted.record(stream);
-    const int queued = std::min(rounds_ahead, rounds);
-    queue_rounds(0, queued);
-    return queued;
+    const int ahead = std::min(queued + rounds_ahead, rounds);
+    queue_rounds(queued, ahead);
+    return ahead;
   };
   // The sweep's other rounds and its end; in the Gram schedule the end comes with the all-pairs
   // test of the matrices whose sweep met only small off-diagonals (it returns at once for the
