@@ -310,14 +310,14 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int next_cross_seat(int seat, int players) {
 }
 
 // The Gram schedule's inner ordering for a pair of blocks in round `round` of its ring of
-// `block_positions`: every pair of the two blocks' columns (the circle method) in `full_per_sweep`
-// evenly spaced rounds of each sweep, round 0 among them; otherwise only the pairs between the two
-// blocks (the cross ordering). Round 0 pairs every block, so every two columns that share a block
-// when the sweep starts meet in it.
-ROOFLAB_JACOBI_HOST_DEVICE inline bool inner_sweep_is_full(int round, int block_positions,
-                                                            int full_per_sweep) {
-  const int period = block_positions / full_per_sweep;
-  return period <= 1 || round % period == 0;
+// `block_positions`: every pair of the two blocks' columns (the circle method) in every `period`-th
+// round of each sweep, round 0 among them, and at least twice a sweep (the period is at most half
+// the ring); otherwise only the pairs between the two blocks (the cross ordering). Round 0 pairs
+// every block, so every two columns that share a block when the sweep starts meet in it.
+ROOFLAB_JACOBI_HOST_DEVICE inline bool inner_sweep_is_full(int round, int block_positions, int period) {
+  const int half = block_positions / 2;
+  const int every = half < period ? half : period;
+  return every <= 1 || round % every == 0;
 }
 
 ROOFLAB_JACOBI_HOST_DEVICE inline int round_up(int value, int multiple) {

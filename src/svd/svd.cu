@@ -551,14 +551,17 @@ constexpr int gram_threads = 128;
 // One inner sweep per pair of blocks: on the H200, 256 x 256 in double took 10.0, 13.3 and 17.2 ms
 // with 1, 2 and 3 (the outer sweeps barely fall).
 constexpr int gram_inner_sweeps = 1;
-// Rounds of each outer sweep whose inner sweep takes every pair of the 32 columns (31 rounds); the
+// Every gram_full_inner_period-th round of an outer sweep (round 0 among them, and at least two a
+// sweep: inner_sweep_is_full) the inner sweep takes every pair of the 32 columns (31 rounds); the
 // others take only the 256 pairs between the two blocks (16 rounds), as the pairs within a block
-// met in round 0. The outer sweeps grow a little, the solves shrink more: on the H200, double,
-// with 2 such rounds against every round full, 100 x 100 1.52 against 1.82 ms (10 against 9
-// sweeps), 256 x 256 3.16 against 3.43 ms (11 against 9), 1024 x 1024 19.8 against 21.4 ms (12
-// sweeps both; the solve 13.4 against 19.1 us a round), 2048 x 2048 92.1 against 92.5 ms; with 1,
-// 1.62, 3.33, 21.9 and 96.1 ms; with 4, 1.65, 3.28, 19.9 and 95.2 ms.
-constexpr int gram_full_inner_sweeps = 2;
+// met in round 0. The outer sweeps grow a little, the solves shrink more: on the H200, double, with
+// 2 such rounds a sweep against every round full, 100 x 100 1.52 against 1.82 ms (10 against 9
+// sweeps), 256 x 256 3.16 against 3.43 ms (11 against 9), 1024 x 1024 19.8 against 21.4 ms. Once
+// the rest of a round had shrunk, every 5th round against 2 evenly spaced ones a sweep (the same
+// at 100 and 125 columns, whose rings have 8 positions), same run: 256 x 256 1.84, 1.71, 1.89
+// against 2.01, 1.99, 1.88 ms (seeds 1, 2, 3); 512 x 512 4.95, 5.46 against 5.03, 5.21 ms (seeds
+// 1, 2); 1024 x 1024 14.5 against 15.2 ms. Every 4th: 1.91, 2.07, 2.12; 4.93, 5.14; 15.6 ms.
+constexpr int gram_full_inner_period = 5;
 
 // The inner ordering of a pair of blocks' solve in one round: the circle method over the 32
 // columns, or the cross ordering (jacobi_math.hpp).
@@ -896,7 +899,7 @@ __device__ __forceinline__ float select_value(bool p, float a, float b) {
 // A pair's solve, shared by gram_solve and gram_round_fused: a block of 256 threads diagonalizes
 // the pair's 32 x 32 Gram matrix G by two-sided Jacobi, G <- J^T G J, in the rounds of the circle
 // method (or, in most rounds of the ring, of the cross ordering: only the pairs between the two
-// blocks, gram_full_inner_sweeps). A round's J rotates 16 disjoint pairs of columns, so J^T G J
+// blocks, gram_full_inner_period). A round's J rotates 16 disjoint pairs of columns, so J^T G J
 // changes G in 2 x 2 blocks, each on its own: the block of rows of pair i and columns of pair j
 // becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round, computes R_j itself and
 // takes R_i from the lane that computed it, and rotates Q's columns of pair j in its two rows. G
@@ -1089,7 +1092,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (!active) return;                   // uniform over the block
   T* norms = G.norms_of(matrix);
   const bool real = column < G.N;
-  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
+  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
 
   // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
   // slices' partials.
@@ -1358,7 +1361,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   }
   cluster.sync();  // every block's part is in
 
-  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_sweeps)};
+  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
   const int lane_column = seat_column(order.seat(lane));
   T x[solve_rows] = {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
   if (active) {

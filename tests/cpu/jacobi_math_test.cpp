@@ -342,20 +342,28 @@ TEST(CrossOrdering, SeatsPairEachHalfWithTheOtherOnceAndFollowOnePermutation) {
   }
 }
 
-TEST(CrossOrdering, RoundZeroAndEvenlySpacedRoundsSweepAllPairs) {
+TEST(CrossOrdering, RoundZeroAndEveryPeriodthRoundSweepAllPairs) {
   for (int block_positions = 2; block_positions <= 130; block_positions += 2)
-    for (int full_per_sweep = 1; full_per_sweep <= 4; ++full_per_sweep) {
-      int full = 0;
-      for (int round = 0; round < block_positions; ++round)
-        full += inner_sweep_is_full(round, block_positions, full_per_sweep);
-      EXPECT_TRUE(inner_sweep_is_full(0, block_positions, full_per_sweep)) << block_positions;
-      EXPECT_GE(full, std::min(full_per_sweep, block_positions)) << block_positions << " " << full_per_sweep;
-      if (block_positions >= 2 * full_per_sweep) {
-        EXPECT_LE(full, 2 * full_per_sweep) << block_positions << " " << full_per_sweep;
+    for (int period = 1; period <= 6; ++period) {
+      const int every = std::min(period, block_positions / 2);
+      int full = 0, last = -1;
+      for (int round = 0; round < block_positions; ++round) {
+        if (!inner_sweep_is_full(round, block_positions, period)) continue;
+        ++full;
+        if (last >= 0) {
+          EXPECT_EQ(round - last, std::max(every, 1)) << block_positions << " " << period;
+        }
+        last = round;
       }
+      EXPECT_TRUE(inner_sweep_is_full(0, block_positions, period)) << block_positions;
+      EXPECT_EQ(full, (block_positions + std::max(every, 1) - 1) / std::max(every, 1))
+          << block_positions << " " << period;
+      EXPECT_GE(full, std::min(2, block_positions)) << block_positions << " " << period;
     }
-  EXPECT_FALSE(inner_sweep_is_full(1, 64, 2));
-  EXPECT_TRUE(inner_sweep_is_full(32, 64, 2));
+  EXPECT_FALSE(inner_sweep_is_full(1, 64, 5));
+  EXPECT_TRUE(inner_sweep_is_full(30, 64, 5));
+  EXPECT_TRUE(inner_sweep_is_full(4, 8, 5));  // at most half the ring: twice a sweep
+  EXPECT_FALSE(inner_sweep_is_full(5, 8, 5));
 }
 
 TEST(DescendingOrder, RanksArePermutationsWithTiesByIndex) {
