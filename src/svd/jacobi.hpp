@@ -55,7 +55,7 @@ struct Report {
   BatchSummary* summary = nullptr;
 };
 
-// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5, 6, 7 and 13).
+// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5, 6, 7, 13 and 14).
 enum class GlobalSchedule {
   launch_per_round,  // one kernel per round of disjoint column pairs
   launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
@@ -67,6 +67,9 @@ enum class GlobalSchedule {
          // Gram matrices, the rotations applied to W and V as products
   gram_fused,  // the same rounds, each in one launch of a cluster of blocks per pair where every
                // pair's cluster fits on the GPU at once (else as gram)
+  gram_cluster,  // every sweep in one launch of a cluster per matrix, the columns in its shared
+                 // memory, where the matrices fit such clusters and these fit on the GPU at once
+                 // (else as gram_fused)
 };
 
 // Where a matrix is solved; production_path picks by shape and batch. qr_preconditioned factors

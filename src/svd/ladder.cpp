@@ -123,8 +123,8 @@ ROOFLAB_VARIANT(Variant{
 
 // Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
 // ring for small matrices, one kernel while shared memory holds the matrix, the Gram schedule
-// beyond, its rounds fused where the clusters fit), with its argument checks, scratch allocation
-// and the final synchronization a caller sees.
+// beyond, in one cluster per matrix where it fits, else its rounds fused where their clusters
+// fit), with its argument checks, scratch allocation and the final synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{
     "svd", 8, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
     [](Workspace& workspace, cudaStream_t stream) {
@@ -159,6 +159,21 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(), stream);
+      });
+    },
+    {}, svd_sweeps_note});
+
+// Rung 14 — the whole Gram iteration in one cluster per matrix (svd.cu's gram_cluster_sweeps).
+// Where a matrix's pairs of blocks and rows fit one cluster of 8 blocks (with the vectors, up to
+// 128 columns of up to a few hundred rows), its blocks keep their columns in shared memory for
+// every sweep and trade the ring's halves through each other's shared memory: a round is two
+// cluster barriers and the solve, with no launch, no trip of the columns through L2 and no host
+// round trip between sweeps. (Elsewhere it runs rung 13.)
+ROOFLAB_VARIANT(Variant{
+    "svd", 14, "gram-cluster", "every sweep in one cluster per matrix, the columns in shared memory",
+    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_cluster, w.report(), stream);
       });
     },
     {}, svd_sweeps_note});

@@ -2,8 +2,9 @@
 // global-memory schedules shared with rooflab::svd_batched. A matrix of at most 64 x 64 is solved
 // in registers by the register ring (src/svd/register_ring.cu); a larger one that fits in one
 // block's shared memory in a single kernel (the batched block-per-matrix kernel with batch 1);
-// beyond, the columns stay in global memory and run the Gram schedule: pairs of column blocks
-// diagonalized through their Gram matrices (jacobi::production_path decides).
+// beyond, the Gram schedule: pairs of column blocks diagonalized through their Gram matrices, the
+// columns in one cluster's shared memory where the matrix fits, else in global memory
+// (jacobi::production_path decides).
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -141,6 +142,11 @@ __device__ __forceinline__ double bits_as_double(unsigned long long bits) {
   return __longlong_as_double(static_cast<long long>(bits));
 }
 
+// Raises `word`, the bits of a non-negative double, to `value` (off_bits, test_bits).
+__device__ __forceinline__ void raise_to(unsigned long long* word, double value) {
+  if (value > 0) atomicMax(word, static_cast<unsigned long long>(__double_as_longlong(value)));
+}
+
 // Max |a| of every matrix, as the bits of a double (non-negative doubles order like their bits;
 // NaN and Inf order above every finite value, so one atomicMax also finds them). A block per
 // `columns` columns of a matrix, a warp per column and its lanes down the rows.
@@ -270,9 +276,7 @@ __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t firs
                                   RowWalk(G.N, 32, lane, 0), G.P.uv, G.norms_of(matrix),
                                   G.pos_of(matrix), first_position(round, pair), true, G.P.tol, 32,
                                   G.N);
-    if (lane == 0 && cosine > 0)
-      atomicMax(&G.off_bits[matrix],
-                static_cast<unsigned long long>(__double_as_longlong(double(cosine))));
+    if (lane == 0) raise_to(&G.off_bits[matrix], double(cosine));
   }
 }
 
@@ -488,9 +492,7 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
     }
   }
   for (int s = rank; s < slots; s += threads) pos[first + (s + b) % slots] = columns[s];
-  if (rank == 0 && outcome.first_off > 0)
-    atomicMax(&G.off_bits[matrix],
-              static_cast<unsigned long long>(__double_as_longlong(double(outcome.first_off))));
+  if (rank == 0) raise_to(&G.off_bits[matrix], double(outcome.first_off));
 }
 
 template <class T>
@@ -714,35 +716,39 @@ __device__ __forceinline__ void stream_tiles(int begin, int end, T* tiles, int t
   }
 }
 
-// Adds a tile's rows to blocks of G = W^T W on the tensor cores (the tile holds column s of its
-// rows at tile[s * ld]): rows 16 row_block .. 16 row_block + 15 against `count` blocks of 8
-// columns from 8 first_block; sum[b][e] accumulates G(16 row_block + mma_row(e),
-// 8 (first_block + b) + mma_col(e)).
+// Adds a tile's rows to blocks of the product X^T Y on the tensor cores (x_tile and y_tile hold
+// column s of their rows at [s * ld]): X's columns 16 row_block .. 16 row_block + 15 against
+// `count` blocks of 8 of Y's columns from 8 first_block; sum[b][e] accumulates element
+// (16 row_block + mma_row(e), 8 (first_block + b) + mma_col(e)). With x_tile = y_tile, a block of
+// the Gram matrix.
 template <int count>
-__device__ __forceinline__ void add_tile_gram(const double* tile, int ld, int row_block, int first_block,
-                                              double (&sum)[count][4]) {
+__device__ __forceinline__ void add_tile_product(const double* x_tile, const double* y_tile, int ld,
+                                                 int row_block, int first_block, double (&sum)[count][4]) {
   const int lane = threadIdx.x & 31, group = lane >> 2, in_group = lane & 3;
-  const double* a = tile + (16 * row_block + group) * ld + in_group;
-  const double* b = tile + (8 * first_block + group) * ld + in_group;
-  // Unrolled 4 times the partials needed 150 registers, more than their 4 blocks per SM allow.
-#pragma unroll 2
+  const double* a = x_tile + (16 * row_block + group) * ld + in_group;
+  const double* b = y_tile + (8 * first_block + group) * ld + in_group;
+  // Unrolled 4 times the partials needed 150 registers, more than their 4 blocks per SM allow. A
+  // single block (a solve's share) is unrolled whole: every load is issued before the products
+  // wait on them, which matters where y_tile is another block's shared memory.
+  constexpr int unroll = count == 1 ? gram_tile_rows / 4 : 2;
+#pragma unroll unroll
   for (int k = 0; k < gram_tile_rows; k += 4)
 #pragma unroll
     for (int nt = 0; nt < count; ++nt) mma_16x8x4(sum[nt], a[k], a[8 * ld + k], b[8 * nt * ld + k]);
 }
-// The same in float, with FMAs: a thread's patch of G, rows i0 .. i0 + R - 1 against columns
+// The same in float, with FMAs: a thread's patch, X's columns i0 .. i0 + R - 1 against Y's
 // j0 .. j0 + C - 1, accumulated in sum[c][r].
 template <int R, int C>
-__device__ __forceinline__ void add_tile_gram(const float* tile, int ld, int i0, int j0, float (&sum)[C][R]) {
+__device__ __forceinline__ void add_tile_product(const float* x_tile, const float* y_tile, int ld, int i0, int j0,
+                                                 float (&sum)[C][R]) {
 #pragma unroll 4
   for (int k = 0; k < gram_tile_rows; ++k)
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int c = 0; c < C; ++c)
-        sum[c][r] = fma(tile[(i0 + r) * ld + k], tile[(j0 + c) * ld + k], sum[c][r]);
+        sum[c][r] = fma(x_tile[(i0 + r) * ld + k], y_tile[(j0 + c) * ld + k], sum[c][r]);
 }
-
 // A 32 x 32 product shared by the gram_threads threads of a block (the partials' Gram, the
 // all-pairs test's pair of groups): in double warp w holds the 16 x 16 quarter at rows 16 (w % 2)
 // and column blocks 2 (w / 2) + b, element a of block b as add_tile_gram lays it out; in float
@@ -756,9 +762,9 @@ struct GramQuarter {
   __device__ __forceinline__ void add_tile(const T* tile, int ld, int first_column) {
     const int warp = threadIdx.x >> 5;
     if constexpr (sizeof(T) == 8)
-      add_tile_gram(tile, ld, warp % 2, first_column / 8 + 2 * (warp / 2), sum);
+      add_tile_product(tile, tile, ld, warp % 2, first_column / 8 + 2 * (warp / 2), sum);
     else
-      add_tile_gram(tile, ld, 2 * (threadIdx.x % 16), first_column + 4 * (threadIdx.x / 16), sum);
+      add_tile_product(tile, tile, ld, 2 * (threadIdx.x % 16), first_column + 4 * (threadIdx.x / 16), sum);
   }
   // Row and column in the product of sum[b][a].
   __device__ __forceinline__ static int row(int b, int a) {
@@ -830,12 +836,14 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
 template <class T>
 struct SolveGramPatch {
   std::conditional_t<sizeof(T) == 8, double[1][4], float[2][2]> sum = {};
-  __device__ __forceinline__ void add_tile(const T* tile, int ld) {
+  __device__ __forceinline__ void add_tile(const T* tile, int ld) { add_tiles(tile, tile, ld); }
+  // The same share of X^T Y, X's columns in x_tile and Y's in y_tile.
+  __device__ __forceinline__ void add_tiles(const T* x_tile, const T* y_tile, int ld) {
     const int warp = threadIdx.x >> 5;
     if constexpr (sizeof(T) == 8)
-      add_tile_gram(tile, ld, warp % 2, warp / 2, sum);
+      add_tile_product(x_tile, y_tile, ld, warp % 2, warp / 2, sum);
     else
-      add_tile_gram(tile, ld, 2 * (threadIdx.x % 16), 2 * (threadIdx.x / 16), sum);
+      add_tile_product(x_tile, y_tile, ld, 2 * (threadIdx.x % 16), 2 * (threadIdx.x / 16), sum);
   }
   // Calls put(k, l, G_kl) for each element of the patch.
   template <class Put>
@@ -933,22 +941,22 @@ struct SolveShared {
 };
 static_assert(4 * SolveShared<double>::buffer_size >= 2 * gram_width * (gram_tile_rows + 4), "form_gram's tiles fit");
 
-// The solve's result: whether the pair was rotated (false: orthogonal to tol, nothing changed),
-// lane l's G_ll as formed, and which buffer holds the final G and Q.
+// The solve's result: the test's largest cosine, whether the pair was rotated (false: orthogonal to
+// tol, nothing changed), lane l's G_ll as formed, and which buffer holds the final G and Q.
 template <class T>
 struct PairSolve {
+  T off = 0;
   bool rotated = false;
   T diagonal = 0;
   int now = 0;
 };
 
 // Tests the pair on G (in g(0), seat order, and x[kk] = G_kl, k = k0 + kk, l = lane) and, when it
-// is not orthogonal to tol, runs the inner rounds; raises the matrix's off_bits to the test's
-// largest cosine. Every thread of the block calls it; it ends on a barrier.
+// is not orthogonal to tol, runs the inner rounds. Every thread of the block calls it; it ends on
+// a barrier.
 template <class T>
-__device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std::int64_t matrix,
-                                                   const InnerOrder& order, SolveShared<T>& sh,
-                                                   const T (&x)[solve_rows]) {
+__device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, const InnerOrder& order,
+                                                   SolveShared<T>& sh, const T (&x)[solve_rows]) {
   constexpr int pairs = gram_width / 2, ld = SolveShared<T>::ld;
   static_assert(pairs * pairs == gram_solve_threads, "a thread per 2 x 2 block of G");
   constexpr unsigned full = 0xffffffffu;
@@ -975,8 +983,7 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, std:
   __syncthreads();
 #pragma unroll
   for (int p = 0; p < solve_parts; ++p) off = fmax(off, sh.part_max[p]);
-  if (threadIdx.x == 0 && off > 0)
-    atomicMax(&G.off_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
+  result.off = off;
   result.rotated = off > G.P.tol;
   if (!result.rotated) return result;  // orthogonal: W and V stay, the ring's swap moves the blocks on
 
@@ -1115,7 +1122,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
-  const PairSolve<T> solved = solve_pair(G, matrix, order, sh, x);
+  const PairSolve<T> solved = solve_pair(G, order, sh, x);
+  if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
   if (!solved.rotated) {
     if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
@@ -1183,20 +1191,25 @@ struct RowsTimesQ {
           for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
     }
   }
-  // Writes the product's output k, row r at out[k * ldo + r].
-  __device__ __forceinline__ void stage(T* out, int ldo) const {
+  // Writes the product's output k, row r at low[k * ldo + r] for k < 16, else at
+  // high[(k - 16) * ldo + r].
+  __device__ __forceinline__ void stage(T* low, T* high, int ldo) const {
     const int warp = threadIdx.x >> 5;
 #pragma unroll
     for (int a = 0; a < 4; ++a)
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
         constexpr int row_groups = gram_apply_rows / 4;
-        if constexpr (sizeof(T) == 8)
-          out[(8 * a + mma_col(b)) * ldo + 16 * warp + mma_row(b)] = sum[a][b];
-        else
-          out[(4 * (threadIdx.x / row_groups) + b) * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
+        if constexpr (sizeof(T) == 8) {  // outputs 8a .. 8a + 7
+          (a < 2 ? low : high)[(8 * (a % 2) + mma_col(b)) * ldo + 16 * warp + mma_row(b)] = sum[a][b];
+        } else {
+          const int k = 4 * (threadIdx.x / row_groups) + b;
+          (k < gram_block ? low : high)[k % gram_block * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
+        }
       }
   }
+  // Output k, row r at out[k * ldo + r].
+  __device__ __forceinline__ void stage(T* out, int ldo) const { stage(out, out + gram_block * ldo, ldo); }
 };
 
 // Stores `tile_rows` staged rows of 32 outputs (output k's rows at out[k * ldo]) to rows
@@ -1375,7 +1388,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   if (active) {
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
-    const PairSolve<T> solved = solve_pair(G, matrix, order, sh, x);
+    const PairSolve<T> solved = solve_pair(G, order, sh, x);
+    if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
     T* norms = G.norms_of(matrix);
     if (!solved.rotated) {
       if (block_rank == 0 && part_index == 0) {
@@ -1420,17 +1434,325 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   cluster.barrier_wait();
 }
 
+// One block's share of `rows` rows split over `blocks` blocks, in whole tiles.
+int row_share(int rows, int blocks) { return round_up((rows + blocks - 1) / blocks, gram_tile_rows); }
+
 // The cluster size and rows per block of the fused round for an M x N matrix (V's rows too when
 // uv): the fewest blocks whose shares fit `max_rows`; cluster 0 when none does.
 FusedShape fused_shape(int M, int N, bool uv, int max_rows) {
-  const auto share = [](int rows, int blocks) {
-    return ((rows + blocks - 1) / blocks + gram_tile_rows - 1) / gram_tile_rows * gram_tile_rows;
-  };
   for (int blocks = 1; blocks <= fused_max_cluster; ++blocks) {
-    const int w_rows = share(M, blocks), v_rows = uv ? share(N, blocks) : 0;
+    const int w_rows = row_share(M, blocks), v_rows = uv ? row_share(N, blocks) : 0;
     if (w_rows + v_rows <= max_rows) return {blocks, w_rows, v_rows};
   }
   return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Gram schedule in one cluster per matrix (the ladder's rung 14), for matrices whose pairs of
+// blocks and rows fit one cluster: every sweep in one launch, the columns in shared memory from
+// the first round to the last. Block (p, h) of the cluster (the h-th of `split` blocks of pair p)
+// holds share h of the rows of W and V for the 32 columns of positions 2p and 2p + 1, the ring's
+// pair in even rounds, and a third half for position 2p + 2, which pair p + 1's blocks lend it
+// for an odd round: they write their outputs of position 2p + 2 straight into its shared memory,
+// and it writes its outputs of that position back into theirs. A cluster barrier then ends the
+// round: no launch, no load of the rows through L2 and no store (on the H200, double, a fused
+// round of 100 x 100 spent 1.6 us loading, 1.0 storing and 0.8 to the next launch). Reading the
+// lent half from the neighbour after the barrier instead took the same time (100 x 100: 878
+// against 877 us for the kernel under Nsight Compute).
+// The positions start in column order and are never sorted: the sweeps alternate the direction
+// of the pairs' outputs instead (the larger half to the higher position in even sweeps, to the
+// lower one in odd ones), so that the ring carries the columns back and forth as the sorted start
+// of each fused sweep does (sorted at the start, on the H200 in double 100 x 100 took 695 and 697
+// us over two seeds against 691 and 684, 125 x 125 727 and 725 against 696 and 705, the same
+// sweeps). A pair that is orthogonal swaps its halves, so a sweep
+// that rotates nothing pairs every two blocks once and every two columns of a block in its first
+// round: its verdict is the whole matrix's. The all-pairs test (cluster_all_pairs_test) mostly
+// stands for that sweep.
+constexpr int cluster_sweeps_max_blocks = 8;  // the portable cluster size
+constexpr int cluster_sweeps_max_rows = 2 * fused_chunk_rows;
+struct ClusterShape {
+  int pairs = 0;               // pairs of blocks of the ring; 0: the matrix does not fit
+  int split = 0;               // blocks per pair, each with a share of the rows
+  int w_rows = 0, v_rows = 0;  // rows of W and of V per block: multiples of gram_tile_rows
+  int ldt = 0;                 // a slot's stride: its rows rounded up to whole products, plus 4
+  __host__ __device__ int blocks() const { return pairs * split; }
+};
+template <class T>
+std::size_t cluster_shared_bytes(const ClusterShape& shape) {
+  return sizeof(T) * (3 * gram_block * std::size_t(shape.ldt) + gram_width * (apply_ldq + gram_width));
+}
+
+// The shape for an M x N matrix of `block_positions` positions (V's rows too when uv): the fewest
+// blocks per pair whose shares are one product of rows, else two.
+ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
+  const int pairs = block_positions / 2;
+  for (const int max_rows : {fused_chunk_rows, cluster_sweeps_max_rows})
+    for (int split = 1; split * pairs <= cluster_sweeps_max_blocks; ++split) {
+      const int w_rows = row_share(M, split), v_rows = uv ? row_share(N, split) : 0;
+      if (w_rows + v_rows <= max_rows)
+        return {pairs, split, w_rows, v_rows, round_up(w_rows + v_rows, fused_chunk_rows) + 4};
+    }
+  return {};
+}
+
+// The all-pairs test inside the cluster (as gram_all_pairs_test does for the fused rounds): after a
+// sweep whose largest cosine was at most sqrt(tol), the largest scaled off-diagonal over every
+// pair of the matrix's columns, the same in every block; when it is within tol, it stands for the
+// sweep that would rotate nothing. Jacobi converges quadratically: after a sweep at x the pairs
+// are off by about x^2, so a test after larger ones mostly fails (100 x 100 met 4.2e-5 in its
+// eighth sweep and 1.9e-13 in its ninth; at the fused path's threshold, tol^(1/4), it tested after
+// both). On the H200, double, against no test in the same run: 100 x 100 621 and 615 us over two
+// seeds against 679 and 675; 125 x 125 626 and 636 against 689 and 701 (the same sweeps). Group p,
+// the 32 columns of positions 2p and 2p + 1 (slots 0..31 of pair p's blocks), forms its shares of
+// its products with groups p + d (mod P) for d = 0 .. P / 2 (of two groups P / 2 apart only the
+// lower one), reading the other group's rows from the shared memory of the block with the same
+// rows, into `products` (d at [d * 1024]). After a barrier block h of pair p adds up the shares of
+// d = h, h + split, ... and scales them by the column norms, the diagonals of d = 0. Every thread of
+// every block calls it.
+constexpr int cluster_test_products = 4;  // held by SolveShared's buffers: P up to 7
+static_assert(cluster_test_products * gram_width * gram_width <= 4 * SolveShared<float>::buffer_size,
+              "the test's products fit the solve's buffers");
+template <class T>
+__device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster, const ClusterShape& shape,
+                                    T* slots, T* products, T* norms, T& block_max,
+                                    unsigned long long* team_scratch) {
+  const int P = shape.pairs, rank = int(cluster.block_rank()), pair = rank / shape.split;
+  const int share = rank % shape.split;
+  const auto formed = [&](int group, int d) { return !(2 * d == P && group >= d); };
+  for (int d = 0; 2 * d <= P; ++d) {
+    if (!formed(pair, d)) continue;
+    const T* other = cluster.map_shared_rank(slots, (pair + d) % P * shape.split + share);
+    SolveGramPatch<T> patch;
+    for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tiles(slots + r, other + r, shape.ldt);
+    T* const product = products + d * gram_width * gram_width;
+    patch.for_each([&](int k, int l, T value) { product[k * gram_width + l] = value; });
+  }
+  cluster.sync();  // every block's shares are in
+  T off = 0;
+  for (int d = share; 2 * d <= P; d += shape.split) {
+    if (!formed(pair, d)) continue;
+    const int other = (pair + d) % P;
+    __syncthreads();  // the previous products' norms are read
+    if (threadIdx.x < 2 * gram_width) {  // the two groups' column norms, from their diagonal products
+      const int group = threadIdx.x < gram_width ? pair : other, k = threadIdx.x % gram_width;
+      T norm = 0;
+      for (int h = 0; h < shape.split; ++h)
+        norm += cluster.map_shared_rank(products, group * shape.split + h)[k * (gram_width + 1)];
+      norms[threadIdx.x] = norm;
+    }
+    __syncthreads();
+    constexpr int per_thread = gram_width * gram_width / gram_solve_threads;
+    T product[per_thread] = {};
+    for (int h = 0; h < shape.split; ++h) {
+      const T* shares = cluster.map_shared_rank(products, pair * shape.split + h) + d * gram_width * gram_width;
+#pragma unroll
+      for (int i = 0; i < per_thread; ++i) product[i] += shares[threadIdx.x + i * gram_solve_threads];
+    }
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int k = (threadIdx.x + i * gram_solve_threads) / gram_width, l = threadIdx.x % gram_width;
+      if (d > 0 || k < l)  // 0 for padding: a zero column
+        off = fmax(off, scaled_off_diagonal(norms[k], norms[gram_width + l], product[i]));
+    }
+  }
+  off = BlockTeam{team_scratch}.max(off);
+  if (threadIdx.x == 0) block_max = off;
+  cluster.sync();  // every block's largest is in, and every share read
+  for (int r = 0; r < shape.blocks(); ++r) off = fmax(off, *cluster.map_shared_rank(&block_max, r));
+  return off;
+}
+
+template <class T>
+__global__ void __launch_bounds__(gram_solve_threads, 1)
+    gram_cluster_sweeps(GlobalState<T> G, ClusterShape shape) {
+  namespace cg = cooperative_groups;
+  constexpr unsigned full = 0xffffffffu;
+  constexpr int ld = SolveShared<T>::ld, ldq = apply_ldq;
+  wait_for_previous_kernel();
+  extern __shared__ __align__(16) unsigned char cluster_shared[];
+  __shared__ __align__(16) SolveShared<T> sh;
+  __shared__ int ids[3 * gram_block];  // each slot's column (>= N: padding)
+  __shared__ T block_off;              // the block's largest cosine of the sweep just ended
+  __shared__ T block_test;             // the block's largest in the all-pairs test
+  __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
+  __shared__ T test_norms[2 * gram_width];
+  __shared__ unsigned long long team_scratch[32];
+  const int ldt = shape.ldt;
+  T* const slots = reinterpret_cast<T*>(cluster_shared);  // row r of slot s at slots[s * ldt + r]
+  T* const q = slots + 3 * gram_block * ldt;              // Q, output k at column k: Q_sk at q[s * ldq + k]
+  T* const part = q + gram_width * ldq;                   // this block's part of G, G_kl at k * 32 + l
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = int(cluster.block_rank()), pair = rank / shape.split;
+  const std::int64_t matrix = blockIdx.x / shape.blocks();
+  if (!G.active[matrix]) return;  // uniform over the cluster
+  const int lane = threadIdx.x & 31, k0 = (threadIdx.x >> 5) * solve_rows;
+  const int w0 = rank % shape.split * shape.w_rows, v0 = rank % shape.split * shape.v_rows;
+  const int rows = shape.w_rows + shape.v_rows;
+  T* W = G.w(matrix);
+  T* V = G.v(matrix);
+
+  // Positions 2p and 2p + 1 (slots 0..31), columns 32p .. 32p + 31: W's rows first, then V's; the
+  // rows past them zero.
+  {
+    const int column = 2 * pair * gram_block + lane;
+    if (threadIdx.x < gram_width) ids[threadIdx.x] = column;
+    const auto column_of = [&](int slot) { return __shfl_sync(full, column, slot); };
+    for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
+      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(slots + r, ldt, W, G.ldw, G.M, G.N,
+                                                                            w0 + r, column_of);
+    for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
+      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
+          slots + shape.w_rows + r, ldt, V, G.ldv, G.N, G.N, v0 + r, column_of);
+    commit_copies();
+    for (int e = threadIdx.x; e < 3 * gram_block * (ldt - rows); e += gram_solve_threads)
+      slots[e / (ldt - rows) * ldt + rows + e % (ldt - rows)] = T(0);
+    wait_copies<0>();
+  }
+  cluster.sync();  // the neighbours' slots are ready for this block's outputs
+
+  const int rounds = 2 * shape.pairs;
+  T sweep_off = 0, off = 0;
+  int sweep = 0;
+  for (int step = 0;; ++step) {
+    const int round = step % rounds;
+    const bool odd = round & 1;
+    if (step > 0) {
+      cluster.sync();  // the previous round's outputs are in, in every block
+      if (round == 0) {  // a sweep ended: every block reads every block's largest cosine
+        off = 0;
+        for (int r = 0; r < shape.blocks(); ++r) off = fmax(off, *cluster.map_shared_rank(&block_off, r));
+        ++sweep;
+        if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
+        if (off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) {
+          const T tested =
+              cluster_all_pairs_test(cluster, shape, slots, sh.buffers, test_norms, block_test, team_scratch);
+          if (!(tested > G.P.tol)) {  // the test counts as the last sweep
+            ++sweep;
+            off = tested;
+            break;
+          }
+        }
+        sweep_off = 0;
+      }
+    }
+    // The round's 32 slots: positions 2p, 2p + 1, or in an odd round 2p + 1, 2p + 2 (the last pair
+    // then has no partner).
+    T* const tile = slots + (odd ? gram_block : 0) * ldt;
+    int* const tile_ids = ids + (odd ? gram_block : 0);
+    const bool works = !odd || pair + 1 < shape.pairs;
+    const int column = tile_ids[lane];
+    if (works) {
+      SolveGramPatch<T> patch;
+      for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tile(tile + r, ldt);
+      patch.for_each([&](int k, int l, T value) { part[k * gram_width + l] = value; });
+    }
+    if (shape.split > 1)
+      cluster.sync();  // the pair's parts are in
+    else
+      __syncthreads();
+    if (works) {
+      const InnerOrder order{!inner_sweep_is_full(round, rounds, gram_full_inner_period)};
+      const int lane_column = seat_column(order.seat(lane));
+      T x[solve_rows] = {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
+      for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r) {
+        const T* other = cluster.map_shared_rank(part, r);
+#pragma unroll
+        for (int kk = 0; kk < solve_rows; ++kk) x[kk] += other[(k0 + kk) * gram_width + lane];
+      }
+#pragma unroll
+      for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
+      const PairSolve<T> solved = solve_pair(G, order, sh, x);
+      sweep_off = fmax(sweep_off, solved.off);
+      // Where the round's outputs go, slots 0..15 to `low` and 16..31 to `high`: the half that the
+      // next round's pair borrows (after an even round, position 2p to pair p - 1's third half) or
+      // returns (after an odd one, 2p + 2 to pair p + 1's first) goes straight to the neighbour.
+      T* low = tile;
+      int* low_ids = tile_ids;
+      T* high = tile + gram_block * ldt;
+      int* high_ids = tile_ids + gram_block;
+      if (odd) {
+        high = cluster.map_shared_rank(slots, rank + shape.split);
+        high_ids = cluster.map_shared_rank(ids, rank + shape.split);
+      } else if (pair > 0) {
+        low = cluster.map_shared_rank(slots, rank - shape.split) + gram_width * ldt;
+        low_ids = cluster.map_shared_rank(ids, rank - shape.split) + gram_width;
+      }
+      if (!solved.rotated) {
+        // Left alone, the pair's halves still trade positions, as the fused round's do.
+        for (int e = threadIdx.x; e < gram_block * ldt; e += gram_solve_threads) {
+          const T first = tile[e], second = tile[e + gram_block * ldt];
+          low[e] = second;
+          high[e] = first;
+        }
+        if (threadIdx.x < gram_block) {
+          low_ids[threadIdx.x] = tile_ids[threadIdx.x + gram_block];
+          high_ids[threadIdx.x] = column;
+        }
+      } else {
+        T eigenvalue;
+        const int output = rank_outputs(sh, solved.now, order, column, column < G.N, eigenvalue);
+        // Even sweeps send the larger half to the higher position, odd ones to the lower: output
+        // k lands in slot (k + 16) mod 32 or k.
+        const int to = sweep % 2 == 0 ? (output + gram_block) % gram_width : output;
+        const T* const q_now = sh.buffers + (2 + solved.now) * SolveShared<T>::buffer_size;
+#pragma unroll
+        for (int kk = 0; kk < solve_rows; ++kk) q[(k0 + kk) * ldq + to] = q_now[(k0 + kk) * ld + lane_column];
+        const int output_column = sh.slot_column[output];
+        __syncthreads();  // Q is in
+        for (int c = 0; c < rows; c += fused_chunk_rows) {
+          RowsTimesQ<T> product;
+          product.multiply(tile + c, ldt, q, ldq);
+          // The chunk's inputs are read: its outputs may take their place. In double a warp reads
+          // and writes only its own 16 rows; in float a thread's outputs are other warps' inputs.
+          if constexpr (sizeof(T) == 8)
+            __syncwarp();
+          else
+            __syncthreads();
+          product.stage(low + c, high + c, ldt);
+        }
+        if (threadIdx.x < gram_width) (to < gram_block ? low_ids : high_ids)[to % gram_block] = output_column;
+      }
+    }
+    if (round == rounds - 1 && threadIdx.x == 0) block_off = sweep_off;
+  }
+
+  // Sigma of each column (the pair's blocks' shares of its squared norm added in rank order, the
+  // same in each), then positions 2p and 2p + 1 back to their columns, W's divided by sigma when
+  // the vectors are wanted: global_column_norms and global_normalize for the other schedules.
+  for (int s = threadIdx.x >> 5; s < gram_width; s += solve_parts) {
+    T sum = 0;
+    for (int r = lane; r < shape.w_rows; r += 32) sum = fma(slots[s * ldt + r], slots[s * ldt + r], sum);
+    sum = group_sum(sum, 32);
+    if (lane == 0) column_norms[s] = sum;
+  }
+  cluster.sync();  // the pair's shares are in
+  if (threadIdx.x < gram_width) {
+    T sum = 0;
+    for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r)
+      sum += cluster.map_shared_rank(column_norms, r)[threadIdx.x];
+    const T sigma = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+    sigmas[threadIdx.x] = sigma;
+    if (rank % shape.split == 0 && ids[threadIdx.x] < G.N) G.norms_of(matrix)[ids[threadIdx.x]] = sigma;
+  }
+  __syncthreads();
+  if (G.P.uv)
+    for (int e = threadIdx.x; e < gram_width * shape.w_rows; e += gram_solve_threads) {
+      const int s = e / shape.w_rows, r = e % shape.w_rows;
+      if (sigmas[s] > 0) slots[s * ldt + r] /= sigmas[s];
+    }
+  __syncthreads();
+  for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
+    store_columns<gram_tile_rows, gram_solve_threads>(slots + r, ldt, W, G.ldw, G.M, w0 + r, ids, G.N);
+  for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
+    store_columns<gram_tile_rows, gram_solve_threads>(slots + shape.w_rows + r, ldt, V, G.ldv, G.N, v0 + r,
+                                                      ids, G.N);
+  if (rank == 0 && threadIdx.x == 0) {
+    G.sweeps[matrix] = sweep;
+    G.converged[matrix] = !(off > G.P.tol);
+    G.off_bits[matrix] = static_cast<unsigned long long>(__double_as_longlong(double(off)));
+    G.active[matrix] = 0;
+  }
+  cluster.sync();  // no block leaves while another may still read its shared memory
 }
 
 // The all-pairs test (jacobi_math.hpp): whether the columns are orthogonal to tol after a sweep
@@ -1538,8 +1860,7 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
     if (lane == 0) off = fmax(off, scaled_off_diagonal(pp.value(), qq.value(), dot.value()));
   }
   off = BlockTeam{team_scratch}.max(off);
-  if (threadIdx.x == 0 && off > 0)
-    atomicMax(&G.test_bits[matrix], static_cast<unsigned long long>(__double_as_longlong(double(off))));
+  if (threadIdx.x == 0) raise_to(&G.test_bits[matrix], double(off));
 }
 
 // A block per matrix and pair of column groups.
@@ -1700,6 +2021,24 @@ void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, i
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// How many clusters of `cluster` blocks of gram_solve_threads threads with `bytes` of dynamic
+// shared memory each the device holds at once, for a grid of `clusters` of them.
+template <class... Parameters>
+int max_active_clusters(void (*kernel)(Parameters...), std::int64_t clusters, int cluster, std::size_t bytes) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(clusters * cluster));
+  config.blockDim = dim3(unsigned(gram_solve_threads));
+  config.dynamicSmemBytes = bytes;
+  cudaLaunchAttribute dimension{};
+  dimension.id = cudaLaunchAttributeClusterDimension;
+  dimension.val.clusterDim = {unsigned(cluster), 1, 1};
+  config.attrs = &dimension;
+  config.numAttrs = 1;
+  int active = 0;
+  ROOFLAB_CUDA("svd", cudaOccupancyMaxActiveClusters(&active, kernel, &config));
+  return active;
+}
+
 // Consecutive pieces of one scratch allocation: sizes from aligned() keep every piece aligned.
 class ScratchPieces {
  public:
@@ -1798,7 +2137,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   int blocked_lanes = 0, blocked_block_threads = 0;
   const bool blocked_schedule =
       schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
-  const bool gram_schedule = schedule == GlobalSchedule::gram || schedule == GlobalSchedule::gram_fused;
+  const bool gram_schedule = schedule == GlobalSchedule::gram || schedule == GlobalSchedule::gram_fused ||
+                             schedule == GlobalSchedule::gram_cluster;
   if (blocked_schedule) {
     G.block = blocked_width<T>(G.M, G.N, problem.batch);
     require(G.block > 0, op, "m, n", "columns too long for the blocked schedule's shared memory");
@@ -1857,27 +2197,30 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     require(gram_pairs * (gram_w_tiles + gram_v_tiles) < (std::int64_t(1) << 31), op, "batch",
             "too many matrices");
   }
+  // The whole iteration in a cluster per matrix where every matrix's cluster fits on the GPU at
+  // once.
+  ClusterShape cluster_sweeps;
+  if (schedule == GlobalSchedule::gram_cluster) {
+    const ClusterShape shape = cluster_shape(G.M, G.N, problem.uv, G.block_positions);
+    if (shape.pairs > 0) {
+      const std::size_t bytes = cluster_shared_bytes<T>(shape);
+      ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_cluster_sweeps<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            int(bytes)));
+      if (max_active_clusters(gram_cluster_sweeps<T>, batch, shape.blocks(), bytes) >= batch)
+        cluster_sweeps = shape;
+    }
+  }
   // The fused round where every pair of a round has its cluster on the GPU at once (else the
   // three kernels a round): blocks of one chunk of rows if such clusters fit, else of two.
   FusedShape fused;
-  if (schedule == GlobalSchedule::gram_fused) {
+  if (schedule == GlobalSchedule::gram_fused ||
+      (schedule == GlobalSchedule::gram_cluster && cluster_sweeps.pairs == 0)) {
     ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_round_fused<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           int(fused_shared_bytes<T>)));
     for (const int max_rows : {fused_preferred_rows, fused_max_rows}) {
       const FusedShape shape = fused_shape(G.M, G.N, problem.uv, max_rows);
       if (shape.cluster == 0) continue;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(unsigned(gram_pairs * shape.cluster));
-      config.blockDim = dim3(unsigned(gram_solve_threads));
-      config.dynamicSmemBytes = fused_shared_bytes<T>;
-      cudaLaunchAttribute cluster{};
-      cluster.id = cudaLaunchAttributeClusterDimension;
-      cluster.val.clusterDim = {unsigned(shape.cluster), 1, 1};
-      config.attrs = &cluster;
-      config.numAttrs = 1;
-      int clusters = 0;
-      ROOFLAB_CUDA(op, cudaOccupancyMaxActiveClusters(&clusters, gram_round_fused<T>, &config));
-      if (clusters >= gram_pairs) {
+      if (max_active_clusters(gram_round_fused<T>, gram_pairs, shape.cluster, fused_shared_bytes<T>) >= gram_pairs) {
         fused = shape;
         break;
       }
@@ -1931,8 +2274,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
   load_scaled(G, stream);
   const unsigned column_grid = grid_for(batch * G.positions, global_warps);
-  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
-                        "global_column_norms", G, false);
+  if (cluster_sweeps.pairs == 0)  // the cluster's sweeps neither sort nor track norms
+    launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
+                          "global_column_norms", G, false);
 
   // The persistent blocked kernel: as many blocks as can be resident, up to one per pair of a round.
   int persistent_blocks = 0;
@@ -2045,7 +2389,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
       launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
                             "global_sweep_end", G);
   };
-  if (persistent_blocks == 0) {
+  if (cluster_sweeps.pairs > 0) {
+    launch_after_previous(gram_cluster_sweeps<T>, batch * cluster_sweeps.blocks(), gram_solve_threads,
+                          cluster_shared_bytes<T>(cluster_sweeps), cluster_sweeps.blocks(), stream,
+                          "gram_cluster_sweeps", G, cluster_sweeps);
+  } else if (persistent_blocks == 0) {
     int queued = queue_sweep_start(0);
     for (int sweep = 0;; ++sweep) {
       queue_sweep_rest(queued);
@@ -2056,11 +2404,13 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     }
   }
 
-  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
-                        "global_column_norms", G, true);
+  if (cluster_sweeps.pairs == 0)  // the cluster's sweeps leave sigma and U themselves
+    launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
+                          "global_column_norms", G, true);
   if (problem.uv) {
-    launch_after_previous(global_normalize<T>, grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
-                          global_threads, 0, 1, stream, "global_normalize", G);
+    if (cluster_sweeps.pairs == 0)
+      launch_after_previous(global_normalize<T>, grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
+                            global_threads, 0, 1, stream, "global_normalize", G);
     launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream, "global_complete", G);
   }
   const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
@@ -2278,7 +2628,7 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
     case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
     case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
     case Path::register_ring: return run_in_registers(problem, report, stream);
-    case Path::gram: return run_global(problem, GlobalSchedule::gram_fused, report, stream);
+    case Path::gram: return run_global(problem, GlobalSchedule::gram_cluster, report, stream);
     case Path::qr_preconditioned: return run_qr_preconditioned(problem, report, stream);
   }
 }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "bench/random.hpp"
@@ -65,24 +66,31 @@ void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& 
     EXPECT_EQ(worst, 0) << what;
 }
 
-// rooflab::svd's work on one internal path instead of its dispatch; the device's status comes back
-// whole, bad_input included.
+// One internal path of rooflab::svd, or one schedule of its global-memory path.
+using Route = std::variant<jacobi::Path, jacobi::GlobalSchedule>;
+
+// rooflab::svd's work on one route instead of its dispatch; the device's status comes back whole,
+// bad_input included.
 template <class T>
-jacobi::MatrixStatus svd_on_path(jacobi::Path path, const T* A, int m, int n, int lda, T* S, T* U,
+jacobi::MatrixStatus svd_on_path(const Route& route, const T* A, int m, int n, int lda, T* S, T* U,
                                  int ldu, T* V, int ldv, const SvdOptions& options) {
   DeviceBuffer<jacobi::MatrixStatus> status(1);
   status.fill_bytes(0xFF);
   const jacobi::Problem<T> problem = jacobi::single_matrix_problem("svd", A, m, n, lda, S, U, ldu, V, ldv, options);
-  jacobi::run_path(problem, path, jacobi::Report{status.data(), nullptr}, nullptr);
+  const jacobi::Report report{status.data(), nullptr};
+  if (const auto* schedule = std::get_if<jacobi::GlobalSchedule>(&route))
+    jacobi::run_global(problem, *schedule, report, nullptr);
+  else
+    jacobi::run_path(problem, std::get<jacobi::Path>(route), report, nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return status.download()[0];
 }
 
-// Runs rooflab::svd<T> on `a` (or its work on one internal path) with leading dimensions padded
+// Runs rooflab::svd<T> on `a` (or its work on one internal route) with leading dimensions padded
 // by `pad`; checks that A and the padding of U and V are untouched.
 template <class T>
 Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 0,
-                SvdInfo* info_out = nullptr, std::optional<jacobi::Path> path = std::nullopt) {
+                SvdInfo* info_out = nullptr, std::optional<Route> path = std::nullopt) {
   const int m = a.m, n = a.n, k = std::min(m, n);
   const int lda = m + pad, ldu = m + pad, ldv = n + pad;
   std::vector<T> host_a(std::size_t(lda) * n, T(7));  // 7 in the padding
@@ -368,7 +376,8 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
     const int k = std::min(m, n);
     for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
                                 jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent,
-                                jacobi::GlobalSchedule::gram, jacobi::GlobalSchedule::gram_fused}) {
+                                jacobi::GlobalSchedule::gram, jacobi::GlobalSchedule::gram_fused,
+                                jacobi::GlobalSchedule::gram_cluster}) {
       std::vector<double> host_a = a.values;
       DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
       DeviceBuffer<jacobi::MatrixStatus> status(1);
@@ -389,30 +398,32 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
   }
 }
 
-// The fused Gram rounds (the library's Gram path where a round's clusters fit): clusters of 3 and
+// The fused Gram rounds (the library's Gram path where a round's clusters fit and the whole
+// iteration's cluster does not): clusters of 3 and
 // 5 blocks, shares of rows that end past the matrix, two chunks of rows per block (520 rows), the
 // transpose, padded leading dimensions, values only, float, and a column-graded matrix, whose small
 // singular values must keep their relative accuracy through the clusters' added parts of G.
 TEST_F(Svd, FusedGramRoundsPassLapackTests) {
+  const Route fused = jacobi::GlobalSchedule::gram_fused;
   for (const auto& [m, n] : {std::pair{300, 200}, std::pair{200, 300}, std::pair{520, 130}, std::pair{130, 520}}) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 61 + m);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, jacobi::Path::gram), name("double", m, n, 61 + m));
+    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, fused), name("double", m, n, 61 + m));
     EXPECT_TRUE(info.converged) << name("double", m, n, 61 + m);
     const cpu::Matrix af = rounded<float>(a);
-    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, jacobi::Path::gram), name("float", m, n, 61 + m));
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, fused), name("float", m, n, 61 + m));
   }
   SvdOptions values_only;
   values_only.compute_uv = false;
   const cpu::Matrix a = cpu::random_matrix(300, 200, 62);
-  const Factors values = run_svd<double>(a, values_only, 0, nullptr, jacobi::Path::gram);
+  const Factors values = run_svd<double>(a, values_only, 0, nullptr, fused);
   const std::vector<double> lapack = cpu::lapack_singular_values(a);
   double worst = 0;
   for (std::size_t l = 0; l < lapack.size(); ++l) worst = std::max(worst, std::abs(values.s[l] - lapack[l]));
   EXPECT_LE(worst / (lapack[0] * 300 * std::numeric_limits<double>::epsilon()), threshold);
   const cpu::Matrix graded = cpu::graded_matrix(300, 150, 63, 10);
   const std::vector<double> reference = cpu::lapack_singular_values(graded);
-  const Factors f = run_svd<double>(graded, {}, 0, nullptr, jacobi::Path::gram);
+  const Factors f = run_svd<double>(graded, {}, 0, nullptr, fused);
   EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11);
   EXPECT_LT(reference.back(), 1e-8 * reference.front());
   expect_accurate<double>(graded, f, name("graded double", 300, 150, 63));
@@ -422,11 +433,77 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
 // shared memory access makes the larger tests above take minutes: clusters of 3 blocks (150 x 100)
 // and of 5 (300 x 40, through the Gram path where the library would take the register ring).
 TEST_F(Svd, FusedGramRoundsInSmallClustersPassLapackTests) {
+  const Route fused = jacobi::GlobalSchedule::gram_fused;
   for (const auto& [m, n] : {std::pair{150, 100}, std::pair{300, 40}}) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 71 + m);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, jacobi::Path::gram), name("double", m, n, 71 + m));
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, fused), name("double", m, n, 71 + m));
     EXPECT_TRUE(info.converged) << name("double", m, n, 71 + m);
+  }
+}
+
+// The whole iteration in one cluster per matrix (the library's Gram path where it fits): 4 pairs of
+// 2 blocks (100 x 100, 125 x 125), products of two chunks of rows (200 x 100), 3 pairs (the
+// transpose of 128 x 90), one pair in one block (45 x 30), padded leading dimensions, values only,
+// float, a column-graded matrix, whose small singular values must keep their relative accuracy,
+// rank-deficient and zero matrices, whose vectors of sigma 0 are completed after the cluster, and a
+// matrix stopped by max_sweeps, which must say so.
+TEST_F(Svd, ClusterSweepsPassLapackTests) {
+  const Route cluster = jacobi::GlobalSchedule::gram_cluster;
+  for (const auto& [m, n] :
+       {std::pair{100, 100}, std::pair{125, 125}, std::pair{200, 100}, std::pair{90, 128}, std::pair{45, 30}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 91 + m);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, cluster), name("double", m, n, 91 + m));
+    EXPECT_TRUE(info.converged) << name("double", m, n, 91 + m);
+    EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true)) << name("double", m, n, 91 + m);
+    const cpu::Matrix af = rounded<float>(a);
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster), name("float", m, n, 91 + m));
+  }
+  SvdOptions values_only;
+  values_only.compute_uv = false;
+  const cpu::Matrix a = cpu::random_matrix(200, 100, 92);
+  const Factors values = run_svd<double>(a, values_only, 0, nullptr, cluster);
+  const std::vector<double> lapack = cpu::lapack_singular_values(a);
+  double worst = 0;
+  for (std::size_t l = 0; l < lapack.size(); ++l) worst = std::max(worst, std::abs(values.s[l] - lapack[l]));
+  EXPECT_LE(worst / (lapack[0] * 200 * std::numeric_limits<double>::epsilon()), threshold);
+  const cpu::Matrix graded = cpu::graded_matrix(128, 100, 93, 10);
+  const std::vector<double> reference = cpu::lapack_singular_values(graded);
+  const Factors f = run_svd<double>(graded, {}, 0, nullptr, cluster);
+  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11);
+  EXPECT_LT(reference.back(), 1e-8 * reference.front());
+  expect_accurate<double>(graded, f, name("graded double", 128, 100, 93));
+  const cpu::Matrix deficient = cpu::rank_deficient_matrix(100, 100, 5, 96);
+  const Factors fd = run_svd<double>(deficient, {}, 0, nullptr, cluster);
+  expect_accurate<double>(deficient, fd, name("rank 5 double", 100, 100, 96));
+  EXPECT_LT(fd.s[5], 1e-13 * fd.s[0]);
+  const cpu::Matrix zero = cpu::zeros(100, 100);
+  const Factors fz = run_svd<double>(zero, {}, 0, nullptr, cluster);
+  for (const double value : fz.s) EXPECT_EQ(value, 0);
+  const cpu::SvdAccuracy zero_accuracy =
+      cpu::svd_accuracy(zero, fz.s, fz.u, fz.v, std::numeric_limits<double>::epsilon());
+  EXPECT_EQ(zero_accuracy.residual, 0);
+  EXPECT_LE(zero_accuracy.u_orthogonality, threshold);
+  EXPECT_LE(zero_accuracy.v_orthogonality, threshold);
+  SvdOptions one_sweep;
+  one_sweep.max_sweeps = 1;
+  SvdInfo info;
+  run_svd<double>(cpu::random_matrix(100, 100, 94), one_sweep, 0, &info, cluster);
+  EXPECT_FALSE(info.converged);
+  EXPECT_EQ(info.sweeps, 1);
+  EXPECT_GT(info.off, jacobi::default_tolerance<double>(100, 100, true));
+}
+
+// The same iteration small enough for racecheck: 3 pairs of 2 blocks (70 x 70) and one block
+// (45 x 30).
+TEST_F(Svd, ClusterSweepsInSmallClustersPassLapackTests) {
+  for (const auto& [m, n] : {std::pair{70, 70}, std::pair{45, 30}}) {
+    const cpu::Matrix a = cpu::random_matrix(m, n, 95 + m);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, jacobi::GlobalSchedule::gram_cluster),
+                            name("double", m, n, 95 + m));
+    EXPECT_TRUE(info.converged) << name("double", m, n, 95 + m);
   }
 }
 
