@@ -1499,10 +1499,11 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
 // sweep whose largest cosine was at most sqrt(tol), the largest scaled off-diagonal over every
 // pair of the matrix's columns, the same in every block; when it is within tol, it stands for the
 // sweep that would rotate nothing. Jacobi converges quadratically: after a sweep at x the pairs
-// are off by about x^2, so a test after larger ones mostly fails (100 x 100 met 4.2e-5 in its
+// are off by about x^2, so a test after a larger x is likely to fail (100 x 100 met 4.2e-5 in its
 // eighth sweep and 1.9e-13 in its ninth; at the fused path's threshold, tol^(1/4), it tested after
-// both). On the H200, double, against no test in the same run: 100 x 100 621 and 615 us over two
-// seeds against 679 and 675; 125 x 125 626 and 636 against 689 and 701 (the same sweeps). Group p,
+// both, and the first test failed). On the H200, double, against no test in the same run: 100 x
+// 100 621 and 615 us over two seeds against 679 and 675; 125 x 125 626 and 636 against 689 and 701
+// (the same sweeps). Group p,
 // the 32 columns of positions 2p and 2p + 1 (slots 0..31 of pair p's blocks), forms its shares of
 // its products with groups p + d (mod P) for d = 0 .. P / 2 (of two groups P / 2 apart only the
 // lower one), reading the other group's rows from the shared memory of the block with the same
@@ -1514,7 +1515,7 @@ static_assert(cluster_test_products * gram_width * gram_width <= 4 * SolveShared
               "the test's products fit the solve's buffers");
 template <class T>
 __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster, const ClusterShape& shape,
-                                    T* slots, T* products, T* norms, T& block_max,
+                                    const T* slots, T* products, T* norms, T& block_max,
                                     unsigned long long* team_scratch) {
   const int P = shape.pairs, rank = int(cluster.block_rank()), pair = rank / shape.split;
   const int share = rank % shape.split;
