@@ -127,6 +127,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 template <class T>
 bool blocked_fits(int m, int n);
 
+// Does GlobalSchedule::gram_cluster take `batch` m x n matrices in one cluster each (rather than
+// falling back to the fused rounds)?
+template <class T>
+bool runs_in_one_cluster(int m, int n, bool uv, int batch);
+
 // The fastest path for `batch` m x n matrices (estimates from the ladders' measurements), and
 // the call that runs a problem on a path.
 template <class T>

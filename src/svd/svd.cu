@@ -2114,11 +2114,30 @@ int blocked_threads(int M, int block) {
   return std::clamp(block * lanes, 32, blocked_max_threads);
 }
 
+// The cluster for `batch` M x N matrices when they fit and every matrix's cluster is on the GPU at
+// once; pairs 0 otherwise.
+template <class T>
+ClusterShape cluster_sweeps_shape(int M, int N, bool uv, std::int64_t batch) {
+  const int blocks = (N + gram_block - 1) / gram_block;
+  const ClusterShape shape = cluster_shape(M, N, uv, blocks + (blocks & 1));
+  if (shape.pairs == 0) return {};
+  const std::size_t bytes = cluster_shared_bytes<T>(shape);
+  ROOFLAB_CUDA("svd", cudaFuncSetAttribute(gram_cluster_sweeps<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(bytes)));
+  if (max_active_clusters(gram_cluster_sweeps<T>, batch, shape.blocks(), bytes) < batch) return {};
+  return shape;
+}
+
 }  // namespace
 
 template <class T>
 bool blocked_fits(int m, int n) {
   return blocked_width<T>(std::max(m, n), std::min(m, n), 1) > 0;
+}
+
+template <class T>
+bool runs_in_one_cluster(int m, int n, bool uv, int batch) {
+  return cluster_sweeps_shape<T>(std::max(m, n), std::min(m, n), uv, batch).pairs > 0;
 }
 
 template <class T>
@@ -2200,17 +2219,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   }
   // The whole iteration in a cluster per matrix where every matrix's cluster fits on the GPU at
   // once.
-  ClusterShape cluster_sweeps;
-  if (schedule == GlobalSchedule::gram_cluster) {
-    const ClusterShape shape = cluster_shape(G.M, G.N, problem.uv, G.block_positions);
-    if (shape.pairs > 0) {
-      const std::size_t bytes = cluster_shared_bytes<T>(shape);
-      ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_cluster_sweeps<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            int(bytes)));
-      if (max_active_clusters(gram_cluster_sweeps<T>, batch, shape.blocks(), bytes) >= batch)
-        cluster_sweeps = shape;
-    }
-  }
+  const ClusterShape cluster_sweeps = schedule == GlobalSchedule::gram_cluster
+                                         ? cluster_sweeps_shape<T>(G.M, G.N, problem.uv, batch)
+                                         : ClusterShape{};
   // The fused round where every pair of a round has its cluster on the GPU at once (else the
   // three kernels a round): blocks of one chunk of rows if such clusters fit, else of two.
   FusedShape fused;
@@ -2642,6 +2653,8 @@ template void run_global<float>(const Problem<float>&, GlobalSchedule, const Rep
 template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&, cudaStream_t);
 template bool blocked_fits<float>(int, int);
 template bool blocked_fits<double>(int, int);
+template bool runs_in_one_cluster<float>(int, int, bool, int);
+template bool runs_in_one_cluster<double>(int, int, bool, int);
 
 }  // namespace rooflab::jacobi
 

@@ -399,10 +399,10 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
 }
 
 // The fused Gram rounds (the library's Gram path where a round's clusters fit and the whole
-// iteration's cluster does not): clusters of 3 and
-// 5 blocks, shares of rows that end past the matrix, two chunks of rows per block (520 rows), the
-// transpose, padded leading dimensions, values only, float, and a column-graded matrix, whose small
-// singular values must keep their relative accuracy through the clusters' added parts of G.
+// iteration's cluster does not): clusters of 3 and 5 blocks, shares of rows that end past the
+// matrix, two chunks of rows per block (520 rows), the transpose, padded leading dimensions, values
+// only, float, and a column-graded matrix, whose small singular values must keep their relative
+// accuracy through the clusters' added parts of G.
 TEST_F(Svd, FusedGramRoundsPassLapackTests) {
   const Route fused = jacobi::GlobalSchedule::gram_fused;
   for (const auto& [m, n] : {std::pair{300, 200}, std::pair{200, 300}, std::pair{520, 130}, std::pair{130, 520}}) {
@@ -452,6 +452,8 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
   const Route cluster = jacobi::GlobalSchedule::gram_cluster;
   for (const auto& [m, n] :
        {std::pair{100, 100}, std::pair{125, 125}, std::pair{200, 100}, std::pair{90, 128}, std::pair{45, 30}}) {
+    ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
+    ASSERT_TRUE(jacobi::runs_in_one_cluster<float>(m, n, true, 1)) << m << " x " << n;
     const cpu::Matrix a = cpu::random_matrix(m, n, 91 + m);
     SvdInfo info;
     expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, cluster), name("double", m, n, 91 + m));
@@ -462,6 +464,7 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
   }
   SvdOptions values_only;
   values_only.compute_uv = false;
+  ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(200, 100, false, 1));
   const cpu::Matrix a = cpu::random_matrix(200, 100, 92);
   const Factors values = run_svd<double>(a, values_only, 0, nullptr, cluster);
   const std::vector<double> lapack = cpu::lapack_singular_values(a);
@@ -499,6 +502,7 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
 // (45 x 30).
 TEST_F(Svd, ClusterSweepsInSmallClustersPassLapackTests) {
   for (const auto& [m, n] : {std::pair{70, 70}, std::pair{45, 30}}) {
+    ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
     const cpu::Matrix a = cpu::random_matrix(m, n, 95 + m);
     SvdInfo info;
     expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, jacobi::GlobalSchedule::gram_cluster),
