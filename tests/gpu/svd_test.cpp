@@ -45,25 +45,29 @@ struct Factors {
   cpu::Matrix u, v;
 };
 
-// ddrvbd's ratios, S descending and non-negative, and S against LAPACK dgesvj (in units of
-// ulp * s_max * max(m, n)).
+// S against LAPACK dgesvj, in units of ulp * s_max * max(m, n) (exactly, for a zero matrix).
 template <class T>
-void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& what) {
-  const double ulp = std::numeric_limits<T>::epsilon();
-  const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, ulp);
-  EXPECT_TRUE(accuracy.s_descending_nonnegative) << what;
-  EXPECT_LE(accuracy.residual, threshold) << what;
-  EXPECT_LE(accuracy.u_orthogonality, threshold) << what;
-  EXPECT_LE(accuracy.v_orthogonality, threshold) << what;
+void expect_values_match_lapack(const cpu::Matrix& a, const std::vector<double>& s, const std::string& what) {
   const std::vector<double> reference = cpu::lapack_singular_values(a);
-  ASSERT_EQ(reference.size(), f.s.size()) << what;
+  ASSERT_EQ(reference.size(), s.size()) << what;
   double worst = 0;
-  for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(f.s[l] - reference[l]));
-  const double scale = reference[0] * std::max(a.m, a.n) * ulp;
+  for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(s[l] - reference[l]));
+  const double scale = reference[0] * std::max(a.m, a.n) * std::numeric_limits<T>::epsilon();
   if (reference[0] > 0)
     EXPECT_LE(worst / scale, threshold) << what;
   else
     EXPECT_EQ(worst, 0) << what;
+}
+
+// ddrvbd's ratios, S descending and non-negative, and S against LAPACK dgesvj.
+template <class T>
+void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& what) {
+  const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<T>::epsilon());
+  EXPECT_TRUE(accuracy.s_descending_nonnegative) << what;
+  EXPECT_LE(accuracy.residual, threshold) << what;
+  EXPECT_LE(accuracy.u_orthogonality, threshold) << what;
+  EXPECT_LE(accuracy.v_orthogonality, threshold) << what;
+  expect_values_match_lapack<T>(a, f.s, what);
 }
 
 // One internal path of rooflab::svd, or one schedule of its global-memory path.
@@ -252,12 +256,7 @@ TEST_F(Svd, ValuesOnlyMatchTheFullDecomposition) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 51);
     SvdOptions values_only;
     values_only.compute_uv = false;
-    const Factors f = run_svd<double>(a, values_only);
-    const std::vector<double> reference = cpu::lapack_singular_values(a);
-    double worst = 0;
-    for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(f.s[l] - reference[l]));
-    EXPECT_LE(worst / (reference[0] * std::max(m, n) * std::numeric_limits<double>::epsilon()), threshold)
-        << m << " x " << n;
+    expect_values_match_lapack<double>(a, run_svd<double>(a, values_only).s, name("double", m, n, 51));
   }
 }
 
@@ -354,11 +353,8 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
     const cpu::Matrix a = cpu::random_matrix(200, 30, 41);
     SvdOptions values_only;
     values_only.compute_uv = false;
-    const Factors f = run_svd<double>(a, values_only, 0, nullptr, qr);
-    const std::vector<double> reference = cpu::lapack_singular_values(a);
-    double worst = 0;
-    for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(f.s[l] - reference[l]));
-    EXPECT_LE(worst / (reference[0] * 200 * std::numeric_limits<double>::epsilon()), threshold);
+    expect_values_match_lapack<double>(a, run_svd<double>(a, values_only, 0, nullptr, qr).s,
+                                       name("values double", 200, 30, 41));
   }
   for (const int n : {50, 100}) {
     SvdOptions options;
@@ -368,6 +364,17 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
     EXPECT_FALSE(info.converged) << n;
     EXPECT_EQ(info.sweeps, 1) << n;
   }
+}
+
+// A column-graded m x n matrix (D over 10 decades) on one route, in double: its small singular
+// values keep their relative accuracy, and ddrvbd's ratios hold.
+void expect_graded_accurate_on(const Route& route, int m, int n, std::uint64_t seed) {
+  const cpu::Matrix graded = cpu::graded_matrix(m, n, seed, 10);
+  const std::vector<double> reference = cpu::lapack_singular_values(graded);
+  const Factors f = run_svd<double>(graded, {}, 0, nullptr, route);
+  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11) << name("graded double", m, n, seed);
+  EXPECT_LT(reference.back(), 1e-8 * reference.front()) << name("graded double", m, n, seed);
+  expect_accurate<double>(graded, f, name("graded double", m, n, seed));
 }
 
 TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
@@ -416,17 +423,9 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
   SvdOptions values_only;
   values_only.compute_uv = false;
   const cpu::Matrix a = cpu::random_matrix(300, 200, 62);
-  const Factors values = run_svd<double>(a, values_only, 0, nullptr, fused);
-  const std::vector<double> lapack = cpu::lapack_singular_values(a);
-  double worst = 0;
-  for (std::size_t l = 0; l < lapack.size(); ++l) worst = std::max(worst, std::abs(values.s[l] - lapack[l]));
-  EXPECT_LE(worst / (lapack[0] * 300 * std::numeric_limits<double>::epsilon()), threshold);
-  const cpu::Matrix graded = cpu::graded_matrix(300, 150, 63, 10);
-  const std::vector<double> reference = cpu::lapack_singular_values(graded);
-  const Factors f = run_svd<double>(graded, {}, 0, nullptr, fused);
-  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11);
-  EXPECT_LT(reference.back(), 1e-8 * reference.front());
-  expect_accurate<double>(graded, f, name("graded double", 300, 150, 63));
+  expect_values_match_lapack<double>(a, run_svd<double>(a, values_only, 0, nullptr, fused).s,
+                                     name("values double", 300, 200, 62));
+  expect_graded_accurate_on(fused, 300, 150, 63);
 }
 
 // The same rounds small enough for racecheck, whose tracking of every shared and distributed
@@ -466,17 +465,9 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
   values_only.compute_uv = false;
   ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(200, 100, false, 1));
   const cpu::Matrix a = cpu::random_matrix(200, 100, 92);
-  const Factors values = run_svd<double>(a, values_only, 0, nullptr, cluster);
-  const std::vector<double> lapack = cpu::lapack_singular_values(a);
-  double worst = 0;
-  for (std::size_t l = 0; l < lapack.size(); ++l) worst = std::max(worst, std::abs(values.s[l] - lapack[l]));
-  EXPECT_LE(worst / (lapack[0] * 200 * std::numeric_limits<double>::epsilon()), threshold);
-  const cpu::Matrix graded = cpu::graded_matrix(128, 100, 93, 10);
-  const std::vector<double> reference = cpu::lapack_singular_values(graded);
-  const Factors f = run_svd<double>(graded, {}, 0, nullptr, cluster);
-  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11);
-  EXPECT_LT(reference.back(), 1e-8 * reference.front());
-  expect_accurate<double>(graded, f, name("graded double", 128, 100, 93));
+  expect_values_match_lapack<double>(a, run_svd<double>(a, values_only, 0, nullptr, cluster).s,
+                                     name("values double", 200, 100, 92));
+  expect_graded_accurate_on(cluster, 128, 100, 93);
   const cpu::Matrix deficient = cpu::rank_deficient_matrix(100, 100, 5, 96);
   const Factors fd = run_svd<double>(deficient, {}, 0, nullptr, cluster);
   expect_accurate<double>(deficient, fd, name("rank 5 double", 100, 100, 96));
