@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: configure and build with ninja, run the whole test suite, run
-# compute-sanitizer (memcheck, racecheck, synccheck) over the GPU tests, run the benchmarks named
-# after OUTDIR, and write logs and results into OUTDIR. The summary is printed last.
+# compute-sanitizer (memcheck, initcheck, racecheck, synccheck) over the GPU tests, run the
+# benchmarks named after OUTDIR, and write logs and results into OUTDIR. The summary is printed
+# last.
 #
 #   scripts/gpu-check.sh OUTDIR ["OP [bench options]" ...]
 #   scripts/gpu-check.sh results "add --n 2^28" "reduce --n 2^24"
@@ -70,13 +71,17 @@ if [[ " $stages " == *" build "* ]]; then
   ((failed == 0)) || rm -f "$build/source-hashes"  # whatever failed is looked at afresh next time
 fi
 if [[ " $stages " == *" test "* ]]; then
-  step "test suite" "$out/test.log" ctest --test-dir "$build" --output-on-failure -j "$jobs"
+  rm -f "$build/test-results.xml"
+  step "test suite" "$out/test.log" ctest --test-dir "$build" --output-on-failure -j "$jobs" \
+    --output-junit "$PWD/$build/test-results.xml"
   grep -E 'tests passed|tests failed|\(Failed\)|\(Timeout\)' "$out/test.log" | tail -n 12 >>"$out/summary.txt"
+  scripts/test-skips.sh "$build/test-results.xml" >>"$out/summary.txt"
 fi
 
-# The GPU tests under each sanitizer tool, the three tools side by side (they slow kernels down
-# 10-100x, and the GPU has room for all three). Some tests provoke API errors on purpose (a bad
-# launch, an impossible allocation), so API errors are not reported; memory and race errors are.
+# The GPU tests under each sanitizer tool, the four tools side by side (they slow kernels down
+# 10-100x, and the GPU has room for all four). Some tests provoke API errors on purpose (a bad
+# launch, an impossible allocation), so API errors are not reported; memory errors, reads of
+# device memory nothing has written (initcheck), races and synchronization errors are.
 gpu_tests="$build/tests/rooflab_gpu_tests"
 # Left out: tests that measure (named *Measured*), and what ROOFLAB_SANITIZER_EXCLUDE adds
 # (gtest patterns, colon-separated): rungs that are races by design, which racecheck is shown
@@ -94,7 +99,7 @@ racecheck_filter="$filter${ROOFLAB_RACECHECK_EXCLUDE:+:$ROOFLAB_RACECHECK_EXCLUD
 if [[ " $stages " == *" sanitize "* ]]; then
   pids=()
   sanitizer_runs=()
-  for tool in memcheck racecheck synccheck; do
+  for tool in memcheck initcheck racecheck synccheck; do
     shards=1 tool_filter=$filter
     [ "$tool" = racecheck ] && shards=$racecheck_shards tool_filter=$racecheck_filter
     for ((shard = 0; shard < shards; shard++)); do

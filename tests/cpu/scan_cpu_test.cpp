@@ -109,6 +109,24 @@ TEST(CheckScan, RejectsAnUnwrittenNaNElement) {
   EXPECT_EQ(check.first_failure, 123456);
 }
 
+// An output whose writing stops partway (prefix sums, then zeros) fails the production bound that
+// the GPU tests and the lab share, at the first element that was not written.
+TEST(CheckScan, ProductionBoundRejectsAnOutputThatStopsBeingWritten) {
+  const std::int64_t n = std::int64_t(1) << 20, written = n / 2;
+  const std::vector<float> in = random_floats(n, 5);
+  std::vector<float> out(n, 0.0f);
+  double sum = 0;
+  for (std::int64_t i = 0; i < written; ++i) out[i] = float(sum += in[i]);
+  EXPECT_TRUE(cpu::check_scan(in.data(), out.data(), written, ScanKind::inclusive,
+                              cpu::production_scan_rounding)
+                  .passed);
+  const auto check =
+      cpu::check_scan(in.data(), out.data(), n, ScanKind::inclusive, cpu::production_scan_rounding);
+  EXPECT_FALSE(check.passed);
+  EXPECT_GE(check.first_failure, written);
+  EXPECT_LT(check.first_failure, written + 100) << check.describe();
+}
+
 TEST(CheckScan, ExclusiveScanStartsAtZero) {
   const std::vector<double> in = {1.5, 2.0, -0.5};
   const std::vector<double> right = {0.0, 1.5, 3.5};

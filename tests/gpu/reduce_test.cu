@@ -617,8 +617,12 @@ TEST_F(Reduce, CapturedGraphsOwnTheirScratch) {
   const Shape split{3, 300007};
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  DeviceBuffer<float> in(static_cast<std::size_t>(n)), out(1), rows_out(std::size_t(split.rows));
-  DeviceBuffer<float> eager_out(1);
+  // Filled before the warm-up calls below, which read it (initcheck reports a read of unwritten
+  // memory).
+  DeviceBuffer<float> in(random_values<float>(std::size_t(n), 1299));
+  DeviceBuffer<float> out(1), rows_out(std::size_t(split.rows)), eager_out(1);
+  // The upload went through the default stream, which a non-blocking stream does not wait for.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // First calls outside the capture: the kernels are loaded and the grid size queries made and
   // cached then.
   reduce(in.data(), n, eager_out.data(), Sum{}, stream);

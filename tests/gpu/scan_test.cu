@@ -21,7 +21,6 @@
 namespace rooflab {
 namespace {
 
-using cpu::RoundingBound;
 using cpu::ScanKind;
 
 class ScanLadder : public testing::GpuTest {};
@@ -109,12 +108,6 @@ DeviceBuffer<T> random_input(std::int64_t n, std::uint64_t seed) {
   return buffer;
 }
 
-// The production path's own rounding bound (derived in docs/scan.md, "Accuracy"): an element
-// passes through at most 20 roundings inside its tile, a tile total 19; each of at most 7
-// look-back levels adds 5 (a warp tree) plus 1 (combining the levels), and the tile prefix is
-// added once: 19 + 7 * 6 + 1 = 62 <= 64.
-const RoundingBound production_rounding{64, 0};
-
 template <class T>
 std::vector<T> download_range(const T* device, std::int64_t n) {
   std::vector<T> host(n);
@@ -138,7 +131,8 @@ void expect_scan_matches(ScanKind kind, std::int64_t n, std::int64_t in_offset,
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<T> host_in = download_range(in_start, n);
   const std::vector<T> host_out = download_range(out_start, n);
-  const auto check = cpu::check_scan(host_in.data(), host_out.data(), n, kind, production_rounding);
+  const auto check =
+      cpu::check_scan(host_in.data(), host_out.data(), n, kind, cpu::production_scan_rounding);
   EXPECT_TRUE(check.passed) << "n=" << n << " in+" << in_offset << " out+" << out_offset
                             << " seed=" << seed << ": " << check.describe();
   // Nothing written outside [out_start, out_start + n).
