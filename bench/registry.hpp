@@ -26,6 +26,9 @@ struct Problem {
   // or "equal", every value the same, the worst case for atomics).
   std::int64_t bins = 0;
   std::string dist;
+  // svd and svd-batched only (Op::takes_matrix_class): the class of the input matrices (--matrix,
+  // cpu/svd_matrices.hpp); the op's resolve makes an empty one "random".
+  std::string matrix;
 };
 
 // Which measured ceiling a row is compared against. host_transfer_bandwidth is the measured
@@ -96,6 +99,9 @@ struct Op {
   std::function<std::unique_ptr<Workspace>(const Problem&)> make_workspace;
   // The sizes `rooflab report` measures (quick: a smaller set for a fast run).
   std::function<std::vector<Problem>(bool quick)> report_problems;
+  // Whether the op's inputs are SVD test matrices of a class (Problem::matrix, --matrix); the
+  // command line rejects a class other than "random" for the other ops.
+  bool takes_matrix_class = false;
 };
 
 class Registry {

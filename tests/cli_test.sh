@@ -30,6 +30,9 @@ expect_one_line_error "'zipf' is not a distribution" bench histogram --dist zipf
 expect_one_line_error "'--bins': must be at least 1" bench histogram --bins 0
 expect_one_line_error "'--bins': must be in \[1, 2^24\]" bench histogram --bins 2^25
 expect_one_line_error "'int8' is not a type of this op" bench transpose --dtype int8
+expect_one_line_error "'nosuch' is not a matrix class (random, zero, identity" bench svd --matrix nosuch
+expect_one_line_error "'nosuch' is not a matrix class" bench svd-batched --matrix nosuch --batch 10
+expect_one_line_error "'rank-1' applies to svd, svd-batched only" bench add --matrix rank-1
 
 # .npy inputs of the svd command, written byte by byte: magic, version 1.0, header length, dict.
 scratch=$(mktemp -d)
@@ -55,4 +58,6 @@ expect_one_line_error "cannot open" svd --in "$scratch/missing.npy"
 expect_one_line_error "--in" svd
 
 "$rooflab" list add >/dev/null || { echo "FAIL: rooflab list add"; failures=$((failures + 1)); }
+"$rooflab" list svd | grep -q "rank-1-integer" || { echo "FAIL: rooflab list svd names no matrix classes"; failures=$((failures + 1)); }
+"$rooflab" bench --help | grep -q -- "--matrix" || { echo "FAIL: rooflab bench --help has no --matrix"; failures=$((failures + 1)); }
 exit $((failures > 0))

@@ -11,6 +11,7 @@
 #include "bench/sizes.hpp"
 #include "core/device_info.hpp"
 #include "cpu/npy.hpp"
+#include "cpu/svd_matrices.hpp"
 #include "cpu/svd_reference.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
@@ -21,6 +22,14 @@ namespace {
 
 std::int64_t size_or_zero(const std::string& text, const char* option) {
   return text.empty() ? 0 : bench::parse_size(text, option);
+}
+
+// "svd, svd-batched": the ops whose inputs are SVD test matrices of a class.
+std::string ops_taking_matrix_class(const bench::Registry& registry) {
+  std::string names;
+  for (const std::string& name : registry.op_names())
+    if (registry.op(name).takes_matrix_class) names += (names.empty() ? "" : ", ") + name;
+  return names;
 }
 
 void run_one(bench::Runner& runner, bench::RowWriter& writer, const bench::Registry& registry,
@@ -63,9 +72,14 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
   } else {
     problems = op.report_problems(false);
   }
+  // Every op draws random inputs; another class would be silently ignored.
+  require(request.matrix.empty() || request.matrix == "random" || op.takes_matrix_class, "bench", "--matrix",
+          "'" + request.matrix + "' applies to " + ops_taking_matrix_class(registry) + " only; " +
+              request.op + " draws its own random inputs");
   for (bench::Problem& problem : problems) {
     if (!request.dtype.empty()) problem.dtype = request.dtype;
     if (!request.dist.empty()) problem.dist = request.dist;
+    if (!request.matrix.empty()) problem.matrix = request.matrix;
     problem = op.resolve(problem);
   }
   return problems;
@@ -83,6 +97,10 @@ void list(std::ostream& out, const bench::Registry& registry, const std::string&
     const char* kind = variant->vendor ? "vendor" : variant->where == bench::Where::cpu ? "cpu" : "gpu";
     out << fmt::format("{:>3}  {:<22} {:<6} {}\n", variant->rung, variant->name, kind, variant->idea);
   }
+  if (!definition.takes_matrix_class) return;
+  out << "input classes (--matrix CLASS, default random):\n";
+  for (const cpu::SvdMatrixClass& matrix_class : cpu::svd_matrix_classes())
+    out << fmt::format("     {:<22} {}\n", matrix_class.name, matrix_class.description);
 }
 
 void table(std::ostream& out, const std::string& results_path, const std::string& op) {

@@ -22,6 +22,7 @@ struct BenchRequest {
   std::string n, rows, cols, m, batch, bins;  // as typed; parsed by to_problems
   std::string dtype;
   std::string dist;
+  std::string matrix;  // svd, svd-batched: the class of the input matrices (empty: random)
   std::string format = "table";
   std::string out;
   bench::RunOptions options;
@@ -31,7 +32,7 @@ struct BenchRequest {
 // Without any size option, the op's report problems (its tables), each with --dtype if given.
 std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry);
 
-// `rooflab list [OP]`: works without a GPU.
+// `rooflab list [OP]`: works without a GPU. An op that takes --matrix lists the classes too.
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op);
 // `rooflab table RESULTS.json [--op OP]`: markdown tables from a results file (no GPU needed).
 void table(std::ostream& out, const std::string& results_path, const std::string& op);

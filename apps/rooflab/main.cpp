@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "cpu/svd_matrices.hpp"
 #include "rooflab/error.hpp"
 
 namespace {
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   bench_command->add_option("--dtype", request.dtype, "element type (op-specific)");
   bench_command->add_option("--bins", request.bins, "histogram: number of bins");
   bench_command->add_option("--dist", request.dist, "histogram: input values, uniform or equal");
+  bench_command->add_option("--matrix", request.matrix,
+                            "svd, svd-batched: the input matrices' class, default random (rooflab list svd "
+                            "describes each): " + cpu::svd_matrix_class_names());
   bench_command->add_option("--only", only, "rungs to run, by number or name, comma-separated");
   bench_command->add_option("--format", request.format, "table, csv, json or md");
   bench_command->add_option("--out", request.out,

@@ -27,11 +27,13 @@ Problem resolve_svd(Problem problem) {
           "at most 2^28 elements (the CPU check is cubic)");
   problem.batch = 1;
   problem.dtype = dtype_name(parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name));
+  problem.matrix = resolve_matrix_class(problem.matrix, op_name);
   return problem;
 }
 
 std::string describe_svd(const Problem& problem) {
-  return std::to_string(problem.m) + " x " + std::to_string(problem.n) + ", " + problem.dtype;
+  return std::to_string(problem.m) + " x " + std::to_string(problem.n) + ", " + problem.dtype + ", " +
+         problem.matrix + " matrix";
 }
 
 Model svd_model(const Problem& problem) {
@@ -61,16 +63,18 @@ std::vector<Problem> svd_report_problems(bool quick) {
 
 ROOFLAB_OP(Op{
     "svd",
-    "one-sided Jacobi SVD of one m x n matrix, U S V (--m --n --dtype float|double), nominal "
+    "one-sided Jacobi SVD of one m x n matrix, U S V (--m --n --dtype float|double --matrix), nominal "
     "4 M N^2 + 8 N^3 flops",
     resolve_svd,
     describe_svd,
     svd_model,
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
       return make_svd_workspace(int(problem.m), int(problem.n), 1,
-                                parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name));
+                                parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name),
+                                problem.matrix);
     },
     svd_report_problems,
+    /*takes_matrix_class=*/true,
 });
 
 std::string cpu_limit(const Problem& problem) {

@@ -1,11 +1,13 @@
 #pragma once
-// The svd and svd-batched ops' problem instance: `batch` random m x n matrices on the device
-// (entries uniform in [-1, 1) from the counter-based streams, packed column-major), S, U and V
-// poisoned with NaN before every run, and the check: LAPACK's SVD tests (ddrvbd's ratios, each
-// <= 35 in units of the type's epsilon) and the singular values against LAPACK, on the host.
+// The svd and svd-batched ops' problem instance: `batch` m x n matrices of one class on the device
+// (packed column-major; "random": entries uniform in [-1, 1) from the counter-based streams, the
+// other classes of cpu/svd_matrices.hpp drawn on the host), S, U and V poisoned with NaN before
+// every run, and the check: LAPACK's SVD tests (ddrvbd's ratios, each <= 35 in units of the type's
+// epsilon) and the singular values against LAPACK, on the host.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/dtype.hpp"
@@ -18,16 +20,21 @@ namespace rooflab::bench {
 
 class SvdWorkspaceBase : public Workspace {
  public:
-  SvdWorkspaceBase(int m, int n, int batch, DType dtype)
-      : m(m), n(n), batch(batch), k(m < n ? m : n), dtype(dtype) {}
+  SvdWorkspaceBase(int m, int n, int batch, DType dtype, std::string matrix_class)
+      : m(m), n(n), batch(batch), k(m < n ? m : n), dtype(dtype),
+        matrix_class(std::move(matrix_class)) {}
   const int m, n, batch, k;
   const DType dtype;
+  const std::string matrix_class;  // a name of cpu::svd_matrix_classes()
 };
 
 template <class T>
 class SvdWorkspace : public SvdWorkspaceBase {
  public:
-  SvdWorkspace(int m, int n, int batch);
+  SvdWorkspace(int m, int n, int batch, std::string matrix_class);
+  // "random": the device fill of stream `seed`, as every op draws its inputs. Another class:
+  // matrix b is cpu::svd_batch_test_matrix<T>(class, m, n, seed, b), drawn on the host and
+  // uploaded at once.
   void refill(std::uint64_t seed) override;
   Check check(Where where) override;
 
@@ -52,9 +59,16 @@ class SvdWorkspace : public SvdWorkspaceBase {
   int library_sweeps = -1;
 
  private:
+  // The batch of a class other than "random", matrix after matrix, as cpu::svd_batch_test_matrix
+  // draws it.
+  std::vector<T> draw_batch(std::uint64_t seed) const;
+
   DeviceBuffer<jacobi::MatrixStatus> statuses_;
   DeviceBuffer<jacobi::BatchSummary> summary_;
   std::uint64_t seed_ = 0;
+  // The batch as uploaded, for every class but "random" (whose matrices host_matrix regenerates
+  // from the stream): the host copy that host_matrix reads.
+  std::vector<T> drawn_batch_;
 };
 
 // Visits the workspace as its concrete type: fn(SvdWorkspace<float>&) or fn(SvdWorkspace<double>&).
@@ -67,7 +81,12 @@ void visit_svd_workspace(Workspace& workspace, Fn&& fn) {
     fn(static_cast<SvdWorkspace<double>&>(base));
 }
 
-std::unique_ptr<Workspace> make_svd_workspace(int m, int n, int batch, DType dtype);
+std::unique_ptr<Workspace> make_svd_workspace(int m, int n, int batch, DType dtype,
+                                              const std::string& matrix_class);
+
+// The class of --matrix for `op` (svd, svd-batched): "random" when none was asked for; throws
+// rooflab::Error naming the classes for an unknown one.
+std::string resolve_matrix_class(const std::string& requested, const char* op);
 
 // A Jacobi rung's note: its workspace's sweeps_note().
 std::string svd_sweeps_note(Workspace& workspace);

@@ -29,12 +29,13 @@ Problem resolve_batched(Problem problem) {
   require(problem.m * problem.n * problem.batch <= (std::int64_t(1) << 28), op_name,
           "--m, --n, --batch", "at most 2^28 elements in all");
   problem.dtype = dtype_name(parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name));
+  problem.matrix = resolve_matrix_class(problem.matrix, op_name);
   return problem;
 }
 
 std::string describe_batched(const Problem& problem) {
   return std::to_string(problem.batch) + " x " + std::to_string(problem.m) + " x " +
-         std::to_string(problem.n) + ", " + problem.dtype;
+         std::to_string(problem.n) + ", " + problem.dtype + ", " + problem.matrix + " matrices";
 }
 
 Model batched_model(const Problem& problem) {
@@ -75,16 +76,18 @@ std::vector<Problem> batched_report_problems(bool quick) {
 
 ROOFLAB_OP(Op{
     "svd-batched",
-    "one-sided Jacobi SVD of many m x n matrices (--m --n --batch --dtype), nominal "
+    "one-sided Jacobi SVD of many m x n matrices (--m --n --batch --dtype --matrix), nominal "
     "4 M N^2 + 8 N^3 flops each",
     resolve_batched,
     describe_batched,
     batched_model,
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
       return make_svd_workspace(int(problem.m), int(problem.n), int(problem.batch),
-                                parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name));
+                                parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name),
+                                problem.matrix);
     },
     batched_report_problems,
+    /*takes_matrix_class=*/true,
 });
 
 // Multiply-adds of a batch's nominal SVDs: what the slow comparators' limits are measured in.

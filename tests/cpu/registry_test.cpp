@@ -5,6 +5,8 @@
 
 #include "apps/rooflab/commands.hpp"
 #include "bench/registry.hpp"
+#include "cpu/svd_matrices.hpp"
+#include "rooflab/error.hpp"
 
 namespace rooflab::bench {
 namespace {
@@ -90,6 +92,71 @@ TEST(ListCommand, NamesEveryRungOfAnOp) {
   app::list(out, registry(), "add");
   for (const Variant* variant : registry().variants("add"))
     EXPECT_NE(out.str().find(variant->name), std::string::npos) << variant->name;
+}
+
+TEST(ListCommand, SvdOpsListTheMatrixClassesAndOtherOpsDoNot) {
+  for (const char* op : {"svd", "svd-batched"}) {
+    std::ostringstream out;
+    app::list(out, registry(), op);
+    for (const cpu::SvdMatrixClass& matrix_class : cpu::svd_matrix_classes())
+      EXPECT_NE(out.str().find(std::string(matrix_class.name) + " "), std::string::npos)
+          << op << " " << matrix_class.name;
+  }
+  std::ostringstream out;
+  app::list(out, registry(), "add");
+  EXPECT_EQ(out.str().find("--matrix"), std::string::npos) << out.str();
+}
+
+app::BenchRequest svd_request(const std::string& op, const std::string& matrix) {
+  app::BenchRequest request;
+  request.op = op;
+  request.m = "12";
+  request.n = "8";
+  request.matrix = matrix;
+  return request;
+}
+
+TEST(BenchMatrixOption, SvdOpsTakeTheClassAndNameItInTheProblem) {
+  const auto problems = app::to_problems(svd_request("svd-batched", "mode3-eps"), registry());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].matrix, "mode3-eps");
+  EXPECT_EQ(registry().op("svd-batched").describe(problems[0]), "10000 x 12 x 8, float, mode3-eps matrices");
+  EXPECT_EQ(registry().op("svd").describe(app::to_problems(svd_request("svd", "mixed"), registry())[0]),
+            "12 x 8, double, mixed matrix");
+}
+
+TEST(BenchMatrixOption, WithoutTheOptionSvdInputsAreRandomAtEveryReportSize) {
+  EXPECT_EQ(app::to_problems(svd_request("svd", ""), registry())[0].matrix, "random");
+  app::BenchRequest report_sizes;
+  report_sizes.op = "svd-batched";
+  for (const Problem& problem : app::to_problems(report_sizes, registry()))
+    EXPECT_EQ(problem.matrix, "random") << problem.m << " x " << problem.n;
+}
+
+TEST(BenchMatrixOption, UnknownClassFailsNamingTheClasses) {
+  try {
+    app::to_problems(svd_request("svd", "nosuch"), registry());
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), "--matrix");
+    const std::string expected = "'nosuch' is not a matrix class (" + cpu::svd_matrix_class_names() + ")";
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+}
+
+TEST(BenchMatrixOption, OtherOpsRejectAClassButRandom) {
+  app::BenchRequest request;
+  request.op = "add";
+  request.n = "1000";
+  request.matrix = "rank-1";
+  EXPECT_THROW(app::to_problems(request, registry()), Error);
+  request.matrix = "random";
+  EXPECT_NO_THROW(app::to_problems(request, registry()));
+}
+
+TEST(BenchMatrixOption, OnlyTheSvdAndSvdBatchedOpsTakeAClass) {
+  for (const std::string& name : registry().op_names())
+    EXPECT_EQ(registry().op(name).takes_matrix_class, name == "svd" || name == "svd-batched") << name;
 }
 
 }  // namespace
