@@ -17,7 +17,10 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t count) : size_(count) {
-    if (count > 0) ROOFLAB_CUDA("DeviceBuffer", cudaMalloc(reinterpret_cast<void**>(&data_), bytes()));
+    if (count > 0)
+      ROOFLAB_CUDA("DeviceBuffer",
+                   "allocating " + detail::describe_bytes(bytes()) + " of device memory",
+                   cudaMalloc(reinterpret_cast<void**>(&data_), bytes()));
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
   ~DeviceBuffer() { release(); }
@@ -44,17 +47,21 @@ class DeviceBuffer {
   void upload(const std::vector<T>& host) {
     require_same_size(host.size());
     if (size_ > 0)
-      ROOFLAB_CUDA("DeviceBuffer", cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
+      ROOFLAB_CUDA("DeviceBuffer", "copying " + detail::describe_bytes(bytes()) + " to the device",
+                   cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
   }
   std::vector<T> download() const {
     std::vector<T> host(size_);
     if (size_ > 0)
-      ROOFLAB_CUDA("DeviceBuffer", cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
+      ROOFLAB_CUDA("DeviceBuffer", "copying " + detail::describe_bytes(bytes()) + " to the host",
+                   cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
     return host;
   }
   // Fills every byte with `byte`: 0xFF poisons floats with NaN and integers with -1 / max.
   void fill_bytes(int byte, cudaStream_t stream = nullptr) {
-    if (size_ > 0) ROOFLAB_CUDA("DeviceBuffer", cudaMemsetAsync(data_, byte, bytes(), stream));
+    if (size_ > 0)
+      ROOFLAB_CUDA("DeviceBuffer", "filling " + detail::describe_bytes(bytes()) + " with one byte",
+                   cudaMemsetAsync(data_, byte, bytes(), stream));
   }
 
  private:

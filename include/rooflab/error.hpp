@@ -9,7 +9,9 @@ namespace rooflab {
 class Error : public std::runtime_error {
  public:
   // op: the public operation ("reduce", "svd", "DeviceBuffer"); argument: the offending
-  // argument's name or empty; problem: what is wrong; cuda_error: the CUDA error's name, or empty.
+  // argument's name or empty; problem: what is wrong; cuda_error: the CUDA error's name
+  // ("cudaErrorMemoryAllocation"), or empty. what() is "rooflab::<op>: argument '<argument>':
+  // <problem> (<cuda_error>)", the parts that are empty left out.
   Error(std::string op, std::string argument, std::string problem, std::string cuda_error = {});
 
   const std::string& op() const noexcept { return op_; }

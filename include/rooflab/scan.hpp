@@ -1,6 +1,7 @@
 #pragma once
 // Prefix sums. Device pointers; asynchronous on `stream`. Instantiated for float, double, int32_t,
-// int64_t, uint32_t.
+// int64_t, uint32_t, in any spelling (long long, unsigned, ...); other types are a compile-time
+// error.
 //
 // - One pass over the data (n elements read, n written), with stream-ordered temporary storage of
 //   about 8 bytes per 4096 elements (per 1024 for 8-byte types), zeroed by one memset.
@@ -17,14 +18,45 @@
 
 #include <cstdint>
 
+#include "rooflab/detail/element_type.hpp"
+
 namespace rooflab {
+
+namespace detail {
+
+// The implementations, for the element type a caller's type maps to (element_type.hpp); compiled
+// for float, double, int32_t, int64_t and uint32_t (src/scan/scan.cu).
+template <class T>
+void inclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+template <class T>
+void exclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+
+template <class T>
+constexpr void require_library_scans() {
+  static_assert(is_one_of_v<T, float, double, std::int32_t, std::int64_t, std::uint32_t>,
+                "rooflab::inclusive_scan and rooflab::exclusive_scan take float, double and 32- or "
+                "64-bit signed or 32-bit unsigned integers (int, long, long long, std::int64_t, "
+                "unsigned ...)");
+}
+
+}  // namespace detail
 
 // out[i] = in[0] + ... + in[i].
 template <class T>
-void inclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream = nullptr);
+void inclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream = nullptr) {
+  using Element = detail::element_type_t<T>;
+  detail::require_library_scans<Element>();
+  detail::inclusive_scan_elements(reinterpret_cast<const Element*>(in),
+                                  reinterpret_cast<Element*>(out), n, stream);
+}
 
 // out[0] = 0, out[i] = in[0] + ... + in[i - 1].
 template <class T>
-void exclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream = nullptr);
+void exclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream = nullptr) {
+  using Element = detail::element_type_t<T>;
+  detail::require_library_scans<Element>();
+  detail::exclusive_scan_elements(reinterpret_cast<const Element*>(in),
+                                  reinterpret_cast<Element*>(out), n, stream);
+}
 
 }  // namespace rooflab

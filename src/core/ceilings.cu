@@ -38,7 +38,8 @@ double median_ms(Launch&& launch, int reps, Before&& before) {
 MeasuredCeilings measure_ceilings(const DeviceInfo& device) {
   const char* op = "measure_ceilings";
   std::size_t free_bytes = 0, total_bytes = 0;
-  ROOFLAB_CUDA(op, cudaMemGetInfo(&free_bytes, &total_bytes));
+  ROOFLAB_CUDA(op, "asking how much device memory is free",
+               cudaMemGetInfo(&free_bytes, &total_bytes));
   // 1 GiB per buffer is ~20x the L2 of current GPUs; shrink on small cards.
   std::size_t bytes = std::min<std::size_t>(std::size_t(1) << 30, free_bytes / 4);
   bytes = std::max<std::size_t>(bytes / 16 * 16, std::size_t(device.l2_bytes) * 4);
@@ -52,8 +53,9 @@ MeasuredCeilings measure_ceilings(const DeviceInfo& device) {
   ceilings.buffer_bytes = bytes;
   const double copy_ms = median_ms(
       [&] {
-        ROOFLAB_CUDA(op, cudaMemcpyAsync(destination.data(), source.data(), bytes,
-                                         cudaMemcpyDeviceToDevice, nullptr));
+        ROOFLAB_CUDA(op, "copying " + detail::describe_bytes(bytes) + " within the device",
+                     cudaMemcpyAsync(destination.data(), source.data(), bytes,
+                                     cudaMemcpyDeviceToDevice, nullptr));
       },
       reps, [] {});
   ceilings.copy_bandwidth = 2.0 * bytes / (copy_ms * 1e-3);
@@ -79,8 +81,10 @@ MeasuredCeilings measure_ceilings(const DeviceInfo& device) {
   std::fill(pinned.data(), pinned.data() + host_bytes, 0x5A);
   const double host_ms = median_ms(
       [&] {
-        ROOFLAB_CUDA(op, cudaMemcpyAsync(destination.data(), pinned.data(), host_bytes,
-                                         cudaMemcpyHostToDevice, nullptr));
+        ROOFLAB_CUDA(op,
+                     "copying " + detail::describe_bytes(host_bytes) + " from pinned host memory",
+                     cudaMemcpyAsync(destination.data(), pinned.data(), host_bytes,
+                                     cudaMemcpyHostToDevice, nullptr));
       },
       reps, [] {});
   ceilings.host_buffer_bytes = host_bytes;

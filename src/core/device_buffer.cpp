@@ -15,7 +15,7 @@ namespace detail {
 // had its scratch mapped afresh by the next call. This pool keeps up to scratch_retained_bytes.
 cudaMemPool_t scratch_pool(const char* op) {
   int device = 0;
-  ROOFLAB_CUDA(op, cudaGetDevice(&device));
+  ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
   static std::mutex mutex;
   // Never destroyed: at exit, CUDA may already be torn down when static destructors run.
   static auto* pools = new std::map<int, cudaMemPool_t>;
@@ -27,9 +27,11 @@ cudaMemPool_t scratch_pool(const char* op) {
   properties.location.type = cudaMemLocationTypeDevice;
   properties.location.id = device;
   cudaMemPool_t pool = nullptr;
-  ROOFLAB_CUDA(op, cudaMemPoolCreate(&pool, &properties));
+  ROOFLAB_CUDA(op, "creating the scratch memory pool of device " + std::to_string(device),
+               cudaMemPoolCreate(&pool, &properties));
   std::uint64_t threshold = scratch_retained_bytes;
-  ROOFLAB_CUDA(op, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  ROOFLAB_CUDA(op, "setting the scratch pool's release threshold",
+               cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   pools->emplace(device, pool);
   return pool;
 }
@@ -47,11 +49,14 @@ StreamBuffer::StreamBuffer(std::size_t bytes, cudaStream_t stream, const char* o
   // Inside a stream capture the graph owns its allocation (a memory node, valid for every launch
   // of the graph), and no pool may be created then.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  ROOFLAB_CUDA(op, cudaStreamIsCapturing(stream, &capture));
+  ROOFLAB_CUDA(op, "asking whether the stream is capturing",
+               cudaStreamIsCapturing(stream, &capture));
   if (capture == cudaStreamCaptureStatusNone)
-    ROOFLAB_CUDA(op, cudaMallocFromPoolAsync(&data_, bytes, detail::scratch_pool(op), stream));
+    ROOFLAB_CUDA(op, "allocating " + detail::describe_bytes(bytes) + " of scratch from the pool",
+                 cudaMallocFromPoolAsync(&data_, bytes, detail::scratch_pool(op), stream));
   else
-    ROOFLAB_CUDA(op, cudaMallocAsync(&data_, bytes, stream));
+    ROOFLAB_CUDA(op, "allocating " + detail::describe_bytes(bytes) + " of graph-owned scratch",
+                 cudaMallocAsync(&data_, bytes, stream));
 }
 
 StreamBuffer::~StreamBuffer() {

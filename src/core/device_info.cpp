@@ -40,13 +40,24 @@ int fp64_cores_per_sm(int cc_major, int cc_minor) {
 std::string cuda_device_unavailable_reason() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    cudaGetLastError();  // clear it: the absence of a device is an answer here, not a fault
-    return std::string("no CUDA device (") + cudaGetErrorName(status) + ": " +
-           cudaGetErrorString(status) + ")";
+  if (status == cudaSuccess && count > 0) return {};
+  cudaGetLastError();  // clear it: the absence of a device is an answer here, not a fault
+  // Without a driver the runtime reports cudaErrorInsufficientDriver ("CUDA driver version is
+  // insufficient"), as it does for a driver that is too old; the driver version tells them apart:
+  // cudaDriverGetVersion gives 0 where no driver is installed.
+  int driver_version = 0;
+  if (cudaDriverGetVersion(&driver_version) != cudaSuccess) driver_version = 0;
+  if (driver_version == 0) return "no CUDA device (no NVIDIA driver)";
+  if (status == cudaErrorInsufficientDriver) {
+    int runtime_version = 0;
+    cudaRuntimeGetVersion(&runtime_version);
+    return "no CUDA device (the NVIDIA driver supports CUDA " + cuda_version_string(driver_version) +
+           ", older than this build's CUDA " + cuda_version_string(runtime_version) + ")";
   }
-  if (count == 0) return "no CUDA device (the driver reports none)";
-  return {};
+  if (status == cudaSuccess || status == cudaErrorNoDevice)
+    return "no CUDA device (the NVIDIA driver finds none)";
+  return std::string("no CUDA device (") + cudaGetErrorString(status) + ", " +
+         cudaGetErrorName(status) + ")";
 }
 
 std::string cuda_version_string(int version) {
@@ -56,7 +67,8 @@ std::string cuda_version_string(int version) {
 DeviceInfo query_device(int ordinal) {
   const char* op = "query_device";
   cudaDeviceProp props{};
-  ROOFLAB_CUDA(op, cudaGetDeviceProperties(&props, ordinal));
+  ROOFLAB_CUDA(op, "reading the properties of device " + std::to_string(ordinal),
+               cudaGetDeviceProperties(&props, ordinal));
   DeviceInfo info;
   info.ordinal = ordinal;
   info.name = props.name;
@@ -68,10 +80,12 @@ DeviceInfo query_device(int ordinal) {
   info.global_memory_bytes = props.totalGlobalMem;
   info.shared_memory_per_block_optin = int(props.sharedMemPerBlockOptin);
   // CUDA 13 dropped the clock fields from cudaDeviceProp; the attributes still carry them.
-  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&info.sm_clock_khz, cudaDevAttrClockRate, ordinal));
-  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&info.memory_clock_khz, cudaDevAttrMemoryClockRate, ordinal));
-  ROOFLAB_CUDA(op, cudaDriverGetVersion(&info.driver_version));
-  ROOFLAB_CUDA(op, cudaRuntimeGetVersion(&info.runtime_version));
+  ROOFLAB_CUDA(op, "reading the SM clock of device " + std::to_string(ordinal),
+               cudaDeviceGetAttribute(&info.sm_clock_khz, cudaDevAttrClockRate, ordinal));
+  ROOFLAB_CUDA(op, "reading the memory clock of device " + std::to_string(ordinal),
+               cudaDeviceGetAttribute(&info.memory_clock_khz, cudaDevAttrMemoryClockRate, ordinal));
+  ROOFLAB_CUDA(op, "reading the driver version", cudaDriverGetVersion(&info.driver_version));
+  ROOFLAB_CUDA(op, "reading the runtime version", cudaRuntimeGetVersion(&info.runtime_version));
   return info;
 }
 
@@ -83,10 +97,10 @@ int current_sm_count() {
   constexpr int max_devices = 64;
   static int cached[max_devices] = {};
   int device = 0;
-  ROOFLAB_CUDA("current_sm_count", cudaGetDevice(&device));
+  ROOFLAB_CUDA("current_sm_count", "finding the current device", cudaGetDevice(&device));
   if (device >= max_devices) device = max_devices - 1;
   if (cached[device] == 0)
-    ROOFLAB_CUDA("current_sm_count",
+    ROOFLAB_CUDA("current_sm_count", "reading the SM count of device " + std::to_string(device),
                  cudaDeviceGetAttribute(&cached[device], cudaDevAttrMultiProcessorCount, device));
   return cached[device];
 }
@@ -95,10 +109,10 @@ std::int64_t current_l2_bytes() {
   constexpr int max_devices = 64;
   static int cached[max_devices] = {};
   int device = 0;
-  ROOFLAB_CUDA("current_l2_bytes", cudaGetDevice(&device));
+  ROOFLAB_CUDA("current_l2_bytes", "finding the current device", cudaGetDevice(&device));
   if (device >= max_devices) device = max_devices - 1;
   if (cached[device] == 0)
-    ROOFLAB_CUDA("current_l2_bytes",
+    ROOFLAB_CUDA("current_l2_bytes", "reading the L2 size of device " + std::to_string(device),
                  cudaDeviceGetAttribute(&cached[device], cudaDevAttrL2CacheSize, device));
   return cached[device];
 }

@@ -8,7 +8,7 @@ std::string compose(const std::string& op, const std::string& argument, const st
   std::string message = "rooflab::" + op + ": ";
   if (!argument.empty()) message += "argument '" + argument + "': ";
   message += problem;
-  if (!cuda_error.empty()) message += " [" + cuda_error + "]";
+  if (!cuda_error.empty()) message += " (" + cuda_error + ")";
   return message;
 }
 

@@ -8,7 +8,7 @@ namespace rooflab {
 L2Flush::L2Flush(std::size_t l2_bytes) : scratch_((2 * l2_bytes + 15) / 16 * 16), sink_(1) {
   // Defined contents for the reads, in place before any stream reads them.
   scratch_.fill_bytes(0x5A);
-  ROOFLAB_CUDA("L2Flush", cudaStreamSynchronize(nullptr));
+  ROOFLAB_CUDA("L2Flush", "filling the flush buffer", cudaStreamSynchronize(nullptr));
 }
 
 void L2Flush::operator()(cudaStream_t stream) {

@@ -17,7 +17,9 @@ class PinnedBuffer {
   // flags: cudaHostAlloc's (cudaHostAllocMapped: kernels may read and write it too).
   explicit PinnedBuffer(std::size_t count, unsigned flags = cudaHostAllocDefault) : size_(count) {
     if (count > 0)
-      ROOFLAB_CUDA("PinnedBuffer", cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T), flags));
+      ROOFLAB_CUDA("PinnedBuffer",
+                   "allocating " + detail::describe_bytes(count * sizeof(T)) + " of pinned memory",
+                   cudaHostAlloc(reinterpret_cast<void**>(&data_), count * sizeof(T), flags));
   }
   ~PinnedBuffer() {
     if (data_ != nullptr) cudaFreeHost(data_);  // a destructor cannot report

@@ -10,16 +10,21 @@ namespace rooflab {
 class StreamMark {
  public:
   explicit StreamMark(const char* op) : op_(op) {
-    ROOFLAB_CUDA(op_, cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    ROOFLAB_CUDA(op_, "creating an event",
+                 cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
   }
   ~StreamMark() { cudaEventDestroy(event_); }  // a destructor cannot report
   StreamMark(const StreamMark&) = delete;
   StreamMark& operator=(const StreamMark&) = delete;
 
   // Marks the stream here (replacing the previous mark).
-  void record(cudaStream_t stream) { ROOFLAB_CUDA(op_, cudaEventRecord(event_, stream)); }
+  void record(cudaStream_t stream) {
+    ROOFLAB_CUDA(op_, "recording an event on the stream", cudaEventRecord(event_, stream));
+  }
   // Returns once the work queued before the mark has completed.
-  void wait() { ROOFLAB_CUDA(op_, cudaEventSynchronize(event_)); }
+  void wait() {
+    ROOFLAB_CUDA(op_, "waiting for the work queued before an event", cudaEventSynchronize(event_));
+  }
 
  private:
   const char* op_;

@@ -53,7 +53,8 @@ int take_slot(std::vector<Slot>& slots, unsigned long long stream_id, cudaStream
   if (slots.size() < stream_scratch_slots) {
     Slot slot;
     slot.stream_id = stream_id;
-    ROOFLAB_CUDA(op, cudaEventCreateWithFlags(&slot.last_use, cudaEventDisableTiming));
+    ROOFLAB_CUDA(op, "creating the event of a scratch slot",
+                 cudaEventCreateWithFlags(&slot.last_use, cudaEventDisableTiming));
     slots.push_back(slot);
     return int(slots.size() - 1);
   }
@@ -62,7 +63,8 @@ int take_slot(std::vector<Slot>& slots, unsigned long long stream_id, cudaStream
     if (slots[i].leases == 0 && (oldest < 0 || slots[i].used_at < slots[oldest].used_at))
       oldest = int(i);
   if (oldest < 0) return -1;
-  ROOFLAB_CUDA(op, cudaStreamWaitEvent(stream, slots[oldest].last_use, 0));
+  ROOFLAB_CUDA(op, "ordering the stream after the last use of the scratch it takes over",
+               cudaStreamWaitEvent(stream, slots[oldest].last_use, 0));
   slots[oldest].stream_id = stream_id;
   return oldest;
 }
@@ -74,11 +76,12 @@ StreamScratch::StreamScratch(std::size_t bytes, std::size_t counters, cudaStream
     : stream_(stream) {
   if (bytes == 0 && counters == 0) return;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  ROOFLAB_CUDA(op, cudaStreamIsCapturing(stream, &capture));
+  ROOFLAB_CUDA(op, "asking whether the stream is capturing",
+               cudaStreamIsCapturing(stream, &capture));
   if (capture == cudaStreamCaptureStatusNone) {
-    ROOFLAB_CUDA(op, cudaGetDevice(&device_));
+    ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device_));
     unsigned long long stream_id = 0;
-    ROOFLAB_CUDA(op, cudaStreamGetId(stream, &stream_id));
+    ROOFLAB_CUDA(op, "reading the stream's id", cudaStreamGetId(stream, &stream_id));
     Cache& all = cache();
     const std::lock_guard<std::mutex> lock(all.mutex);
     std::vector<Slot>& slots = all.devices[device_];
@@ -88,13 +91,15 @@ StreamScratch::StreamScratch(std::size_t bytes, std::size_t counters, cudaStream
       if (slot.leases == 0) {
         // Every kernel that used these was queued on this stream, or on the slot's previous
         // stream, which this one now waits for: a stream-ordered free comes after them all.
-        for (void* old : slot.outgrown) ROOFLAB_CUDA(op, cudaFreeAsync(old, stream));
+        for (void* old : slot.outgrown)
+          ROOFLAB_CUDA(op, "freeing outgrown scratch", cudaFreeAsync(old, stream));
         slot.outgrown.clear();
       }
       if (bytes > slot.byte_capacity) {
         const std::size_t capacity = grown(slot.byte_capacity, bytes);
         void* fresh = nullptr;
-        ROOFLAB_CUDA(op, cudaMallocAsync(&fresh, capacity, stream));
+        ROOFLAB_CUDA(op, "allocating " + describe_bytes(capacity) + " of scratch",
+                     cudaMallocAsync(&fresh, capacity, stream));
         if (slot.bytes != nullptr) slot.outgrown.push_back(slot.bytes);
         slot.bytes = fresh;
         slot.byte_capacity = capacity;
@@ -102,9 +107,11 @@ StreamScratch::StreamScratch(std::size_t bytes, std::size_t counters, cudaStream
       if (counters > slot.counter_capacity) {
         const std::size_t capacity = grown(slot.counter_capacity, counters);
         void* fresh = nullptr;
-        ROOFLAB_CUDA(op, cudaMallocAsync(&fresh, capacity * sizeof(unsigned), stream));
+        ROOFLAB_CUDA(op, "allocating " + std::to_string(capacity) + " scratch counters",
+                     cudaMallocAsync(&fresh, capacity * sizeof(unsigned), stream));
         // Queued on the stream, so the zeros land before any kernel queued after this call.
-        ROOFLAB_CUDA(op, cudaMemsetAsync(fresh, 0, capacity * sizeof(unsigned), stream));
+        ROOFLAB_CUDA(op, "zeroing " + std::to_string(capacity) + " scratch counters",
+                     cudaMemsetAsync(fresh, 0, capacity * sizeof(unsigned), stream));
         if (slot.counters != nullptr) slot.outgrown.push_back(slot.counters);
         slot.counters = static_cast<unsigned*>(fresh);
         slot.counter_capacity = capacity;
@@ -125,7 +132,8 @@ StreamScratch::StreamScratch(std::size_t bytes, std::size_t counters, cudaStream
   bytes_ = own_->data();
   counters_ = reinterpret_cast<unsigned*>(static_cast<char*>(own_->data()) + counters_at);
   if (counters > 0)
-    ROOFLAB_CUDA(op, cudaMemsetAsync(counters_, 0, counters * sizeof(unsigned), stream));
+    ROOFLAB_CUDA(op, "zeroing " + std::to_string(counters) + " scratch counters",
+                 cudaMemsetAsync(counters_, 0, counters * sizeof(unsigned), stream));
 }
 
 StreamScratch::~StreamScratch() {
@@ -141,7 +149,7 @@ StreamScratch::~StreamScratch() {
 
 std::size_t stream_scratch_slots_in_use() {
   int device = 0;
-  ROOFLAB_CUDA("stream_scratch_slots_in_use", cudaGetDevice(&device));
+  ROOFLAB_CUDA("stream_scratch_slots_in_use", "finding the current device", cudaGetDevice(&device));
   Cache& all = cache();
   const std::lock_guard<std::mutex> lock(all.mutex);
   return all.devices[device].size();

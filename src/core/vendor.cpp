@@ -18,7 +18,7 @@ class HandlePerDevice {
   }
   Handle get(const char* op) {
     int device = 0;
-    ROOFLAB_CUDA(op, cudaGetDevice(&device));
+    ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
     auto found = handles_.find(device);
     if (found != handles_.end()) return found->second;
     Handle handle{};

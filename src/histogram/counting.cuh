@@ -56,16 +56,19 @@ inline const DeviceLimits& device_limits(const char* op) {
   static std::mutex mutex;
   static std::map<int, DeviceLimits> known;
   int device = 0;
-  ROOFLAB_CUDA(op, cudaGetDevice(&device));
+  ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
   const std::lock_guard<std::mutex> lock(mutex);
   auto found = known.find(device);
   if (found != known.end()) return found->second;
   DeviceLimits limits;
-  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&limits.sm_count, cudaDevAttrMultiProcessorCount, device));
-  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&limits.shared_per_sm,
-                                          cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&limits.shared_per_block,
-                                          cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  ROOFLAB_CUDA(op, "reading the SM count of device " + std::to_string(device),
+               cudaDeviceGetAttribute(&limits.sm_count, cudaDevAttrMultiProcessorCount, device));
+  ROOFLAB_CUDA(op, "reading the shared memory per SM of device " + std::to_string(device),
+               cudaDeviceGetAttribute(&limits.shared_per_sm,
+                                      cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  ROOFLAB_CUDA(op, "reading the opt-in shared memory per block of device " + std::to_string(device),
+               cudaDeviceGetAttribute(&limits.shared_per_block,
+                                      cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   return known.emplace(device, limits).first->second;
 }
 
@@ -77,7 +80,7 @@ inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_
   static std::map<std::tuple<int, const void*, int, std::size_t>, int> known;
   static std::map<std::pair<int, const void*>, std::size_t> opted_in;  // the largest size so far
   int device = 0;
-  ROOFLAB_CUDA(op, cudaGetDevice(&device));
+  ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
   const std::lock_guard<std::mutex> lock(mutex);
   const auto key = std::make_tuple(device, kernel, threads, dynamic_shared);
   auto found = known.find(key);
@@ -86,12 +89,15 @@ inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_
   // (cached, so never re-set) launch configuration relies on.
   std::size_t& allowed = opted_in[{device, kernel}];
   if (dynamic_shared > allowed) {
-    ROOFLAB_CUDA(op, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          int(dynamic_shared)));
+    ROOFLAB_CUDA(op,
+                 "letting a counting kernel use " + describe_bytes(dynamic_shared) + " of shared memory",
+                 cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(dynamic_shared)));
     allowed = dynamic_shared;
   }
   int blocks = 0;
-  ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
+  ROOFLAB_CUDA(op, "asking how many counting blocks fit on an SM",
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
   if (blocks < 1) throw Error(op, "", "a counting kernel does not fit on this GPU");
   return known.emplace(key, blocks).first->second;
 }

@@ -88,11 +88,14 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
 
 }  // namespace
 
+namespace detail {
+
 template <class T>
-void histogram_even(const T* in, std::int64_t n, int bins, double lo, double hi, std::uint64_t* counts,
-                    cudaStream_t stream) {
+void histogram_even_elements(const T* in, std::int64_t n, int bins, double lo, double hi,
+                             std::uint64_t* counts, cudaStream_t stream) {
   check_arguments(in, alignof(T), n, bins, lo, hi, counts);
-  ROOFLAB_CUDA(op_name, cudaMemsetAsync(counts, 0, std::size_t(bins) * sizeof(std::uint64_t), stream));
+  ROOFLAB_CUDA(op_name, "zeroing " + std::to_string(bins) + " counts",
+               cudaMemsetAsync(counts, 0, std::size_t(bins) * sizeof(std::uint64_t), stream));
   if (n == 0) return;
   const EvenBins rule = detail::make_even_bins(bins, lo, hi);
   auto* const totals = reinterpret_cast<unsigned long long*>(counts);  // atomicAdd's 64-bit type
@@ -106,9 +109,14 @@ void histogram_even(const T* in, std::int64_t n, int bins, double lo, double hi,
   }
 }
 
-template void histogram_even(const std::uint8_t*, std::int64_t, int, double, double, std::uint64_t*, cudaStream_t);
-template void histogram_even(const std::int32_t*, std::int64_t, int, double, double, std::uint64_t*, cudaStream_t);
-template void histogram_even(const float*, std::int64_t, int, double, double, std::uint64_t*, cudaStream_t);
-template void histogram_even(const double*, std::int64_t, int, double, double, std::uint64_t*, cudaStream_t);
+#define ROOFLAB_INSTANTIATE_HISTOGRAM(T)                                                \
+  template void histogram_even_elements<T>(const T*, std::int64_t, int, double, double, \
+                                           std::uint64_t*, cudaStream_t);
+ROOFLAB_INSTANTIATE_HISTOGRAM(std::uint8_t)
+ROOFLAB_INSTANTIATE_HISTOGRAM(std::int32_t)
+ROOFLAB_INSTANTIATE_HISTOGRAM(float)
+ROOFLAB_INSTANTIATE_HISTOGRAM(double)
+#undef ROOFLAB_INSTANTIATE_HISTOGRAM
 
+}  // namespace detail
 }  // namespace rooflab

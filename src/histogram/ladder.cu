@@ -31,7 +31,8 @@ constexpr std::int64_t hopper_shared_per_block = 232448;
 EvenBins rule_of(const HistogramWorkspace& w) { return detail::make_even_bins(w.bins, w.lo, w.hi); }
 
 void zero_counts(HistogramWorkspace& w, cudaStream_t stream) {
-  ROOFLAB_CUDA(op_name, cudaMemsetAsync(w.counts.data(), 0, w.counts.bytes(), stream));
+  ROOFLAB_CUDA(op_name, "zeroing the counts",
+               cudaMemsetAsync(w.counts.data(), 0, w.counts.bytes(), stream));
 }
 
 std::string int32_only(const Problem& problem) {
@@ -282,15 +283,17 @@ template <class T, class Level>
 void cub_histogram(HistogramWorkspace& w, cudaStream_t stream) {
   const auto lower = Level(w.lo), upper = Level(w.hi);  // exact for the lab's bounds
   std::size_t temp_bytes = 0;
-  ROOFLAB_CUDA(op_name, cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, w.input<T>(),
-                                                            static_cast<int*>(nullptr), w.bins + 1, lower,
-                                                            upper, w.n, stream));
+  ROOFLAB_CUDA(op_name, "sizing cub::DeviceHistogram::HistogramEven's temporary storage",
+               cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, w.input<T>(),
+                                                   static_cast<int*>(nullptr), w.bins + 1, lower,
+                                                   upper, w.n, stream));
   const std::size_t counts_bytes = (std::size_t(w.bins) * sizeof(int) + 255) / 256 * 256;
   StreamBuffer temp(counts_bytes + temp_bytes, stream, op_name);
   int* narrow = temp.as<int>();
-  ROOFLAB_CUDA(op_name, cub::DeviceHistogram::HistogramEven(static_cast<char*>(temp.data()) + counts_bytes,
-                                                            temp_bytes, w.input<T>(), narrow, w.bins + 1,
-                                                            lower, upper, w.n, stream));
+  ROOFLAB_CUDA(op_name, "running cub::DeviceHistogram::HistogramEven",
+               cub::DeviceHistogram::HistogramEven(static_cast<char*>(temp.data()) + counts_bytes,
+                                                   temp_bytes, w.input<T>(), narrow, w.bins + 1,
+                                                   lower, upper, w.n, stream));
   widen_counts<<<unsigned((w.bins + 255) / 256), 256, 0, stream>>>(narrow, w.counts.data(), w.bins);
   detail::check_launch(op_name, "widen_counts");
   w.binned_by_cub = true;

@@ -66,7 +66,8 @@ using CountKernel = void (*)(const std::uint32_t*, std::int64_t, unsigned long l
 
 template <CountKernel kernel>
 void launch_count(AtomicsWorkspace& w, cudaStream_t stream) {
-  ROOFLAB_CUDA("bench atomics", cudaMemsetAsync(w.counter.data(), 0, sizeof(unsigned long long), stream));
+  ROOFLAB_CUDA("bench atomics", "zeroing the counter",
+               cudaMemsetAsync(w.counter.data(), 0, sizeof(unsigned long long), stream));
   const auto blocks = unsigned((w.n + block_threads - 1) / block_threads);
   kernel<<<blocks, block_threads, 0, stream>>>(w.values.data(), w.n, w.counter.data());
   detail::check_launch("bench atomics", "count kernel");

@@ -61,14 +61,17 @@ LaunchFacts facts_of(SmoothKernel kernel, int block_threads) {
   LaunchFacts facts;
   facts.block_threads = block_threads;
   cudaFuncAttributes attributes{};
-  ROOFLAB_CUDA(op, cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  ROOFLAB_CUDA(op, "reading the kernel's attributes",
+               cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   facts.registers = attributes.numRegs;
   facts.local_bytes = attributes.localSizeBytes;
-  ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&facts.blocks_per_sm, kernel,
-                                                                 block_threads, 0));
+  ROOFLAB_CUDA(op, "asking how many blocks of the kernel fit on an SM",
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&facts.blocks_per_sm, kernel,
+                                                             block_threads, 0));
   int device = 0, threads_per_sm = 0;
-  ROOFLAB_CUDA(op, cudaGetDevice(&device));
-  ROOFLAB_CUDA(op, cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
+  ROOFLAB_CUDA(op, "reading the threads an SM holds",
+               cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   facts.occupancy = double(facts.blocks_per_sm) * block_threads / threads_per_sm;
   return facts;
 }

@@ -15,10 +15,10 @@ namespace rooflab::bench {
 
 TimingWorkspace::TimingWorkspace(std::int64_t n)
     : AddWorkspace(n), flush(std::size_t(current_l2_bytes())) {
-  ROOFLAB_CUDA("bench timing", cudaEventCreate(&start));
+  ROOFLAB_CUDA("bench timing", "creating the start event", cudaEventCreate(&start));
   const cudaError_t status = cudaEventCreate(&stop);
   if (status != cudaSuccess) cudaEventDestroy(start);
-  ROOFLAB_CUDA("bench timing", status);
+  ROOFLAB_CUDA("bench timing", "creating the stop event", status);
 }
 
 TimingWorkspace::~TimingWorkspace() {

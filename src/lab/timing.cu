@@ -34,12 +34,13 @@ TimingWorkspace& timing(Workspace& w) { return static_cast<TimingWorkspace&>(w);
 
 // Record, launch, record, wait for the stop event, read: the rung's own measurement of the kernel.
 void time_with_events(TimingWorkspace& w, cudaStream_t stream) {
-  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
+  ROOFLAB_CUDA("bench timing", "recording the start event", cudaEventRecord(w.start, stream));
   launch_add(w, stream);
-  ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
-  ROOFLAB_CUDA("bench timing", cudaEventSynchronize(w.stop));
+  ROOFLAB_CUDA("bench timing", "recording the stop event", cudaEventRecord(w.stop, stream));
+  ROOFLAB_CUDA("bench timing", "waiting for the stop event", cudaEventSynchronize(w.stop));
   float ms = 0;
-  ROOFLAB_CUDA("bench timing", cudaEventElapsedTime(&ms, w.start, w.stop));
+  ROOFLAB_CUDA("bench timing", "reading the time between the events",
+               cudaEventElapsedTime(&ms, w.start, w.stop));
   w.self_ms.push_back(ms);
 }
 
@@ -61,9 +62,9 @@ ROOFLAB_VARIANT(Variant{
     "timing", 2, "events-unsynchronized", "record, launch, record, read at once: 0 ms (not ready)",
     Where::gpu, false, no_limit,
     on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
-      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.start, stream));
+      ROOFLAB_CUDA("bench timing", "recording the start event", cudaEventRecord(w.start, stream));
       launch_add(w, stream);
-      ROOFLAB_CUDA("bench timing", cudaEventRecord(w.stop, stream));
+      ROOFLAB_CUDA("bench timing", "recording the stop event", cudaEventRecord(w.stop, stream));
       float ms = 0;
       const cudaError_t status = cudaEventElapsedTime(&ms, w.start, w.stop);
       if (status == cudaErrorNotReady) {
@@ -72,7 +73,7 @@ ROOFLAB_VARIANT(Variant{
         // the last error, so that the next launch check does not report it.
         if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
       } else {
-        ROOFLAB_CUDA("bench timing", status);
+        ROOFLAB_CUDA("bench timing", "reading the time between the events", status);
       }
       w.self_ms.push_back(ms);
     }),
@@ -89,7 +90,7 @@ ROOFLAB_VARIANT(Variant{
     on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
       const auto begin = host_clock::now();
       launch_add(w, stream);
-      ROOFLAB_CUDA("bench timing", cudaStreamSynchronize(stream));
+      ROOFLAB_CUDA("bench timing", "waiting for the kernel", cudaStreamSynchronize(stream));
       w.self_ms.push_back(elapsed_ms(begin));
     }),
     {}, [](Workspace& w) {

@@ -27,7 +27,7 @@ std::string size_text(std::int64_t bytes) {
 
 int current_device() {
   int device = 0;
-  ROOFLAB_CUDA("bench transfer", cudaGetDevice(&device));
+  ROOFLAB_CUDA("bench transfer", "finding the current device", cudaGetDevice(&device));
   return device;
 }
 
@@ -36,7 +36,8 @@ int current_device() {
 // prefetch rungs would measure eviction instead of the host link.
 std::size_t managed_words_that_fit(std::int64_t bytes) {
   std::size_t free_bytes = 0, total_bytes = 0;
-  ROOFLAB_CUDA("bench transfer", cudaMemGetInfo(&free_bytes, &total_bytes));
+  ROOFLAB_CUDA("bench transfer", "asking how much device memory is free",
+               cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t headroom = std::size_t(256) << 20;  // L2 flush buffer, streams, ...
   require(std::size_t(bytes) + headroom <= free_bytes, "bench transfer", "--n",
           size_text(bytes) + " of managed memory would not fit in the device's " +
@@ -72,7 +73,7 @@ void TransferWorkspace::managed_to_host(cudaStream_t stream) {
   if (!device_migrates_managed_memory()) return;  // then the host owns the pages whenever idle
   cudaMemLocation host{};
   host.type = cudaMemLocationTypeHost;
-  ROOFLAB_CUDA("bench transfer",
+  ROOFLAB_CUDA("bench transfer", "prefetching the managed buffer to the host",
                cudaMemPrefetchAsync(managed.data(), managed.bytes(), host, 0, stream));
 }
 
@@ -80,7 +81,7 @@ void TransferWorkspace::managed_to_device(cudaStream_t stream) {
   cudaMemLocation device{};
   device.type = cudaMemLocationTypeDevice;
   device.id = device_ordinal;
-  ROOFLAB_CUDA("bench transfer",
+  ROOFLAB_CUDA("bench transfer", "prefetching the managed buffer to the device",
                cudaMemPrefetchAsync(managed.data(), managed.bytes(), device, 0, stream));
 }
 
@@ -91,7 +92,7 @@ void TransferWorkspace::refill(std::uint64_t seed) {
   // The host writes the managed words below: bring the pages home in bulk first rather than
   // fault them back one by one.
   managed_to_host(nullptr);
-  ROOFLAB_CUDA("bench transfer", cudaDeviceSynchronize());
+  ROOFLAB_CUDA("bench transfer", "waiting for the prefetch to the host", cudaDeviceSynchronize());
   std::uint32_t* managed_words = managed.data();
   std::uint32_t* pinned_words = pinned_source.data();
   std::uint32_t* pinned_out = pinned_destination.data();

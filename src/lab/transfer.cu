@@ -39,8 +39,10 @@ void launch_copy_from_managed(TransferWorkspace& w, cudaStream_t stream) {
 }
 
 void host_to_device(TransferWorkspace& w, const std::uint32_t* source, cudaStream_t stream) {
-  ROOFLAB_CUDA("bench transfer", cudaMemcpyAsync(w.device_destination.data(), source,
-                                                 std::size_t(w.bytes), cudaMemcpyHostToDevice, stream));
+  ROOFLAB_CUDA("bench transfer",
+               "copying " + detail::describe_bytes(std::size_t(w.bytes)) + " to the device",
+               cudaMemcpyAsync(w.device_destination.data(), source, std::size_t(w.bytes),
+                               cudaMemcpyHostToDevice, stream));
   w.written = TransferWorkspace::Destination::device;
 }
 
@@ -73,8 +75,10 @@ ROOFLAB_VARIANT(Variant{
       auto* destination = reinterpret_cast<unsigned char*>(w.device_destination.data());
       for (std::int64_t offset = 0; offset < w.bytes; offset += small_copy_bytes) {
         const auto bytes = std::size_t(std::min(small_copy_bytes, w.bytes - offset));
-        ROOFLAB_CUDA("bench transfer", cudaMemcpyAsync(destination + offset, source + offset, bytes,
-                                                       cudaMemcpyHostToDevice, stream));
+        ROOFLAB_CUDA("bench transfer",
+                     "copying " + detail::describe_bytes(bytes) + " from the host to the device",
+                     cudaMemcpyAsync(destination + offset, source + offset, bytes,
+                                     cudaMemcpyHostToDevice, stream));
       }
       w.written = TransferWorkspace::Destination::device;
     })});
@@ -86,6 +90,7 @@ ROOFLAB_VARIANT(Variant{
     "transfer", 4, "pageable-d2h", "into malloc memory: DMA to a staging buffer, then a CPU copy",
     Where::gpu, false, no_limit, on<TransferWorkspace>([](TransferWorkspace& w, cudaStream_t stream) {
       ROOFLAB_CUDA("bench transfer",
+                   "copying " + detail::describe_bytes(std::size_t(w.bytes)) + " to pageable host memory",
                    cudaMemcpyAsync(w.pageable_destination.data(), w.device_source.data(),
                                    std::size_t(w.bytes), cudaMemcpyDeviceToHost, stream));
       w.written = TransferWorkspace::Destination::pageable;
@@ -96,6 +101,7 @@ ROOFLAB_VARIANT(Variant{
     "transfer", 5, "pinned-d2h", "into cudaHostAlloc memory: one DMA straight to the host pages",
     Where::gpu, false, no_limit, on<TransferWorkspace>([](TransferWorkspace& w, cudaStream_t stream) {
       ROOFLAB_CUDA("bench transfer",
+                   "copying " + detail::describe_bytes(std::size_t(w.bytes)) + " to pinned host memory",
                    cudaMemcpyAsync(w.pinned_destination.data(), w.device_source.data(),
                                    std::size_t(w.bytes), cudaMemcpyDeviceToHost, stream));
       w.written = TransferWorkspace::Destination::pinned;

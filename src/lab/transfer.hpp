@@ -20,6 +20,7 @@ class ManagedBuffer {
   explicit ManagedBuffer(std::size_t count) : size_(count) {
     if (count > 0)
       ROOFLAB_CUDA("ManagedBuffer",
+                   "allocating " + detail::describe_bytes(count * sizeof(T)) + " of managed memory",
                    cudaMallocManaged(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
   ~ManagedBuffer() {

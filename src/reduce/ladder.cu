@@ -374,7 +374,8 @@ ROOFLAB_VARIANT(Variant{
                  : why;
     },
     on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
-      ROOFLAB_CUDA(op_name, cudaMemsetAsync(w.out.data(), 0, sizeof(float), stream));
+      ROOFLAB_CUDA(op_name, "zeroing the result",
+                   cudaMemsetAsync(w.out.data(), 0, sizeof(float), stream));
       const std::int64_t blocks = (w.cols + harris_threads - 1) / harris_threads;
       reduce_atomic_global<<<unsigned(blocks), harris_threads, 0, stream>>>(w.in.data(),
                                                                             w.out.data(), w.cols);
@@ -488,7 +489,8 @@ ROOFLAB_VARIANT(Variant{
           std::clamp<std::int64_t>((w.cols + per_block - 1) / per_block, 1, resident_wave()));
       StreamBuffer scratch(sizeof(float) * blocks + sizeof(unsigned), stream, op_name);
       auto* ticket = reinterpret_cast<unsigned*>(scratch.as<float>() + blocks);
-      ROOFLAB_CUDA(op_name, cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
+      ROOFLAB_CUDA(op_name, "zeroing the ticket",
+                   cudaMemsetAsync(ticket, 0, sizeof(unsigned), stream));
       reduce_shuffle_one_pass<<<blocks, harris_threads, 0, stream>>>(
           w.in.data(), w.cols, w.out.data(), scratch.as<float>(), ticket);
       detail::check_launch(op_name, "reduce_shuffle_one_pass");
@@ -633,11 +635,13 @@ ROOFLAB_VARIANT(Variant{
     [](Workspace& workspace, cudaStream_t stream) {
       with_element_type(workspace, [&](auto& w) {
         std::size_t bytes = 0;
-        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
-                                                     w.cols, stream));
+        ROOFLAB_CUDA(op_name, "sizing cub::DeviceReduce::Sum's temporary storage",
+                     cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
+                                            w.cols, stream));
         StreamBuffer temp(bytes, stream, op_name);
-        ROOFLAB_CUDA(op_name, cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
-                                                     w.cols, stream));
+        ROOFLAB_CUDA(op_name, "running cub::DeviceReduce::Sum",
+                     cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
+                                            w.cols, stream));
       });
     }});
 

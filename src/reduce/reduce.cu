@@ -2,8 +2,8 @@
 // int64 and uint32, each with Sum, Min and Max. The templates are in rooflab/detail/reduce.cuh.
 #include "rooflab/detail/reduce.cuh"
 
-namespace rooflab {
+namespace rooflab::detail {
 
 ROOFLAB_REDUCE_INSTANTIATIONS()
 
-}  // namespace rooflab
+}  // namespace rooflab::detail

@@ -116,11 +116,11 @@ ROOFLAB_VARIANT(Variant{
         const auto begins = thrust::make_transform_iterator(
             thrust::make_counting_iterator<std::int64_t>(0), RowStart{w.cols});
         std::size_t bytes = 0;
-        ROOFLAB_CUDA(op_name,
+        ROOFLAB_CUDA(op_name, "sizing cub::DeviceSegmentedReduce::Sum's temporary storage",
                      cub::DeviceSegmentedReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
                                                      w.rows, begins, begins + 1, stream));
         StreamBuffer temp(bytes, stream, op_name);
-        ROOFLAB_CUDA(op_name,
+        ROOFLAB_CUDA(op_name, "running cub::DeviceSegmentedReduce::Sum",
                      cub::DeviceSegmentedReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
                                                      w.rows, begins, begins + 1, stream));
       });

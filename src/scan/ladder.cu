@@ -297,8 +297,9 @@ void reduce_then_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) 
   // One partition per block that can be resident at once: a single wave, every SM busy to the end.
   static const int blocks_per_sm = [] {
     int blocks = 0;
-    ROOFLAB_CUDA(bench_scan, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                 &blocks, scan_partitions<T>, tile_threads, 0));
+    ROOFLAB_CUDA(bench_scan, "asking how many partition blocks fit on an SM",
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                     &blocks, scan_partitions<T>, tile_threads, 0));
     return std::max(blocks, 1);
   }();
   const std::int64_t tiles =
@@ -430,7 +431,8 @@ void decoupled_lookback(const T* in, T* out, std::int64_t n, cudaStream_t stream
   // Counter and tile states start at zero (status_invalid): one memset of stream-ordered scratch.
   const std::size_t bytes = sizeof(unsigned long long) * std::size_t(1 + tiles);
   StreamBuffer scratch(bytes, stream, bench_scan);
-  ROOFLAB_CUDA(bench_scan, cudaMemsetAsync(scratch.data(), 0, bytes, stream));
+  ROOFLAB_CUDA(bench_scan, "zeroing the tile states",
+               cudaMemsetAsync(scratch.data(), 0, bytes, stream));
   decoupled_lookback_scan<T, Warps, Rows, MinBlocks, Order>
       <<<unsigned(tiles), Tile::threads, 0, stream>>>(
           in, out, n, scratch.as<unsigned long long>() + 1, scratch.as<unsigned int>());
@@ -492,11 +494,13 @@ ROOFLAB_VARIANT(Variant{
     on_every_scan_type([](auto& w, cudaStream_t stream) {
       const int n = int(w.n);
       std::size_t bytes = 0;
-      ROOFLAB_CUDA(bench_scan, cub::DeviceScan::InclusiveSum(nullptr, bytes, w.in.data(),
-                                                             w.out.data(), n, stream));
+      ROOFLAB_CUDA(bench_scan, "sizing cub::DeviceScan::InclusiveSum's temporary storage",
+                   cub::DeviceScan::InclusiveSum(nullptr, bytes, w.in.data(),
+                                                 w.out.data(), n, stream));
       StreamBuffer temporary(std::max<std::size_t>(bytes, 1), stream, bench_scan);
-      ROOFLAB_CUDA(bench_scan, cub::DeviceScan::InclusiveSum(temporary.data(), bytes, w.in.data(),
-                                                             w.out.data(), n, stream));
+      ROOFLAB_CUDA(bench_scan, "running cub::DeviceScan::InclusiveSum",
+                   cub::DeviceScan::InclusiveSum(temporary.data(), bytes, w.in.data(),
+                                                 w.out.data(), n, stream));
     })});
 
 }  // namespace

@@ -236,7 +236,8 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
     const std::size_t scratch_bytes =
         sizeof(unsigned long long) * std::size_t(entries * words_per_entry<T>);
     scratch.emplace(scratch_bytes, stream, op);
-    ROOFLAB_CUDA(op, cudaMemsetAsync(scratch->data(), 0, scratch_bytes, stream));
+    ROOFLAB_CUDA(op, "zeroing the look-back tree",
+                 cudaMemsetAsync(scratch->data(), 0, scratch_bytes, stream));
     lookback.words = scratch->as<unsigned long long>();
   }
   scan_tiles<T, Inclusive, Warps, Rows>
@@ -246,27 +247,27 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
 
 }  // namespace
 
+namespace detail {
+
 template <class T>
-void inclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+void inclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
   scan<T, true>("inclusive_scan", in, out, n, stream);
 }
 
 template <class T>
-void exclusive_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+void exclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t stream) {
   scan<T, false>("exclusive_scan", in, out, n, stream);
 }
 
-#define ROOFLAB_INSTANTIATE_SCAN(T)                                          \
-  template void inclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t); \
-  template void exclusive_scan<T>(const T*, T*, std::int64_t, cudaStream_t);
+#define ROOFLAB_INSTANTIATE_SCAN(T)                                                   \
+  template void inclusive_scan_elements<T>(const T*, T*, std::int64_t, cudaStream_t); \
+  template void exclusive_scan_elements<T>(const T*, T*, std::int64_t, cudaStream_t);
 ROOFLAB_INSTANTIATE_SCAN(float)
 ROOFLAB_INSTANTIATE_SCAN(double)
 ROOFLAB_INSTANTIATE_SCAN(std::int32_t)
 ROOFLAB_INSTANTIATE_SCAN(std::int64_t)
 ROOFLAB_INSTANTIATE_SCAN(std::uint32_t)
 #undef ROOFLAB_INSTANTIATE_SCAN
-
-namespace detail {
 
 template <class T>
 void inclusive_scan_16k_tiles(const T* in, T* out, std::int64_t n, cudaStream_t stream) {

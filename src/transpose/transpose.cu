@@ -533,7 +533,8 @@ void transpose_bytes(const void* in, std::int64_t rows, std::int64_t cols, std::
           "must not overlap in");
 
   if (rows == 1 || cols == 1) {  // the same bytes in the same order
-    ROOFLAB_CUDA(op, cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream));
+    ROOFLAB_CUDA(op, "copying " + detail::describe_bytes(bytes) + " (a single row or column)",
+                 cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream));
     return;
   }
   const bool aligned = aligned_to(in, element_bytes) && aligned_to(out, element_bytes);

@@ -1,11 +1,33 @@
-// Uses the installed rooflab from plain C++: round-trips data through device memory and takes an
-// SVD when a GPU is there, and otherwise proves that the headers compile and the library links
-// (rooflab::svd reaches every kernel of its dispatch, so a missing one fails the link).
+// Uses the installed rooflab from plain C++: round-trips data through device memory, takes an
+// SVD, and reduces and scans `long long` data (what std::accumulate users write; std::int64_t is
+// `long` on Linux) when a GPU is there, and otherwise proves that the headers compile and the
+// library links (rooflab::svd reaches every kernel of its dispatch, so a missing one fails the
+// link, as does a missing instantiation for long long).
 #include <rooflab/rooflab.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <vector>
+
+namespace {
+
+// Every 64-bit entry point with `long long` elements; false (saying why) on a wrong result.
+bool long_long_elements_work() {
+  const std::vector<long long> values{3, -1, 4, 1, -5, 9};
+  rooflab::DeviceBuffer<long long> in(values), total(1), row_max(2), inclusive(6), exclusive(6);
+  rooflab::reduce(in.data(), 6, total.data());
+  rooflab::reduce_rows(in.data(), 2, 3, row_max.data(), rooflab::Max{});
+  rooflab::inclusive_scan(in.data(), inclusive.data(), 6);
+  rooflab::exclusive_scan(in.data(), exclusive.data(), 6);
+  const bool right = total.download() == std::vector<long long>{11} &&
+                     row_max.download() == std::vector<long long>{4, 9} &&
+                     inclusive.download() == std::vector<long long>{3, 2, 6, 7, 2, 11} &&
+                     exclusive.download() == std::vector<long long>{0, 3, 2, 6, 7, 2};
+  if (!right) std::puts("consumer: reduce or scan of long long gave a wrong result");
+  return right;
+}
+
+}  // namespace
 
 int main() {
   // A 3 x 2 matrix (column-major) with orthogonal columns of norms 4 and 3: S = {4, 3}.
@@ -29,7 +51,8 @@ int main() {
       std::printf("consumer: svd gave S = {%g, %g}, not {4, 3}\n", s[0], s[1]);
       return 1;
     }
-    std::puts("consumer: round trip through rooflab::DeviceBuffer and rooflab::svd ok");
+    if (!long_long_elements_work()) return 1;
+    std::puts("consumer: DeviceBuffer, svd, and reduce and scan of long long ok");
     return 0;
   } catch (const rooflab::Error& error) {
     std::printf("consumer: %s\n", error.what());

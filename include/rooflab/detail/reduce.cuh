@@ -439,13 +439,14 @@ int resident_blocks(const char* op) {
   constexpr int max_devices = 64;
   static std::atomic<int> cached[max_devices] = {};
   int device = 0;
-  ROOFLAB_CUDA(op, cudaGetDevice(&device));
+  ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
   std::atomic<int>& slot = cached[device < max_devices ? device : max_devices - 1];
   int blocks = slot.load(std::memory_order_relaxed);
   if (blocks == 0) {
     int per_sm = 0;
-    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel,
-                                                                   reduce_block_threads, 0));
+    ROOFLAB_CUDA(op, "asking how many reduction blocks fit on an SM",
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel,
+                                                               reduce_block_threads, 0));
     blocks = (per_sm > 0 ? per_sm : 1) * current_sm_count();
     slot.store(blocks, std::memory_order_relaxed);
   }
@@ -513,10 +514,8 @@ void reduce_rows_on_plan(const T* in, std::int64_t rows, std::int64_t cols, T* o
   }
 }
 
-}  // namespace detail
-
 template <class T, class Op>
-void reduce(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
+void reduce_elements(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
   static_assert(std::is_trivially_copyable_v<T>, "reduce moves values between threads bitwise");
   const char* name = "reduce";
   require(n >= 1, name, "n", "must be at least 1, got " + std::to_string(n));
@@ -537,8 +536,8 @@ void reduce(const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
 }
 
 template <class T, class Op>
-void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
-                 cudaStream_t stream) {
+void reduce_rows_elements(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op op,
+                          cudaStream_t stream) {
   static_assert(std::is_trivially_copyable_v<T>,
                 "reduce_rows moves values between threads bitwise");
   const char* name = "reduce_rows";
@@ -556,10 +555,10 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
 
 // The instantiations the library compiles (src/reduce/reduce.cu); callers of these use them rather
 // than compiling their own.
-#define ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Op)                                     \
-  prefix template void reduce<T, Op>(const T*, std::int64_t, T*, Op, cudaStream_t);     \
-  prefix template void reduce_rows<T, Op>(const T*, std::int64_t, std::int64_t, T*, Op, \
-                                          cudaStream_t);
+#define ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Op)                                          \
+  prefix template void reduce_elements<T, Op>(const T*, std::int64_t, T*, Op, cudaStream_t);     \
+  prefix template void reduce_rows_elements<T, Op>(const T*, std::int64_t, std::int64_t, T*, Op, \
+                                                   cudaStream_t);
 #define ROOFLAB_REDUCE_INSTANTIATIONS_FOR_TYPE(prefix, T) \
   ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Sum)            \
   ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Min)            \
@@ -573,4 +572,5 @@ void reduce_rows(const T* in, std::int64_t rows, std::int64_t cols, T* out, Op o
 
 ROOFLAB_REDUCE_INSTANTIATIONS(extern)
 
+}  // namespace detail
 }  // namespace rooflab
