@@ -21,6 +21,10 @@
 // Column norms. Each pair's dot products compute ||w_p||^2, ||w_q||^2 and w_p . w_q afresh (the
 // convergence test never relies on an updated norm); the sort uses the norms tracked through the
 // rotations (alpha - t gamma, beta + t gamma), refreshed at every pair.
+//
+// Rounding noise. Each column carries an error scale (jacobi_math.hpp, RoundingNoise); a column
+// whose fresh norm has fallen into it is set to zero before its pair is tested, so that
+// rank-deficient matrices converge and their left vectors come out orthonormal.
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -108,26 +112,42 @@ __device__ __forceinline__ void rotate_columns(T* p, T* q, const RowWalk& walk, 
   }
 }
 
-// One pair, by one group of `lanes` lanes: dots, test, rotation of W's columns (w_walk: this
-// lane's rows of them) and V's (v_walk, when uv), tracked norms, and the swap of the two
-// positions. Columns >= cols are padding. `active` is false for the group's idle slots; every
-// lane of the warp calls this together. Returns the scaled off-diagonal (0 when idle).
+template <class T>
+__device__ __forceinline__ void clear_column(T* p, const RowWalk& walk) {
+  for (int j = 0; j < walk.count; ++j) p[walk.row(j)] = T(0);
+}
+
+// One pair, by one group of `lanes` lanes: dots, the clearing of rounding noise, test, rotation of
+// W's columns (w_walk: this lane's rows of them) and V's (v_walk, when uv), tracked norms and
+// error scales, and the swap of the two positions. Columns >= cols are padding. `active` is false
+// for the group's idle slots; every lane of the warp calls this together. Returns the scaled
+// off-diagonal (0 when idle).
 template <class T>
 __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk& w_walk, T* V,
                                           std::int64_t ldv, const RowWalk& v_walk, bool uv,
-                                          T* norms, int* pos, int position, bool active, T tol,
-                                          int lanes, int cols) {
+                                          T* norms, T* error_scales, int* pos, int position,
+                                          bool active, T tol, int lanes, int cols) {
   const int h = w_walk.first;
   const int p = active ? pos[position] : 0;
   const int q = active ? pos[position + 1] : 0;
   const bool real = active && p < cols && q < cols;
+  const T scale_p = real ? error_scales[p] : T(0), scale_q = real ? error_scales[q] : T(0);
   T alpha = 0, beta = 0, gamma = 0;
   if (real) partial_dots(W + p * ldw, W + q * ldw, w_walk, alpha, beta, gamma);
   alpha = group_sum(alpha, lanes);
   beta = group_sum(beta, lanes);
   gamma = group_sum(gamma, lanes);
   T cosine = 0;
+  T new_scale_p = scale_p, new_scale_q = scale_q;
   if (real) {
+    const bool p_noise = is_rounding_noise(alpha, scale_p), q_noise = is_rounding_noise(beta, scale_q);
+    if (p_noise) clear_column(W + p * ldw, w_walk);
+    if (q_noise) clear_column(W + q * ldw, w_walk);
+    if (p_noise || q_noise) {
+      alpha = p_noise ? T(0) : alpha;
+      beta = q_noise ? T(0) : beta;
+      gamma = 0;
+    }
     Rotation<T> r;
     const bool rotate = jacobi_rotation(alpha, beta, gamma, tol, r, cosine);
     if (rotate) {
@@ -138,11 +158,16 @@ __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk&
       norms[p] = rotate ? alpha - r.t * gamma : alpha;
       norms[q] = rotate ? beta + r.t * gamma : beta;
     }
+    if (rotate) rotate_error_scales(r, new_scale_p, new_scale_q);
   }
-  __syncwarp();  // every lane of the group has read pos before it changes
+  __syncwarp();  // every lane of the group has read pos and the error scales before they change
   if (active && h == 0) {
     pos[position] = q;
     pos[position + 1] = p;
+  }
+  if (real && h == 0) {
+    error_scales[p] = new_scale_p;
+    error_scales[q] = new_scale_q;
   }
   return cosine;
 }
@@ -339,12 +364,14 @@ struct SweepOutcome {
 // Sweeps of one team over `cols` columns of W (rows long, in shared memory), accumulating the
 // rotations into the first v_rows rows of V's columns when uv: initial norms, then per sweep a
 // sort by tracked norm and n_pad rounds of the odd-even ring, until a sweep finds every pair
-// orthogonal to tol or max_sweeps have run. norms and pos hold n_pad entries. Every thread of
-// the team calls it; W, V, norms and pos must be visible to the team (a sync before).
+// orthogonal to tol or max_sweeps have run. norms, error_scales and pos hold n_pad entries; the
+// error scales start as the initial norms when `fresh_scales`, else they are the caller's. Every
+// thread of the team calls it; W, V, norms, error_scales and pos must be visible to the team (a
+// sync before).
 template <class T, class Team>
 __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows, int cols, T* V,
-                                       int ldv, int v_rows, bool uv, T* norms, int* pos, T tol,
-                                       int max_sweeps, int lanes) {
+                                       int ldv, int v_rows, bool uv, T* norms, T* error_scales,
+                                       bool fresh_scales, int* pos, T tol, int max_sweeps, int lanes) {
   const int n_pad = cols + (cols & 1);
   const int rank = team.rank(), threads = team.size();
   const int groups = threads / lanes;
@@ -359,6 +386,7 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
       T sum = c < cols ? partial_norm2(W + c * ldw, w_walk) : T(0);
       sum = group_sum(sum, lanes);
       if (h == 0 && c < n_pad) norms[c] = c < cols ? sum : T(-1);  // padding sorts last
+      if (fresh_scales && h == 0 && c < cols) error_scales[c] = sum;
     }
   }
   team.sync();
@@ -374,7 +402,7 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
       const int slots = (pairs + groups - 1) / groups;
       for (int slot = 0; slot < slots; ++slot) {
         const int pair = slot * groups + group;
-        const T cosine = process_pair(W, ldw, w_walk, V, ldv, v_walk, uv, norms, pos,
+        const T cosine = process_pair(W, ldw, w_walk, V, ldv, v_walk, uv, norms, error_scales, pos,
                                       first_position(round, pair), pair < pairs, tol, lanes, cols);
         local_off = fmax(local_off, cosine);
       }
@@ -503,9 +531,10 @@ __device__ void on_chip_svd(const Team& team, unsigned char* smem, const OnChipL
   T* W = reinterpret_cast<T*>(smem + L.w_offset);
   T* Vw = reinterpret_cast<T*>(smem + L.v_offset);
   T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  T* error_scales = reinterpret_cast<T*>(smem + L.error_scales_offset);
   int* pos = reinterpret_cast<int*>(smem + L.pos_offset);
   const SweepOutcome<T> outcome = team_sweeps(team, W, L.ldw, L.M, L.N, Vw, L.ldv, L.N, P.uv, norms,
-                                              pos, P.tol, P.max_sweeps, lanes);
+                                              error_scales, true, pos, P.tol, P.max_sweeps, lanes);
   finish_on_chip(team, smem, L, P, matrix, lanes, exponent, outcome, report);
 }
 

@@ -48,8 +48,9 @@ constexpr int ring_pairs = ring_max_columns / 2;      // a lane of warp 0 per pa
 constexpr unsigned full_mask = 0xffffffffu;
 
 // Shared memory after the on-chip layout: the partial sums (per round parity, pair and warp:
-// alpha, beta, gamma), once a sweep one squared norm per warp and position, the column id at each
-// position and the last sweep's largest off-diagonal. A pair's partials from all warps lie side by
+// alpha, beta, gamma), once a sweep one squared norm per warp and position, each column's error
+// scale (jacobi_math.hpp, RoundingNoise) by column id, the column id at each position and the last
+// sweep's largest off-diagonal. A pair's partials from all warps lie side by
 // side, ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks); the two
 // parities alternate, so a warp writes the next round's partials while a slower one still reads
 // this round's.
@@ -61,18 +62,20 @@ template <class T>
 struct RingScratch {
   T* partials;
   T* norm_partials;
+  T* error_scales;
   T* sweep_off;
   int* ids;
   __device__ explicit RingScratch(unsigned char* base)
       : partials(reinterpret_cast<T*>(base)),
         norm_partials(partials + 2 * ring_partials_per_parity),
-        sweep_off(norm_partials + ring_norm_partials),
+        error_scales(norm_partials + ring_norm_partials),
+        sweep_off(error_scales + ring_max_columns),
         ids(reinterpret_cast<int*>(sweep_off + 1)) {}
 };
 
 template <class T>
 constexpr int ring_scratch_bytes() {
-  return int(sizeof(T)) * (2 * ring_partials_per_parity + ring_norm_partials + 1) +
+  return int(sizeof(T)) * (2 * ring_partials_per_parity + ring_norm_partials + ring_max_columns + 1) +
          4 * ring_max_columns;
 }
 
@@ -88,7 +91,8 @@ template <class T, int Rows>
 struct LaneColumns {
   T w[2][Rows];
   T v[2][Rows];
-  int id[2];  // the column at each position: N is the padding column, -1 a position past n_pad
+  T scale[2];  // the columns' error scales (0 for the padding)
+  int id[2];   // the column at each position: N is the padding column, -1 a position past n_pad
 };
 
 // Fills `lane` from shared memory: position 2 lane + j takes column order[2 lane + j] (or column
@@ -96,13 +100,15 @@ struct LaneColumns {
 template <class T, int Rows>
 __device__ void ring_load(LaneColumns<T, Rows>& lane, const T* W, int ldw, const T* V, int ldv,
                           const int* order, int M, int N, int n_pad, bool uv, int row0,
-                          int lane_index) {
+                          int lane_index, const RingScratch<T>& scratch) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int position = 2 * lane_index + j;
     const int id = position < n_pad ? (order != nullptr ? order[position] : position) : -1;
     lane.id[j] = id;
     const bool real = id >= 0 && id < N;
+    // By the sorted order only: the first load, before the scales are known, leaves them 0.
+    lane.scale[j] = real && order != nullptr ? scratch.error_scales[id] : T(0);
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const int row = row0 + r;
@@ -128,6 +134,7 @@ __device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T*
     if (warp == 0) scratch.ids[position] = lane.id[j];
     const int id = lane.id[j];
     if (id >= N) continue;
+    if (warp == 0) scratch.error_scales[id] = lane.scale[j];
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const int row = row0 + r;
@@ -146,6 +153,12 @@ struct RoundRotations {
   T c1 = 0, s1 = 1;   // even: the pair's; odd: position 2l + 1's
   T c0 = 0, s0 = -1;  // odd: position 2l's
 };
+
+template <class T, int Rows>
+__device__ __forceinline__ void clear_registers(T (&rows)[Rows]) {
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) rows[r] = T(0);
+}
 
 // Applies a round's rotations to this lane's rows of V, in the layout that round had.
 template <bool odd, bool mirrored, class T, int Rows>
@@ -169,6 +182,12 @@ __device__ __forceinline__ void rotate_v(LaneColumns<T, Rows>& lane, const Round
 // One round of the ring (Odd: pairs (2l + 1, 2l + 2), else (2l, 2l + 1)): partial dot products,
 // the rotations (every warp forms them, from the same sums) and the rotation of this lane's rows.
 // A compile-time parity: no selects between the two kinds of round in the loop.
+//
+// Rounding noise (jacobi_math.hpp, RoundingNoise): a column of the pair whose fresh norm lies
+// within its error scale takes part as a zero column (not rotated: the identity, which the ring's
+// swap still moves on) and is cleared once the round has moved it, by the lane and register that
+// then hold it: in an even round this lane's own, in an odd one this lane's for q and the next
+// lane's for p. The error scales follow the columns, rotated as jacobi_math.hpp says.
 //
 // V's rows take each round's rotations one round late (`pending`, the previous round's), right
 // after the barrier: no result of this round waits on them, so they fill the issue slots the
@@ -227,6 +246,20 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
   T sums[3];
 #pragma unroll
   for (int c = 0; c < 3; ++c) sums[c] = (partial[0][c] + partial[1][c]) + (partial[2][c] + partial[3][c]);
+  // The pair's error scales: p at 2l (even) or 2l + 1 (odd), q at 2l + 1 or the next lane's 2l + 2;
+  // in odd rounds also the previous lane's 2l - 1, which moves into this lane's 2l.
+  T right_scale = 0, left_scale = 0;
+  if constexpr (odd) {
+    right_scale = __shfl_down_sync(full_mask, lane.scale[at_even], 1);
+    left_scale = __shfl_up_sync(full_mask, lane.scale[at_odd], 1);
+  }
+  const T scale_p = odd ? lane.scale[at_odd] : lane.scale[at_even];
+  const T scale_q = odd ? right_scale : lane.scale[at_odd];
+  const bool noise_p = owns_pair && is_rounding_noise(sums[0], scale_p);
+  const bool noise_q = owns_pair && is_rounding_noise(sums[1], scale_q);
+  sums[0] = noise_p ? T(0) : sums[0];
+  sums[1] = noise_q ? T(0) : sums[1];
+  sums[2] = noise_p || noise_q ? T(0) : sums[2];
   Rotation<T> rotation;
   T cosine = 0;
   jacobi_rotation(sums[0], sums[1], sums[2], tol, rotation, cosine);
@@ -245,6 +278,9 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     }
     pending.c1 = c;
     pending.s1 = s;
+    rotate_error_scales(rotation, lane.scale[at_even], lane.scale[at_odd]);
+    if (noise_p) clear_registers(lane.w[at_even]);  // the identity left p in its register
+    if (noise_q) clear_registers(lane.w[at_odd]);
   } else {
     // Position 2l + 1 is the lower of pair l (p = it, q = right) and takes s p + c q; 2l the upper
     // of pair l - 1 (p = left, q = it), whose rotation the previous lane formed, and takes c p -
@@ -270,6 +306,13 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     const int left_id = __shfl_up_sync(full_mask, lane.id[at_odd], 1);
     if (lower_active) lane.id[at_odd] = right_id;
     if (upper_active) lane.id[at_even] = left_id;
+    // 2l + 1 took s1 (its own) + c1 (the right's), 2l took c0 (the left's) - s0 (its own).
+    lane.scale[at_odd] = s1 * s1 * lane.scale[at_odd] + c1 * c1 * right_scale;
+    lane.scale[at_even] = c0 * c0 * left_scale + s0 * s0 * lane.scale[at_even];
+    // The identity sent q to this lane's 2l + 1 and p to the next lane's 2l + 2.
+    const bool left_noise_p = __shfl_up_sync(full_mask, noise_p, 1);
+    if (noise_q) clear_registers(lane.w[at_odd]);
+    if (upper_active && left_noise_p) clear_registers(lane.w[at_even]);
   }
 }
 
@@ -342,7 +385,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   for (int e = threadIdx.x; e < 2 * ring_partials_per_parity; e += blockDim.x)
     scratch.partials[e] = T(0);  // a missing warp's partials stay zero
   LaneColumns<T, Rows> lane;
-  ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index);
+  ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index, scratch);
   SweepOutcome<T> outcome;
   T lane_off = 0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
   RoundRotations<T> pending;  // V's rotations from the last round, not yet applied
@@ -358,7 +401,19 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
       T sum = 0;
       for (int w = 0; w < warps; ++w) sum += scratch.norm_partials[w * ring_max_columns + position];
       const int id = scratch.ids[position];
-      norms[id] = id < N ? sum : T(-1);  // the padding sorts last
+      if (id >= N) {
+        norms[id] = T(-1);  // the padding sorts last
+      } else if (outcome.sweeps == 0) {
+        norms[id] = sum;
+        scratch.error_scales[id] = sum;  // the columns as loaded
+      } else if (is_rounding_noise(sum, scratch.error_scales[id])) {
+        // Noise left by the sweep's last rotations: cleared now, so that the all-pairs test and
+        // the sigmas see the zero column the next sweep would have made of it.
+        norms[id] = T(0);
+        for (int row = 0; row < M; ++row) W[row + id * L.ldw] = T(0);
+      } else {
+        norms[id] = sum;
+      }
     }
     __syncthreads();
     if (outcome.converged || outcome.sweeps >= max_sweeps) break;
@@ -375,7 +430,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
     }
     rank_sort_descending(team, norms, n_pad, order);  // de Rijk: by decreasing norm
     __syncthreads();
-    ring_load(lane, W, L.ldw, V, L.ldv, order, M, N, n_pad, uv, row0, lane_index);
+    ring_load(lane, W, L.ldw, V, L.ldv, order, M, N, n_pad, uv, row0, lane_index, scratch);
     ++outcome.sweeps;
 
     // Four rounds a step, two layouts each (n_pad is even; a sweep of n_pad = 2 mod 4 positions

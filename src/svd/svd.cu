@@ -102,6 +102,8 @@ struct GlobalState {
   T* V = nullptr;
   T* norms = nullptr;         // positions per matrix: tracked squared norms, then sigma
   T* coefficients = nullptr;  // positions per matrix: Gram-Schmidt scratch
+  // Positions per matrix, by column: error scales (jacobi_math.hpp, RoundingNoise).
+  T* error_scales = nullptr;
   int* pos = nullptr;         // positions per matrix: column at each position, then output order
   unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
   unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
@@ -123,7 +125,14 @@ struct GlobalState {
   __device__ T* v(std::int64_t matrix) const { return V + matrix * ldv * N; }
   __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * positions; }
   __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * positions; }
+  __device__ T* error_scales_of(std::int64_t matrix) const { return error_scales + matrix * positions; }
 };
+
+// Sigma of a column from its fresh squared norm: 0 for a negligible column or rounding noise.
+template <class T>
+__device__ __forceinline__ T sigma_from_norm2(T norm2, T error_scale) {
+  return norm2 >= Precision<T>::negligible && !is_rounding_noise(norm2, error_scale) ? sqrt(norm2) : T(0);
+}
 
 constexpr int global_threads = 256;
 constexpr int global_warps = global_threads / 32;
@@ -217,8 +226,9 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
   }
 }
 
-// Squared column norms, a warp per column: the initial tracked norms (final = false) or sigma
-// (final = true, negligible columns 0). Padding positions get -1 so that they sort last.
+// Squared column norms, a warp per column: the initial tracked norms and error scales (final =
+// false) or sigma (final = true, negligible columns and rounding noise 0). Padding positions get
+// -1 so that they sort last.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
   wait_for_previous_kernel();
@@ -233,10 +243,12 @@ __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalStat
     T sum = c < G.N ? partial_norm2(G.w(matrix) + c * G.ldw, RowWalk(G.M, 32, lane, 0)) : T(0);
     sum = group_sum(sum, 32);
     if (lane != 0) continue;
-    if (!final)
+    if (!final) {
       G.norms_of(matrix)[c] = c < G.N ? sum : T(-1);
-    else if (c < G.N)
-      G.norms_of(matrix)[c] = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+      if (c < G.N) G.error_scales_of(matrix)[c] = sum;
+    } else if (c < G.N) {
+      G.norms_of(matrix)[c] = sigma_from_norm2(sum, G.error_scales_of(matrix)[c]);
+    }
   }
 }
 
@@ -274,8 +286,8 @@ __device__ void round_work(const GlobalState<T>& G, int round, std::int64_t firs
     const int pair = int(item % pairs);
     const T cosine = process_pair(G.w(matrix), G.ldw, RowWalk(G.M, 32, lane, 0), G.v(matrix), G.ldv,
                                   RowWalk(G.N, 32, lane, 0), G.P.uv, G.norms_of(matrix),
-                                  G.pos_of(matrix), first_position(round, pair), true, G.P.tol, 32,
-                                  G.N);
+                                  G.error_scales_of(matrix), G.pos_of(matrix),
+                                  first_position(round, pair), true, G.P.tol, 32, G.N);
     if (lane == 0) raise_to(&G.off_bits[matrix], double(cosine));
   }
 }
@@ -402,12 +414,12 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
 // the sweep is converged when every pair of blocks arrived orthogonal.
 
 // One pair of blocks' shared memory: W's 2b columns (ld = shared_leading_dimension(M), which also
-// holds V's 2b columns while Q is applied: N <= M), Q, tracked norms and positions of the 2b
-// columns, their global column indices and the team's reduction scratch.
+// holds V's 2b columns while Q is applied: N <= M), Q, tracked norms, error scales and positions
+// of the 2b columns, their global column indices and the team's reduction scratch.
 struct BlockedLayout {
   int slots = 0, ldb = 0;
-  int w_offset = 0, q_offset = 0, norms_offset = 0, pos_offset = 0, columns_offset = 0,
-      team_offset = 0;
+  int w_offset = 0, q_offset = 0, norms_offset = 0, error_scales_offset = 0, pos_offset = 0,
+      columns_offset = 0, team_offset = 0;
   int bytes = 0;
 };
 
@@ -424,6 +436,7 @@ __host__ __device__ inline BlockedLayout blocked_layout(int M, int block, int el
   L.w_offset = take((long long)L.ldb * L.slots * element_bytes);
   L.q_offset = take((long long)L.slots * L.slots * element_bytes);
   L.norms_offset = take((long long)L.slots * element_bytes);
+  L.error_scales_offset = take((long long)L.slots * element_bytes);
   L.pos_offset = take((long long)L.slots * 4);
   L.columns_offset = take((long long)L.slots * 4);
   L.team_offset = take(32 * 8);
@@ -449,14 +462,20 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
   T* Wb = reinterpret_cast<T*>(smem + L.w_offset);
   T* Q = reinterpret_cast<T*>(smem + L.q_offset);
   T* inner_norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  T* inner_scales = reinterpret_cast<T*>(smem + L.error_scales_offset);
   int* inner_pos = reinterpret_cast<int*>(smem + L.pos_offset);
   int* columns = reinterpret_cast<int*>(smem + L.columns_offset);
   int* pos = G.pos_of(matrix);
+  T* error_scales = G.error_scales_of(matrix);
   T* W = G.w(matrix);
   T* V = G.v(matrix);
   const int rank = team.rank(), threads = team.size();
 
-  for (int s = rank; s < slots; s += threads) columns[s] = pos[first + s];
+  for (int s = rank; s < slots; s += threads) {
+    const int c = pos[first + s];
+    columns[s] = c;
+    inner_scales[s] = c < N ? error_scales[c] : T(0);
+  }
   team.sync();
   for (int e = rank; e < M * slots; e += threads) {
     const int i = e % M, s = e / M, c = columns[s];
@@ -466,8 +485,9 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
     for (int e = rank; e < slots * slots; e += threads) Q[e] = e % slots == e / slots ? T(1) : T(0);
   team.sync();
 
-  const SweepOutcome<T> outcome = team_sweeps(team, Wb, L.ldb, M, slots, Q, slots, slots, G.P.uv,
-                                              inner_norms, inner_pos, G.P.tol, inner_sweeps, lanes);
+  const SweepOutcome<T> outcome =
+      team_sweeps(team, Wb, L.ldb, M, slots, Q, slots, slots, G.P.uv, inner_norms, inner_scales, false,
+                  inner_pos, G.P.tol, inner_sweeps, lanes);
 
   for (int e = rank; e < M * slots; e += threads) {
     const int i = e % M, s = e / M, c = columns[s];
@@ -475,7 +495,10 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
   }
   T* norms = G.norms_of(matrix);
   for (int s = rank; s < slots; s += threads)
-    if (columns[s] < N) norms[columns[s]] = inner_norms[s];
+    if (columns[s] < N) {
+      norms[columns[s]] = inner_norms[s];
+      error_scales[columns[s]] = inner_scales[s];
+    }
   if (G.P.uv && outcome.first_off > G.P.tol) {  // otherwise nothing rotated: Q = I
     team.sync();  // Wb is free: V's 2b columns (N <= M rows) go there
     for (int e = rank; e < N * slots; e += threads) {
@@ -951,6 +974,46 @@ struct PairSolve {
   int now = 0;
 };
 
+// Rounding noise (jacobi_math.hpp, RoundingNoise) among a pair's columns, found on the fresh Gram
+// matrix before the solve: a column whose G_ll, its fresh squared norm, lies within its error scale
+// (lane_scale, lane l's) gets G_ll = 0, and the solve leaves it alone as it does a negligible
+// column: not tested, not rotated, eigenvalue 0, its output its input. Its content is not cleared:
+// its error scale goes with it (output_error_scale) and finds it noise again at every later
+// formation and at the end (sigma_from_norm2). x holds G_kl, k = k0 + kk, l = lane, and g(0) the
+// same in seat order; only the thread that holds G_ll reads and writes it, so solve_pair's first
+// barrier is the only one needed.
+template <class T>
+__device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scale, const InnerOrder& order,
+                                                 SolveShared<T>& sh) {
+  constexpr int ld = SolveShared<T>::ld;
+  const int lane = threadIdx.x & 31, k0 = (threadIdx.x >> 5) * solve_rows;
+#pragma unroll
+  for (int kk = 0; kk < solve_rows; ++kk)
+    if (k0 + kk == lane && is_rounding_noise(x[kk], lane_scale)) {
+      x[kk] = T(0);
+      sh.g(0)[order.seat(lane) * ld + seat_column(order.seat(lane))] = T(0);
+    }
+}
+
+// Lane l's output error scale once a rotated pair's solve is done: output l of W Q is
+// sum_k W_k Q_kl, so its scale is sum_k E_k Q_kl^2, E_k lane k's input scale. A column the solve
+// left alone (noise, zero or padding) has e_l for its column of Q and exact zeros elsewhere in its
+// row: it keeps its scale and adds nothing to the others'. Every lane of a warp calls it.
+template <class T>
+__device__ __forceinline__ T output_error_scale(SolveShared<T>& sh, int now, const InnerOrder& order,
+                                                T lane_scale) {
+  constexpr int ld = SolveShared<T>::ld;
+  const int lane = threadIdx.x & 31, lane_column = seat_column(order.seat(lane));
+  const T* const q = sh.buffers + (2 + now) * SolveShared<T>::buffer_size;
+  T sum = 0;
+#pragma unroll 8
+  for (int k = 0; k < gram_width; ++k) {
+    const T q_kl = q[k * ld + lane_column];
+    sum = fma(__shfl_sync(0xffffffffu, lane_scale, k), q_kl * q_kl, sum);
+  }
+  return sum;
+}
+
 // Tests the pair on G (in g(0), seat order, and x[kk] = G_kl, k = k0 + kk, l = lane) and, when it
 // is not orthogonal to tol, runs the inner rounds. Every thread of the block calls it; it ends on
 // a barrier.
@@ -1098,7 +1161,9 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const int column = pos[first + lane];  // asked for with the flag: the latencies overlap
   if (!active) return;                   // uniform over the block
   T* norms = G.norms_of(matrix);
+  T* error_scales = G.error_scales_of(matrix);
   const bool real = column < G.N;
+  const T lane_scale = real ? error_scales[column] : T(0);
   const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
 
   // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
@@ -1122,6 +1187,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
+  clear_gram_noise(x, lane_scale, order, sh);
   const PairSolve<T> solved = solve_pair(G, order, sh, x);
   if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
   if (!solved.rotated) {
@@ -1140,10 +1206,14 @@ __global__ void __launch_bounds__(gram_solve_threads)
   for (int kk = 0; kk < solve_rows; ++kk)
     work.rotations[(base + k0 + kk) * gram_width + rank] = q_now[(k0 + kk) * ld + lane_column];
   if (part != 0) return;
+  const T scale = output_error_scale(sh, solved.now, order, lane_scale);
   const int target = sh.slot_column[rank];
   work.in_columns[base + lane] = column;
   work.out_columns[base + rank] = target;
-  if (real) norms[target] = fmax(eigenvalue, T(0));
+  if (real) {
+    norms[target] = fmax(eigenvalue, T(0));
+    error_scales[target] = scale;
+  }
   pos[first + (rank + gram_block) % gram_width] = target;
   if (lane == 0) work.rotated[item] = 1;
 }
@@ -1352,6 +1422,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   int* pos = G.pos_of(matrix);
   const int column = pos[first + lane];
   const bool real = column < G.N;
+  T* error_scales = G.error_scales_of(matrix);
+  const T lane_scale = active && real ? error_scales[column] : T(0);
   const int w0 = block_rank * shape.w_rows, v0 = block_rank * shape.v_rows;
   T* W = G.w(matrix);
   T* V = G.v(matrix);
@@ -1388,6 +1460,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   if (active) {
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
+    clear_gram_noise(x, lane_scale, order, sh);
     const PairSolve<T> solved = solve_pair(G, order, sh, x);
     if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
     T* norms = G.norms_of(matrix);
@@ -1405,8 +1478,12 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       for (int kk = 0; kk < solve_rows; ++kk)
         q[(k0 + kk) * ldq + rank] = q_now[(k0 + kk) * ld + lane_column];
       if (block_rank == 0 && part_index == 0) {
+        const T scale = output_error_scale(sh, solved.now, order, lane_scale);
         const int target = sh.slot_column[rank];
-        if (real) norms[target] = fmax(eigenvalue, T(0));
+        if (real) {
+          norms[target] = fmax(eigenvalue, T(0));
+          error_scales[target] = scale;
+        }
         pos[first + (rank + gram_block) % gram_width] = target;
       }
       wait_copies<0>();  // V's rows
@@ -1508,15 +1585,16 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
 // its products with groups p + d (mod P) for d = 0 .. P / 2 (of two groups P / 2 apart only the
 // lower one), reading the other group's rows from the shared memory of the block with the same
 // rows, into `products` (d at [d * 1024]). After a barrier block h of pair p adds up the shares of
-// d = h, h + split, ... and scales them by the column norms, the diagonals of d = 0. Every thread of
-// every block calls it.
+// d = h, h + split, ... and scales them by the column norms, the diagonals of d = 0 (0 for rounding
+// noise, by the slots' error scales: such a column is left out, as the sweeps leave it). Every
+// thread of every block calls it.
 constexpr int cluster_test_products = 4;  // held by SolveShared's buffers: P up to 7
 static_assert(cluster_test_products * gram_width * gram_width <= 4 * SolveShared<float>::buffer_size,
               "the test's products fit the solve's buffers");
 template <class T>
 __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster, const ClusterShape& shape,
-                                    const T* slots, T* products, T* norms, T& block_max,
-                                    unsigned long long* team_scratch) {
+                                    const T* slots, const T* slot_scales, T* products, T* norms,
+                                    T& block_max, unsigned long long* team_scratch) {
   const int P = shape.pairs, rank = int(cluster.block_rank()), pair = rank / shape.split;
   const int share = rank % shape.split;
   const auto formed = [&](int group, int d) { return !(2 * d == P && group >= d); };
@@ -1539,7 +1617,8 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
       T norm = 0;
       for (int h = 0; h < shape.split; ++h)
         norm += cluster.map_shared_rank(products, group * shape.split + h)[k * (gram_width + 1)];
-      norms[threadIdx.x] = norm;
+      const T scale = cluster.map_shared_rank(slot_scales, group * shape.split)[k];
+      norms[threadIdx.x] = is_rounding_noise(norm, scale) ? T(0) : norm;
     }
     __syncthreads();
     constexpr int per_thread = gram_width * gram_width / gram_solve_threads;
@@ -1573,6 +1652,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   extern __shared__ __align__(16) unsigned char cluster_shared[];
   __shared__ __align__(16) SolveShared<T> sh;
   __shared__ int ids[3 * gram_block];  // each slot's column (>= N: padding)
+  // Each slot's error scale (jacobi_math.hpp, RoundingNoise); -1 until the column's first round,
+  // whose fresh squared norm it then is.
+  __shared__ T scales[3 * gram_block];
   __shared__ T block_off;              // the block's largest cosine of the sweep just ended
   __shared__ T block_test;             // the block's largest in the all-pairs test
   __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
@@ -1596,7 +1678,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   // rows past them zero.
   {
     const int column = 2 * pair * gram_block + lane;
-    if (threadIdx.x < gram_width) ids[threadIdx.x] = column;
+    if (threadIdx.x < gram_width) {
+      ids[threadIdx.x] = column;
+      scales[threadIdx.x] = T(-1);
+    }
     const auto column_of = [&](int slot) { return __shfl_sync(full, column, slot); };
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
       copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(slots + r, ldt, W, G.ldw, G.M, G.N,
@@ -1625,8 +1710,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
         if (off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) {
-          const T tested =
-              cluster_all_pairs_test(cluster, shape, slots, sh.buffers, test_norms, block_test, team_scratch);
+          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers, test_norms,
+                                                  block_test, team_scratch);
           if (!(tested > G.P.tol)) {  // the test counts as the last sweep
             ++sweep;
             off = tested;
@@ -1640,8 +1725,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     // then has no partner).
     T* const tile = slots + (odd ? gram_block : 0) * ldt;
     int* const tile_ids = ids + (odd ? gram_block : 0);
+    T* const tile_scales = scales + (odd ? gram_block : 0);
     const bool works = !odd || pair + 1 < shape.pairs;
     const int column = tile_ids[lane];
+    const T lane_scale = works && column < G.N ? tile_scales[lane] : T(0);
     if (works) {
       SolveGramPatch<T> patch;
       for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tile(tile + r, ldt);
@@ -1662,21 +1749,28 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       }
 #pragma unroll
       for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
+      clear_gram_noise(x, lane_scale, order, sh);
       const PairSolve<T> solved = solve_pair(G, order, sh, x);
       sweep_off = fmax(sweep_off, solved.off);
+      // In the column's first round its scale is its fresh squared norm.
+      const T scale = lane_scale < 0 ? solved.diagonal : lane_scale;
       // Where the round's outputs go, slots 0..15 to `low` and 16..31 to `high`: the half that the
       // next round's pair borrows (after an even round, position 2p to pair p - 1's third half) or
       // returns (after an odd one, 2p + 2 to pair p + 1's first) goes straight to the neighbour.
       T* low = tile;
       int* low_ids = tile_ids;
+      T* low_scales = tile_scales;
       T* high = tile + gram_block * ldt;
       int* high_ids = tile_ids + gram_block;
+      T* high_scales = tile_scales + gram_block;
       if (odd) {
         high = cluster.map_shared_rank(slots, rank + shape.split);
         high_ids = cluster.map_shared_rank(ids, rank + shape.split);
+        high_scales = cluster.map_shared_rank(scales, rank + shape.split);
       } else if (pair > 0) {
         low = cluster.map_shared_rank(slots, rank - shape.split) + gram_width * ldt;
         low_ids = cluster.map_shared_rank(ids, rank - shape.split) + gram_width;
+        low_scales = cluster.map_shared_rank(scales, rank - shape.split) + gram_width;
       }
       if (!solved.rotated) {
         // Left alone, the pair's halves still trade positions, as the fused round's do.
@@ -1685,9 +1779,12 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
           low[e] = second;
           high[e] = first;
         }
+        const T second_scale = __shfl_down_sync(full, scale, gram_block);
         if (threadIdx.x < gram_block) {
           low_ids[threadIdx.x] = tile_ids[threadIdx.x + gram_block];
+          low_scales[threadIdx.x] = second_scale;
           high_ids[threadIdx.x] = column;
+          high_scales[threadIdx.x] = scale;
         }
       } else {
         T eigenvalue;
@@ -1699,6 +1796,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
 #pragma unroll
         for (int kk = 0; kk < solve_rows; ++kk) q[(k0 + kk) * ldq + to] = q_now[(k0 + kk) * ld + lane_column];
         const int output_column = sh.slot_column[output];
+        const T output_scale = output_error_scale(sh, solved.now, order, scale);
         __syncthreads();  // Q is in
         for (int c = 0; c < rows; c += fused_chunk_rows) {
           RowsTimesQ<T> product;
@@ -1711,7 +1809,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
             __syncthreads();
           product.stage(low + c, high + c, ldt);
         }
-        if (threadIdx.x < gram_width) (to < gram_block ? low_ids : high_ids)[to % gram_block] = output_column;
+        if (threadIdx.x < gram_width) {
+          (to < gram_block ? low_ids : high_ids)[to % gram_block] = output_column;
+          (to < gram_block ? low_scales : high_scales)[to % gram_block] = output_scale;
+        }
       }
     }
     if (round == rounds - 1 && threadIdx.x == 0) block_off = sweep_off;
@@ -1731,7 +1832,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     T sum = 0;
     for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r)
       sum += cluster.map_shared_rank(column_norms, r)[threadIdx.x];
-    const T sigma = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+    const T sigma = sigma_from_norm2(sum, scales[threadIdx.x]);
     sigmas[threadIdx.x] = sigma;
     if (rank % shape.split == 0 && ids[threadIdx.x] < G.N) G.norms_of(matrix)[ids[threadIdx.x]] = sigma;
   }
@@ -2252,7 +2353,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::size_t rotation_bytes = aligned(sizeof(T) * gram_square * gram_pairs);
   const std::size_t gram_column_bytes = aligned(sizeof(int) * gram_width * gram_pairs);
   const std::size_t rotated_bytes = aligned(sizeof(int) * gram_pairs);
-  StreamBuffer scratch(w_bytes + v_bytes + 2 * column_bytes + pos_bytes + 3 * word_bytes +
+  StreamBuffer scratch(w_bytes + v_bytes + 3 * column_bytes + pos_bytes + 3 * word_bytes +
                            6 * int_bytes + count_bytes + partial_bytes + rotation_bytes +
                            2 * gram_column_bytes + rotated_bytes,
                        stream, op);
@@ -2261,6 +2362,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   G.V = pieces.take<T>(v_bytes);
   G.norms = pieces.take<T>(column_bytes);
   G.coefficients = pieces.take<T>(column_bytes);
+  G.error_scales = pieces.take<T>(column_bytes);
   G.pos = pieces.take<int>(pos_bytes);
   G.max_bits = pieces.take<unsigned long long>(word_bytes);
   G.off_bits = pieces.take<unsigned long long>(word_bytes);
