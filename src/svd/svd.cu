@@ -196,18 +196,24 @@ __global__ void global_begin(GlobalState<T> G) {
 }
 
 // W = A (or A^T) scaled by 2^-exponent, V = I. A matrix with NaN or Inf gets a W of NaN, so that
-// whatever reads it (QR preconditioning's factorization) sees NaN, never stale memory.
+// whatever reads it (QR preconditioning's factorization) sees NaN, never stale memory. The rows
+// of the leading dimensions past M (W) and N (V) are zero: a 16-byte copy of the Gram schedules
+// that ends in them reads memory that was written (initcheck), though only its valid part is used.
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) {
   wait_for_previous_kernel();
   const Problem<T>& P = G.P;
   const bool transposed = P.m < P.n;
-  const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
+  const std::int64_t per_matrix = G.ldw * G.N;
   const std::int64_t total = per_matrix * P.batch;
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
     const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
-    const std::int64_t i = at % G.M, j = at / G.M;  // W's row and column
+    const std::int64_t i = at % G.ldw, j = at / G.ldw;  // W's row and column
+    if (i >= G.M) {
+      G.w(matrix)[i + j * G.ldw] = T(0);
+      continue;
+    }
     if (G.bad[matrix]) {
       G.w(matrix)[i + j * G.ldw] = T(NAN);
       continue;
@@ -217,11 +223,11 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
     G.w(matrix)[i + j * G.ldw] = ldexp(x, -G.exponent[matrix]);
   }
   if (!P.uv) return;
-  const std::int64_t v_per_matrix = std::int64_t(G.N) * G.N;
+  const std::int64_t v_per_matrix = G.ldv * G.N;
   for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < v_per_matrix * P.batch;
        e += stride) {
     const std::int64_t matrix = e / v_per_matrix, at = e % v_per_matrix;
-    const std::int64_t i = at % G.N, j = at / G.N;
+    const std::int64_t i = at % G.ldv, j = at / G.ldv;
     G.v(matrix)[i + j * G.ldv] = i == j ? T(1) : T(0);
   }
 }
