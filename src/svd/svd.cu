@@ -2040,6 +2040,48 @@ __global__ void __launch_bounds__(global_threads) global_complete(GlobalState<T>
                                G.coefficients + matrix * G.positions, 32);
 }
 
+// The completion of one matrix with many columns of sigma 0 by Householder QR
+// (complete_by_householder). One block numbers W's columns: those of sigma > 0 first (slots 0 ..
+// r - 1, in column order), then the others (slots r .. N - 1), and counts the others.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    number_completion_slots(GlobalState<T> G, int* slot_of_column, unsigned* zero_count) {
+  wait_for_previous_kernel();
+  const T* sigma = G.norms_of(0);
+  for (int c = threadIdx.x; c < G.N; c += blockDim.x) {
+    int kept = 0, kept_before = 0;
+    for (int other = 0; other < G.N; ++other) {
+      kept += sigma[other] > 0;
+      kept_before += other < c && sigma[other] > 0;
+    }
+    slot_of_column[c] = sigma[c] > 0 ? kept_before : kept + (c - kept_before);
+    if (c == 0) *zero_count = unsigned(G.N - kept);
+  }
+}
+
+// Q's slot of each column of W, gathered (to_q) or scattered back (to_q false) for the columns of
+// sigma > 0 (gathering) or 0 (scattering): W's kept columns go to Q for its QR, and Q's columns
+// past them, the completion, come back to W's columns of sigma 0.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    move_completion_columns(GlobalState<T> G, T* Q, const int* slot_of_column, bool to_q) {
+  wait_for_previous_kernel();
+  const T* sigma = G.norms_of(0);
+  T* W = G.w(0);
+  const std::int64_t total = std::int64_t(G.M) * G.N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const int i = int(e % G.M), c = int(e / G.M);
+    if ((sigma[c] > 0) != to_q) continue;
+    T& q = Q[i + std::int64_t(slot_of_column[c]) * G.M];
+    T& w = W[i + c * G.ldw];
+    if (to_q)
+      q = w;
+    else
+      w = q;
+  }
+}
+
 // The output order: pos[r] gets the column of the r-th largest sigma (rank_chunk, `chunks` blocks
 // per matrix).
 template <class T>
@@ -2246,6 +2288,13 @@ template <class T>
 bool runs_in_one_cluster(int m, int n, bool uv, int batch) {
   return cluster_sweeps_shape<T>(std::max(m, n), std::min(m, n), uv, batch).pairs > 0;
 }
+
+namespace {
+// Completes the columns of sigma 0 of one matrix (batch 1, W normalized, sigma in G.norms) to an
+// orthonormal set (defined with QR preconditioning, whose cuSOLVER calls it shares).
+template <class T>
+void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream);
+}  // namespace
 
 template <class T>
 void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
@@ -2531,7 +2580,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     if (cluster_sweeps.pairs == 0)
       launch_after_previous(global_normalize<T>, grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
                             global_threads, 0, 1, stream, "global_normalize", G);
-    launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream, "global_complete", G);
+    if (batch == 1)
+      complete_single_matrix(G, stream);
+    else
+      launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream, "global_complete", G);
   }
   const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
   launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream, "global_order",
@@ -2570,21 +2622,22 @@ cusolverStatus_t geqrf(cusolverDnHandle_t h, int m, int n, double* A, int lda, d
 // The m x n Q with orthonormal columns from the n reflectors geqrf left in A and tau (cuSOLVER's
 // ormqr, which would apply them to [U_r; 0] directly, took 1.2 ms at 1000 x 64 on the H200 against
 // 45 us for this and a few for the product after it).
-cusolverStatus_t form_q_buffer_size(cusolverDnHandle_t h, int m, int n, const float* A, int lda,
+// The first n columns of Q = H_1 ... H_k (k <= n <= m).
+cusolverStatus_t form_q_buffer_size(cusolverDnHandle_t h, int m, int n, int k, const float* A, int lda,
                                     const float* tau, int* lwork) {
-  return cusolverDnSorgqr_bufferSize(h, m, n, n, A, lda, tau, lwork);
+  return cusolverDnSorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
 }
-cusolverStatus_t form_q_buffer_size(cusolverDnHandle_t h, int m, int n, const double* A, int lda,
+cusolverStatus_t form_q_buffer_size(cusolverDnHandle_t h, int m, int n, int k, const double* A, int lda,
                                     const double* tau, int* lwork) {
-  return cusolverDnDorgqr_bufferSize(h, m, n, n, A, lda, tau, lwork);
+  return cusolverDnDorgqr_bufferSize(h, m, n, k, A, lda, tau, lwork);
 }
-cusolverStatus_t form_q(cusolverDnHandle_t h, int m, int n, float* A, int lda, const float* tau,
+cusolverStatus_t form_q(cusolverDnHandle_t h, int m, int n, int k, float* A, int lda, const float* tau,
                         float* work, int lwork, int* info) {
-  return cusolverDnSorgqr(h, m, n, n, A, lda, tau, work, lwork, info);
+  return cusolverDnSorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
 }
-cusolverStatus_t form_q(cusolverDnHandle_t h, int m, int n, double* A, int lda, const double* tau,
+cusolverStatus_t form_q(cusolverDnHandle_t h, int m, int n, int k, double* A, int lda, const double* tau,
                         double* work, int lwork, int* info) {
-  return cusolverDnDorgqr(h, m, n, n, A, lda, tau, work, lwork, info);
+  return cusolverDnDorgqr(h, m, n, k, A, lda, tau, work, lwork, info);
 }
 // C = A B (A m x k, B k x n).
 cublasStatus_t product(cublasHandle_t h, int m, int n, int k, const float* A, int lda,
@@ -2657,7 +2710,7 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   int factor_work = 0, form_work = 0;
   ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, G.W, M, &factor_work));
-  if (problem.uv) ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, G.W, M, tau, &form_work));
+  if (problem.uv) ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, N, G.W, M, tau, &form_work));
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
   ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, G.W, M, tau, work.as<T>(), work_size, info));
@@ -2679,11 +2732,62 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
   detail::check_launch(op, "qr_unscale");
   if (!problem.uv) return;
   // W's left vectors Q U_r: A's U, or its V when A was transposed.
-  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, G.W, M, tau, work.as<T>(), work_size, info));
+  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, N, G.W, M, tau, work.as<T>(), work_size, info));
   T* const long_factor = transposed ? problem.V : problem.U;
   const int ld_long = transposed ? problem.ldv : problem.ldu;
   ROOFLAB_CUBLAS(op,
                  product(cublas_handle(stream), M, N, N, G.W, M, left, N, long_factor, ld_long));
+}
+
+// The completion's one-block form (global_complete: classical Gram-Schmidt, a column at a time)
+// takes up to this many multiply-adds, M N per column of sigma 0; beyond, Householder QR. The
+// one block ran at a few GFLOP/s: the 100 x 100 zero matrix took 2.1 ms there against 0.55 ms for
+// a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double).
+constexpr double one_block_completion_work = 1 << 18;
+
+// W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
+// Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
+// leaves out: those complete W's columns of sigma 0. cuSOLVER's QR and formation of Q spread over
+// the GPU, where the one-block completion goes a column at a time. The host reads how many
+// columns need it (the stream waits for the sweeps' end here; svd waits for it anyway).
+template <class T>
+void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const int M = G.M, N = G.N;
+  thread_local PinnedBuffer<unsigned> zero_count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  unsigned* device_count = nullptr;
+  ROOFLAB_CUDA(op, "mapping the count of columns to complete",
+               cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
+  StreamBuffer slots(sizeof(int) * std::size_t(N), stream, op);
+  launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream, "number_completion_slots",
+                        G, slots.as<int>(), device_count);
+  StreamMark numbered(op);
+  numbered.record(stream);
+  numbered.wait();
+  const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
+  if (zeros == 0) return;
+  if (double(M) * N * zeros <= one_block_completion_work) {
+    launch_after_previous(global_complete<T>, 1, global_threads, 0, 1, stream, "global_complete", G);
+    return;
+  }
+  const int kept = N - zeros;
+  const cusolverDnHandle_t solver = cusolver_handle(stream);
+  StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op), tau(sizeof(T) * std::size_t(N), stream, op),
+      info(sizeof(int), stream, op);
+  int factor_work = 0, form_work = 0;
+  if (kept > 0)
+    ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, kept, q.as<T>(), M, &factor_work));
+  ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), &form_work));
+  const int work_size = std::max({factor_work, form_work, 1});
+  StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
+  const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
+  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
+                        G, q.as<T>(), slots.as<const int>(), true);
+  if (kept > 0)
+    ROOFLAB_CUSOLVER(op, geqrf(solver, M, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size, info.as<int>()));
+  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size, info.as<int>()));
+  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
+                        G, q.as<T>(), slots.as<const int>(), false);
 }
 
 }  // namespace
