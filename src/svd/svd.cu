@@ -2780,6 +2780,9 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), &form_work));
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
+  // Q's columns past the kept ones are zero: cuSOLVER's QR reads past its matrix (initcheck found
+  // its geqr2 kernel reading them), and orgqr overwrites them.
+  ROOFLAB_CUDA(op, "clearing the completion's workspace", cudaMemsetAsync(q.data(), 0, q.bytes(), stream));
   const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
   launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
                         G, q.as<T>(), slots.as<const int>(), true);
