@@ -33,6 +33,11 @@ expect_one_line_error "'int8' is not a type of this op" bench transpose --dtype 
 expect_one_line_error "'nosuch' is not a matrix class (random, zero, identity" bench svd --matrix nosuch
 expect_one_line_error "'nosuch' is not a matrix class" bench svd-batched --matrix nosuch --batch 10
 expect_one_line_error "'rank-1' applies to svd, svd-batched only" bench add --matrix rank-1
+# Bad arguments are reported before the search for a GPU, so they read the same without one.
+expect_one_line_error "'99' is not a rung of svd" bench svd --only 99
+expect_one_line_error "'--m': must be at least 1" bench svd --m 0
+expect_one_line_error "^rooflab list: 'nosuchop' is not an op (the ops: .*reduce" list nosuchop
+expect_one_line_error "'nosuchop' is not a command (the commands: info, list, table, bench, report, svd" nosuchop
 
 # .npy inputs of the svd command, written byte by byte: magic, version 1.0, header length, dict.
 scratch=$(mktemp -d)
@@ -56,7 +61,16 @@ expect_one_line_error "has rank 1" svd --in "$scratch/vector.npy"
 expect_one_line_error "has rank 4" svd --in "$scratch/rank4.npy" --out "$scratch/out"
 expect_one_line_error "cannot open" svd --in "$scratch/missing.npy"
 expect_one_line_error "--in" svd
+expect_one_line_error "cannot read: it is a directory" svd --in "$scratch"
 
+# table --op with no run of that op in the file (here, a file with one run of add).
+printf '%s' '{"environment": {"device": {"name": "none"}, "commit": "c", "date": "d"},
+  "runs": [{"op": "add", "problem": "n = 1", "model": {"ceiling": "copy bandwidth"}, "rows": []}]}' \
+  >"$scratch/results.json"
+expect_one_line_error "has no runs of 'scan' (its ops: add)" table "$scratch/results.json" --op scan
+
+version=$("$rooflab" --version) && grep -q "^rooflab [0-9][0-9.]* (commit [^)]*), CUDA runtime [0-9]" <<<"$version" ||
+  { echo "FAIL: rooflab --version: $version"; failures=$((failures + 1)); }
 "$rooflab" list add >/dev/null || { echo "FAIL: rooflab list add"; failures=$((failures + 1)); }
 "$rooflab" list svd | grep -q "rank-1-integer" || { echo "FAIL: rooflab list svd names no matrix classes"; failures=$((failures + 1)); }
 "$rooflab" bench --help | grep -q -- "--matrix" || { echo "FAIL: rooflab bench --help has no --matrix"; failures=$((failures + 1)); }

@@ -1,13 +1,17 @@
 #include "commands.hpp"
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <set>
 
+#include "bench/environment.hpp"
 #include "bench/sizes.hpp"
 #include "core/device_info.hpp"
 #include "cpu/npy.hpp"
@@ -30,6 +34,37 @@ std::string ops_taking_matrix_class(const bench::Registry& registry) {
   for (const std::string& name : registry.op_names())
     if (registry.op(name).takes_matrix_class) names += (names.empty() ? "" : ", ") + name;
   return names;
+}
+
+// The size options of bench, each with where its text and its parsed value live.
+struct SizeOption {
+  const char* flag;
+  std::string BenchRequest::*text;
+  std::int64_t bench::Problem::*value;
+};
+constexpr SizeOption size_options[] = {
+    {"--n", &BenchRequest::n, &bench::Problem::n},
+    {"--rows", &BenchRequest::rows, &bench::Problem::rows},
+    {"--cols", &BenchRequest::cols, &bench::Problem::cols},
+    {"--m", &BenchRequest::m, &bench::Problem::m},
+    {"--batch", &BenchRequest::batch, &bench::Problem::batch},
+    {"--bins", &BenchRequest::bins, &bench::Problem::bins},
+};
+
+// --only names rungs by number or name; one that names none of the op's is a mistake, caught
+// before any GPU work.
+void require_rungs_exist(const bench::Registry& registry, const std::string& op,
+                         const std::vector<std::string>& only) {
+  const std::vector<const bench::Variant*> ladder = registry.variants(op);
+  for (const std::string& wanted : only) {
+    const bool found = std::any_of(ladder.begin(), ladder.end(), [&](const bench::Variant* variant) {
+      return bench::selected(*variant, {wanted});
+    });
+    if (found || ladder.empty()) continue;
+    require(false, "bench", "--only",
+            fmt::format("'{}' is not a rung of {} (numbers {} to {} or names; rooflab list {} shows them)",
+                        wanted, op, ladder.front()->rung, ladder.back()->rung, op));
+  }
 }
 
 void run_one(bench::Runner& runner, bench::RowWriter& writer, const bench::Registry& registry,
@@ -66,8 +101,10 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
     problem.m = size_or_zero(request.m, "--m");
     problem.batch = size_or_zero(request.batch, "--batch");
     problem.bins = size_or_zero(request.bins, "--bins");
-    require(request.n.empty() || problem.n > 0, "bench", "--n", "must be at least 1");
-    require(request.bins.empty() || problem.bins > 0, "bench", "--bins", "must be at least 1");
+    // 0 would read as "not given" (the op's default): every size given must be at least 1.
+    for (const SizeOption& option : size_options)
+      require((request.*option.text).empty() || problem.*option.value > 0, "bench", option.flag,
+              "must be at least 1");
     problems.push_back(problem);
   } else {
     problems = op.report_problems(false);
@@ -82,7 +119,17 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
     if (!request.matrix.empty()) problem.matrix = request.matrix;
     problem = op.resolve(problem);
   }
+  require_rungs_exist(registry, request.op, request.options.only);
   return problems;
+}
+
+std::string version_text() {
+  int runtime = 0, driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  return fmt::format("rooflab {} (commit {}), CUDA runtime {}, {}", bench::build_version(),
+                     bench::build_commit(), runtime ? cuda_version_string(runtime) : "unknown",
+                     driver ? "NVIDIA driver for CUDA " + cuda_version_string(driver) : "no NVIDIA driver");
 }
 
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op) {
@@ -91,6 +138,9 @@ void list(std::ostream& out, const bench::Registry& registry, const std::string&
       out << fmt::format("{:<14} {}\n", name, registry.op(name).summary);
     return;
   }
+  if (!registry.has_op(op))
+    throw UsageError(fmt::format("rooflab list: '{}' is not an op (the ops: {})", op,
+                                 fmt::join(registry.op_names(), ", ")));
   const bench::Op& definition = registry.op(op);
   out << definition.name << ": " << definition.summary << "\n";
   for (const bench::Variant* variant : registry.variants(op)) {
@@ -107,12 +157,20 @@ void table(std::ostream& out, const std::string& results_path, const std::string
   std::ifstream file(results_path);
   if (!file) throw UsageError("rooflab: cannot read results file '" + results_path + "'");
   nlohmann::json results;
+  std::string tables;
+  std::set<std::string> ops_in_file;
   try {
     results = nlohmann::json::parse(file);
-    out << bench::markdown_tables(results, op);
+    tables = bench::markdown_tables(results, op);
+    for (const auto& run : results.at("runs")) ops_in_file.insert(run.at("op").get<std::string>());
   } catch (const nlohmann::json::exception& error) {
     throw UsageError("rooflab: '" + results_path + "' is not a rooflab results file (" + error.what() + ")");
   }
+  if (!op.empty() && !ops_in_file.count(op))
+    throw UsageError(fmt::format(
+        "rooflab table: '{}' has no runs of '{}' ({})", results_path, op,
+        ops_in_file.empty() ? "it has no runs" : fmt::format("its ops: {}", fmt::join(ops_in_file, ", "))));
+  out << tables;
 }
 
 std::string info_text(const bench::Environment& environment) {

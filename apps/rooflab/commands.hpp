@@ -30,11 +30,18 @@ struct BenchRequest {
 
 // Sizes parsed and checked against the op before any GPU work: bad input fails in one line.
 // Without any size option, the op's report problems (its tables), each with --dtype if given.
+// A size of 0, a size option the op does not read and an --only naming no rung of the op are
+// rejected too (rooflab::Error).
 std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry);
 
-// `rooflab list [OP]`: works without a GPU. An op that takes --matrix lists the classes too.
+// `rooflab --version`: the version, the git commit of the build and the CUDA runtime (and the
+// driver's CUDA version, or that there is none). Needs no GPU.
+std::string version_text();
+
+// `rooflab list [OP]`: works without a GPU; an unknown op is a UsageError naming the ops. An op that takes --matrix lists the classes too.
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op);
-// `rooflab table RESULTS.json [--op OP]`: markdown tables from a results file (no GPU needed).
+// `rooflab table RESULTS.json [--op OP]`: markdown tables from a results file (no GPU needed). An
+// op with no runs in the file is a UsageError naming the ops it has.
 void table(std::ostream& out, const std::string& results_path, const std::string& op);
 // `rooflab info`: the device, its ceilings and the lecture's peak arithmetic.
 void info(std::ostream& out, const bench::Environment& environment, bench::Format format);

@@ -33,6 +33,26 @@ void add_run_options(CLI::App* command, rooflab::bench::RunOptions& options, std
                     "whose work depends on the input, such as the svd's sweeps");
 }
 
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  return names;
+}
+
+// The first word on the command line when it names no command, else empty. The program itself
+// takes no option with a value, so its first word that is not an option is the command.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
+      if (command->check_name(word)) return {};
+    return word;
+  }
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,6 +60,8 @@ int main(int argc, char** argv) {
   CLI::App app{"rooflab: GPU primitives, each optimization ladder validated and measured against "
                "the GPU's limits and the vendor libraries."};
   app.require_subcommand(1, 1);
+  app.set_version_flag("--version", [] { return app::version_text(); },
+                       "the version, the git commit and the CUDA runtime, then exit");
 
   std::string info_format = "table";
   auto* info_command = app.add_subcommand("info", "the device and its measured ceilings");
@@ -99,7 +121,14 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
+    if (const std::string command = unknown_command(app, argc, argv); !command.empty()) {
+      std::cerr << "rooflab: '" << command << "' is not a command (the commands: " << command_names(app)
+                << "; see rooflab --help)\n";
+      return 2;
+    }
     std::cerr << "rooflab: " << error.what() << " (see rooflab --help)\n";
     return 2;
   }

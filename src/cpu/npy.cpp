@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -100,9 +101,19 @@ double NpyArray::at(std::int64_t index) const {
 }
 
 NpyArray read_npy(const std::string& path) {
+  // A directory opens as a stream on Linux and fails only at the first read, with the library's
+  // "basic_filebuf::underflow error": say what it is instead.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    fail(path, "cannot read: it is a directory, not a file");
   std::ifstream file(path, std::ios::binary);
   if (!file) fail(path, "cannot open");
-  std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string content;
+  try {
+    content.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    fail(path, "cannot read (an error while reading the file)");
+  }
   if (content.size() < magic_bytes + 2 || content.compare(0, magic_bytes, magic) != 0)
     fail(path, "not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(content[magic_bytes]);

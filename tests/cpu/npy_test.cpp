@@ -120,5 +120,11 @@ TEST_F(Npy, RefusesOtherTypesByteOrdersAndBrokenFiles) {
   EXPECT_NE(expect_refused("missing.npy").find("cannot open"), std::string::npos);
 }
 
+TEST_F(Npy, RefusesADirectoryAsUnreadable) {
+  std::filesystem::create_directories(path("matrix.npy"));
+  const std::string message = expect_refused("matrix.npy");
+  EXPECT_NE(message.find("cannot read: it is a directory"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace rooflab::cpu

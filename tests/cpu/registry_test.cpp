@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "apps/rooflab/commands.hpp"
+#include "bench/environment.hpp"
 #include "bench/registry.hpp"
 #include "cpu/svd_matrices.hpp"
 #include "rooflab/error.hpp"
@@ -157,6 +158,75 @@ TEST(BenchMatrixOption, OtherOpsRejectAClassButRandom) {
 TEST(BenchMatrixOption, OnlyTheSvdAndSvdBatchedOpsTakeAClass) {
   for (const std::string& name : registry().op_names())
     EXPECT_EQ(registry().op(name).takes_matrix_class, name == "svd" || name == "svd-batched") << name;
+}
+
+// A request for `op` giving each size of `problem` that is set, as a user would type it.
+app::BenchRequest request_for(const std::string& op, const Problem& problem) {
+  app::BenchRequest request;
+  request.op = op;
+  const auto typed = [](std::int64_t value) { return value ? std::to_string(value) : std::string(); };
+  request.n = typed(problem.n);
+  request.rows = typed(problem.rows);
+  request.cols = typed(problem.cols);
+  request.m = typed(problem.m);
+  request.batch = typed(problem.batch);
+  request.bins = typed(problem.bins);
+  request.dtype = problem.dtype;
+  return request;
+}
+
+std::string bench_error(const app::BenchRequest& request) {
+  try {
+    app::to_problems(request, registry());
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(BenchSizes, EveryOpAcceptsItsReportSizesTypedOut) {
+  // An op's own report sizes, typed out as options (its defaults among them), pass the checks.
+  for (const std::string& op : registry().op_names())
+    for (const bool quick : {false, true})
+      for (const Problem& problem : registry().op(op).report_problems(quick))
+        EXPECT_EQ(bench_error(request_for(op, problem)), "no error")
+            << op << ": " << registry().op(op).describe(problem);
+}
+
+TEST(BenchSizes, ZeroIsRefusedRatherThanReadAsTheDefault) {
+  for (const char* op : {"svd", "svd-batched"}) {
+    app::BenchRequest request;
+    request.op = op;
+    request.m = "0";
+    EXPECT_NE(bench_error(request).find("'--m': must be at least 1"), std::string::npos) << bench_error(request);
+  }
+}
+
+TEST(BenchOnly, ARungTheOpDoesNotHaveFailsBeforeAnyGpuWork) {
+  app::BenchRequest request;
+  request.op = "svd";
+  request.options.only = {"99"};
+  EXPECT_NE(bench_error(request).find("'99' is not a rung of svd"), std::string::npos) << bench_error(request);
+  request.options.only = {registry().variants("svd").front()->name};
+  EXPECT_EQ(bench_error(request), "no error");
+}
+
+TEST(ListCommand, UnknownOpIsAUsageErrorNamingTheOps) {
+  std::ostringstream out;
+  try {
+    app::list(out, registry(), "nosuchop");
+    FAIL() << "no error";
+  } catch (const app::UsageError& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("rooflab list: 'nosuchop' is not an op (the ops: ", 0), 0u) << message;
+    EXPECT_NE(message.find("reduce"), std::string::npos) << message;
+  }
+}
+
+TEST(VersionText, NamesVersionCommitAndCudaRuntime) {
+  const std::string text = app::version_text();
+  EXPECT_EQ(text.rfind("rooflab " + build_version() + " (commit " + build_commit() + "), CUDA runtime ", 0), 0u)
+      << text;
 }
 
 }  // namespace
