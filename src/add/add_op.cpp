@@ -50,7 +50,8 @@ namespace {
 ROOFLAB_OP(vector_add_op<AddWorkspace>(
     "add", "lecture 003's vector add, out = a + b over n floats (12 bytes per element)", 28, 24));
 
-// Rung 0 — the CPU loop: one core streaming three arrays, the lecture's baseline.
+// Rung 0 — the CPU loop: one core streaming three arrays; rooflab's baseline (the lecture has
+// none).
 ROOFLAB_VARIANT(Variant{"add", 0, "cpu-loop", "one CPU core, one loop (the baseline)", Where::cpu,
                         false, no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t) {
                           w.prepare_host();

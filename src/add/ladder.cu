@@ -24,9 +24,10 @@ __global__ void add_grid_stride(const float* __restrict__ a, const float* __rest
     out[i] = a[i] + b[i];
 }
 
-// Rung 2 — contiguous chunk per thread (the lecture's "stupid add").
-// Each thread adds 8 neighbouring elements, so at each step a warp's 32 loads fall 32 bytes
-// apart: 8 lines touched per instruction instead of 1, and the memory system replays them.
+// Rung 2 — contiguous chunk per thread (the lecture's "stupid add" pattern; its slide shows 2 per
+// thread, 8 is from a remark in its questions). Each thread adds 8 neighbouring elements, so at
+// each step a warp's 32 loads fall 32 bytes apart: 8 lines touched per instruction instead of 1,
+// and the memory system replays them.
 constexpr int chunk = 8;
 __global__ void add_contiguous_chunk(const float* __restrict__ a, const float* __restrict__ b,
                                      float* __restrict__ out, std::int64_t n) {

@@ -21,7 +21,8 @@ struct DeviceInfo {
   int driver_version = 0;   // e.g. 13000 for 13.0
   int runtime_version = 0;
 
-  // The lecture's arithmetic: 2 transfers per clock (double data rate) x clock x bus width / 8.
+  // The lecture's arithmetic, clock x transfers per clock x bus width / 8, with the clock the
+  // driver reports, for which 2 transfers per clock (double data rate) is right.
   double theoretical_bandwidth() const;  // bytes/s
   // SMs x cores per SM x 2 (a fused multiply-add is two flops) x clock.
   double fp32_peak() const;  // flop/s

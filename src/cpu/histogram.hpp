@@ -1,6 +1,7 @@
 #pragma once
 // CPU side of histogram_even: the bin rule written out as the API states it (independently of the
-// device's), seed 000's CPU loop, and the parallel reference the checks use.
+// device's), the CPU loop that stands in for seed 000's (not shown there), and the parallel
+// reference the checks use.
 #include <algorithm>
 #include <cstdint>
 #include <thread>

@@ -1,6 +1,7 @@
 #pragma once
-// The system of paper 004 (Bezruchenko & Egunov 2023) on the CPU: what the paper calls a two-sided
-// Jacobi SVD is the cyclic Jacobi eigenvalue iteration for symmetric matrices. Column-major, like
+// The system of paper 004 (Bezruchenko & Egunov 2023) on the CPU: what the paper calls SVD by
+// Jacobi's method is, as we read its listings, the cyclic Jacobi eigenvalue iteration for
+// symmetric matrices. Column-major, like
 // src/cpu/svd_reference.hpp.
 #include <cmath>
 #include <cstdint>

@@ -132,9 +132,10 @@ ROOFLAB_OP(Op{
     },
 });
 
-// Rung 0 — the CPU loop: seed 000's baseline, one core binning and counting value by value.
+// Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not shown):
+// one core binning and counting value by value.
 ROOFLAB_VARIANT(Variant{
-    "histogram", 0, "cpu-loop", "one CPU core, one pass (seed 000's baseline)", Where::cpu, false,
+    "histogram", 0, "cpu-loop", "one CPU core, one pass (in place of seed 000's CPU loop)", Where::cpu, false,
     at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
     on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) {
       w.prepare_host();

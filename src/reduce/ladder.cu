@@ -1,7 +1,9 @@
 // The reduce ladder: one sum over n floats, from one atomic per element to the production path.
-// Rungs 3-10 are seed 001's V0-V6 (Harris's "Optimizing Parallel Reduction in CUDA"), rungs 11-15
-// seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads, one pass),
-// rung 17 production; rungs 18-19 measure production's L2 hint and CUB's dealing, rung 20 is CUB.
+// Rungs 3-10 are V0-V6 of Harris's "Optimizing Parallel Reduction in CUDA" as retold by the series
+// seed 001 ends (seed 001 covers V2-V6; V0 and V1 are from its first part, not among the seeds),
+// rungs 11-15 seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads,
+// one pass), rung 17 production; rungs 18-19 measure production's L2 hint and CUB's dealing,
+// rung 20 is CUB.
 // The seeds' kernels leave one partial per block; their run() finishes on the device by running
 // the same kernel again over the partials (reduce_in_passes), so every rung's time includes it.
 #include <cub/device/device_reduce.cuh>
@@ -24,20 +26,20 @@ namespace {
 
 using FloatWorkspace = TypedReduceWorkspace<float>;
 constexpr const char* op_name = "bench reduce";
-constexpr unsigned harris_threads = 256;   // seed 001's (and Harris's) block
+constexpr unsigned harris_threads = 256;   // rooflab's block for V0-V6 (seed 001 names none)
 constexpr unsigned unroll_threads = 1024;  // seed 002's block (grid 16384 x 1024 for 2^24)
 
 std::string float_only(const Problem& problem) {
   return problem.dtype == "float"
              ? std::string()
-             : "the seeds' kernels sum floats (production and CUB take every type)";
+             : "these rungs are written for float (production and CUB take every type)";
 }
 
 // Finishes on the device what a per-block kernel starts. pass(in, partial, count, blocks) turns
 // count values into one partial per block of per_block values; it runs again over its own
-// partials until one value is left, the last pass writing *out. (The seeds added the partials on
-// the CPU; this is the least that keeps the result on the device: log_per_block(n) launches, the
-// partials in stream-ordered scratch.)
+// partials until one value is left, the last pass writing *out. (The seeds do not show how they
+// add the partials; this is the least that keeps the result on the device: log_per_block(n)
+// launches, the partials in stream-ordered scratch.)
 template <class Pass>
 void reduce_in_passes(const float* in, std::int64_t n, float* out, std::int64_t per_block,
                       cudaStream_t stream, Pass pass) {
@@ -119,7 +121,7 @@ __global__ void reduce_atomic_global(const float* in, float* out, std::int64_t n
   if (i < n) atomicAdd(out, in[i]);
 }
 
-// Rung 3 — interleaved addressing, divergent branching (seed 001 V0).
+// Rung 3 — interleaved addressing, divergent branching (V0, from seed 001's first part).
 // A block copies its 256 values to shared memory and halves them log2(256) times; at stride s,
 // threads with t % 2s == 0 add. Active threads are scattered over every warp, so each step keeps
 // all 8 warps busy for a shrinking handful of adds, and % is slow.
@@ -136,7 +138,7 @@ __global__ void reduce_interleaved_divergent(const float* in, float* partial, st
   if (t == 0) partial[blockIdx.x] = s[0];
 }
 
-// Rung 4 — interleaved addressing, strided index (seed 001 V1).
+// Rung 4 — interleaved addressing, strided index (V1, from seed 001's first part).
 // Thread t works on element 2st: the active threads are now the first ones, so whole warps
 // retire and the branch no longer diverges inside a warp; but the index 2st makes the threads of
 // a warp hit the same shared-memory banks (2-, 4-, ... 16-way conflicts), and each conflict
@@ -295,7 +297,7 @@ __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n)
 // Rung 14 — unroll8 with the tree written out (seed 002's complete unroll + last warp).
 // The steps above 32 are written out but still test blockDim.x at run time; the last warp is
 // rung 8's (seed 002 used the volatile unroll of rung 7). Seed 002 found no gain over unroll8
-// plus a last-warp unroll: the compiler had already unrolled the loop.
+// plus a last-warp unroll and put it down to the compiler having done that work already.
 __global__ void reduce_unrolled_complete(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[unroll_threads];
   constexpr int loads = 8;
@@ -383,13 +385,13 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 ROOFLAB_VARIANT(Variant{"reduce", 3, "interleaved-divergent",
-                        "V0: tid % 2s == 0 adds: divergent warps, slow modulo (001)", Where::gpu,
-                        false, float_only,
+                        "V0: tid % 2s == 0 adds: divergent warps, slow modulo (001 part 1)",
+                        Where::gpu, false, float_only,
                         in_passes(reduce_interleaved_divergent, harris_threads, harris_threads,
                                   "reduce_interleaved_divergent")});
 
 ROOFLAB_VARIANT(Variant{"reduce", 4, "interleaved-strided",
-                        "V1: index 2st: no divergence, but shared-memory bank conflicts (001)",
+                        "V1: index 2st: no divergence, but bank conflicts (001 part 1)",
                         Where::gpu, false, float_only,
                         in_passes(reduce_interleaved_strided, harris_threads, harris_threads,
                                   "reduce_interleaved_strided")});

@@ -106,7 +106,7 @@ ROOFLAB_OP(Op{
 
 // Rung 0 — one CPU core, one loop (seed 002's CPU baseline), summing in double (integers in
 // wrapping unsigned arithmetic).
-ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial", "one CPU core, one loop (the seeds' baseline)",
+ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial", "one CPU core, one loop (seed 002's baseline)",
                         Where::cpu, false, no_limit, [](Workspace& workspace, cudaStream_t) {
                           with_element_type(workspace, [](auto& w) {
                             w.prepare_host();

@@ -138,7 +138,8 @@ ROOFLAB_OP(Op{
     },
 });
 
-// Rung 0 — the CPU loop: one core, one running sum (the lecture's sequential prefix sum).
+// Rung 0 — the CPU loop: one core, one running sum (rooflab's baseline; the lecture only
+// announces the parallel prefix sum).
 ROOFLAB_VARIANT(Variant{"scan", 0, "cpu-serial", "one CPU core, one running sum (the baseline)",
                         Where::cpu, false, no_limit, on_every_scan_type([](auto& w, cudaStream_t) {
                           w.prepare_host();

@@ -255,8 +255,10 @@ ROOFLAB_VARIANT(Variant{
       w.report_sweeps(result.sweeps, result.converged);
     })});
 
-// Vendor — cuSOLVER's symmetric Jacobi eigensolver, values and vectors (what Table 1 compares
-// with). Workspace query and stream-ordered scratch inside the run, as a caller would do.
+// Vendor — cuSOLVER's symmetric Jacobi eigensolver, values and vectors (Table 1 compares with
+// "the same algorithm in cuSOLVER" without naming the routine; syevj computes what the paper's
+// system computes). Workspace query and stream-ordered scratch inside the run, as a caller would
+// do.
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 90, "cusolver-syevj", "cuSOLVER syevj: symmetric Jacobi, values and vectors",
     Where::gpu, true, no_limit,

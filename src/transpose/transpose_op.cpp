@@ -124,10 +124,11 @@ ROOFLAB_OP(Op{
     },
 });
 
-// Rung 0 — the CPU loop: seed 000's baseline, one core walking the input by rows and the
-// output by columns, so every write lands on a different cache line.
+// Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not
+// shown): one core walking the input by rows and the output by columns, so every write lands on a
+// different cache line.
 ROOFLAB_VARIANT(Variant{
-    "transpose", 0, "cpu-loop", "one CPU core, the double loop (seed 000's baseline)", Where::cpu, false,
+    "transpose", 0, "cpu-loop", "one CPU core, the double loop (in place of seed 000's CPU loop)", Where::cpu, false,
     [](const Problem& problem) -> std::string {
       if (problem.rows * problem.cols <= (std::int64_t(1) << 26)) return {};
       return "one core would take seconds per run (limit rows x cols <= 2^26)";
