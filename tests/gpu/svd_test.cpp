@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -527,6 +528,10 @@ struct RouteShape {
   Route route;
   int m, n;
 };
+// How GoogleTest names a shape in parameterized tests' listings (not as raw bytes).
+void PrintTo(const RouteShape& shape, std::ostream* out) {
+  *out << shape.what << " " << shape.m << " x " << shape.n;
+}
 
 // Every class at one shape of one route, in type T: LAPACK's ratios, S against LAPACK, converged.
 template <class T>
