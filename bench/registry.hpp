@@ -99,6 +99,10 @@ struct Op {
   std::function<std::unique_ptr<Workspace>(const Problem&)> make_workspace;
   // The sizes `rooflab report` measures (quick: a smaller set for a fast run).
   std::function<std::vector<Problem>(bool quick)> report_problems;
+  // The size options the op reads ("--n", "--m", "--rows", "--cols", "--batch", "--bins"): the
+  // command line refuses the others for it, before any GPU work (reduce --rows 5 would otherwise
+  // measure the default n).
+  std::vector<std::string> size_options;
   // Whether the op's inputs are SVD test matrices of a class (Problem::matrix, --matrix); the
   // command line rejects a class other than "random" for the other ops.
   bool takes_matrix_class = false;

@@ -35,6 +35,8 @@ expect_one_line_error "'nosuch' is not a matrix class" bench svd-batched --matri
 expect_one_line_error "'rank-1' applies to svd, svd-batched only" bench add --matrix rank-1
 # Bad arguments are reported before the search for a GPU, so they read the same without one.
 expect_one_line_error "'99' is not a rung of svd" bench svd --only 99
+expect_one_line_error "'--rows': does not apply to reduce (reduce takes --n)" bench reduce --rows 5
+expect_one_line_error "'--batch': does not apply to svd (svd takes --m, --n)" bench svd --batch 3
 expect_one_line_error "'--m': must be at least 1" bench svd --m 0
 expect_one_line_error "^rooflab list: 'nosuchop' is not an op (the ops: .*reduce" list nosuchop
 expect_one_line_error "'nosuchop' is not a command (the commands: info, list, table, bench, report, svd" nosuchop

@@ -101,10 +101,15 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
     problem.m = size_or_zero(request.m, "--m");
     problem.batch = size_or_zero(request.batch, "--batch");
     problem.bins = size_or_zero(request.bins, "--bins");
-    // 0 would read as "not given" (the op's default): every size given must be at least 1.
-    for (const SizeOption& option : size_options)
-      require((request.*option.text).empty() || problem.*option.value > 0, "bench", option.flag,
-              "must be at least 1");
+    // 0 would read as "not given" (the op's default): every size given must be at least 1, and
+    // one of the sizes the op reads (Op::size_options).
+    for (const SizeOption& option : size_options) {
+      if ((request.*option.text).empty()) continue;
+      require(problem.*option.value > 0, "bench", option.flag, "must be at least 1");
+      require(std::count(op.size_options.begin(), op.size_options.end(), option.flag) > 0, "bench", option.flag,
+              fmt::format("does not apply to {} ({} takes {})", op.name, op.name,
+                          op.size_options.empty() ? "no size" : fmt::format("{}", fmt::join(op.size_options, ", "))));
+    }
     problems.push_back(problem);
   } else {
     problems = op.report_problems(false);

@@ -54,6 +54,7 @@ Op vector_add_op(std::string name, std::string summary, int default_log2, int qu
         problem.n = std::int64_t(1) << (quick ? quick_log2 : default_log2);
         return std::vector<Problem>{problem};
       },
+      {"--n"},
   };
 }
 

@@ -130,6 +130,7 @@ ROOFLAB_OP(Op{
                                   histogram_problem(std::int64_t(1) << 30, DType::u8, 256, uniform),
                                   histogram_problem(seed_n, DType::f32, 256, uniform)};
     },
+    {"--n", "--bins"},
 });
 
 // Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not shown):

@@ -70,6 +70,7 @@ ROOFLAB_OP(Op{
       problem.n = std::int64_t(1) << (quick ? 20 : 24);
       return std::vector<Problem>{problem};
     },
+    {"--n"},
 });
 
 // Rung 0 — every CPU core sums its own range, then adds it to the total once (a CPU core's

@@ -85,6 +85,7 @@ ROOFLAB_OP(Op{
       }
       return problems;
     },
+    {"--n", "--m"},
 });
 
 // Rung 0 — every CPU core, the branch per element (a CPU core has no lanes to keep in step).

@@ -77,6 +77,7 @@ ROOFLAB_OP(Op{
       problem.n = std::int64_t(1) << (quick ? 20 : 24);
       return std::vector<Problem>{problem};
     },
+    {"--n"},
 });
 
 // Rung 0 — every CPU core, a tile at a time.

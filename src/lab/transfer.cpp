@@ -160,6 +160,7 @@ ROOFLAB_OP(Op{
       }
       return problems;
     },
+    {"--n"},
 });
 
 // Rung 0 — memcpy between two malloc buffers: what host memory itself sustains, for scale.

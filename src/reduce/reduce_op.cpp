@@ -63,6 +63,7 @@ ROOFLAB_OP(Op{
       }
       return problems;
     },
+    {"--n"},
 });
 
 ROOFLAB_OP(Op{
@@ -102,6 +103,7 @@ ROOFLAB_OP(Op{
                                   shape(64 * kibi, 4 * kibi), shape(1 * kibi, 256 * kibi),
                                   shape(8, 32 * mebi)};
     },
+    {"--rows", "--cols"},
 });
 
 // Rung 0 — one CPU core, one loop (seed 002's CPU baseline), summing in double (integers in

@@ -136,6 +136,7 @@ ROOFLAB_OP(Op{
         }
       return problems;
     },
+    {"--n"},
 });
 
 // Rung 0 — the CPU loop: one core, one running sum (rooflab's baseline; the lecture only

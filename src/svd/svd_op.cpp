@@ -74,6 +74,7 @@ ROOFLAB_OP(Op{
                                 problem.matrix);
     },
     svd_report_problems,
+    {"--m", "--n"},
     /*takes_matrix_class=*/true,
 });
 

@@ -87,6 +87,7 @@ ROOFLAB_OP(Op{
                                 problem.matrix);
     },
     batched_report_problems,
+    {"--m", "--n", "--batch"},
     /*takes_matrix_class=*/true,
 });
 

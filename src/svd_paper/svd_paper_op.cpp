@@ -239,6 +239,7 @@ ROOFLAB_OP(Op{
       }
       return problems;
     },
+    {"--n"},
 });
 
 // Rung 0 — P0, the paper's algorithm on the CPU (its starting point, Table 1's CPU column).

@@ -122,6 +122,7 @@ ROOFLAB_OP(Op{
                                   transpose_problem(8192, 8192, "uint16"),
                                   transpose_problem(4096, 4096, "float4")};
     },
+    {"--rows", "--cols"},
 });
 
 // Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not

@@ -193,6 +193,19 @@ TEST(BenchSizes, EveryOpAcceptsItsReportSizesTypedOut) {
             << op << ": " << registry().op(op).describe(problem);
 }
 
+TEST(BenchSizes, ASizeTheOpDoesNotReadFailsNamingTheSizesItDoes) {
+  app::BenchRequest request;
+  request.op = "reduce";
+  request.rows = "5";
+  EXPECT_NE(bench_error(request).find("'--rows': does not apply to reduce (reduce takes --n)"), std::string::npos)
+      << bench_error(request);
+  request.op = "svd";
+  request.rows.clear();
+  request.batch = "1";
+  EXPECT_NE(bench_error(request).find("'--batch': does not apply to svd (svd takes --m, --n)"), std::string::npos)
+      << bench_error(request);
+}
+
 TEST(BenchSizes, ZeroIsRefusedRatherThanReadAsTheDefault) {
   for (const char* op : {"svd", "svd-batched"}) {
     app::BenchRequest request;
