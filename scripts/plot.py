@@ -4,7 +4,9 @@
   plot.py ladder RESULTS.json --out DIR     DIR/ladder-<i>.png for run i: each rung's rate as a bar,
                                             the measured ceiling as a line, FAILED/skipped labelled
   plot.py roofline RESULTS.json --out DIR   DIR/roofline.png: every measured variant at its
-                                            operational intensity under the measured ceilings
+                                            operational intensity under the measured ceilings, an
+                                            op a colour; DIR/roofline-<op>.png: one op, its fastest
+                                            rung and the fastest vendor rung named
 
 Rates come from the results file as measured; nothing is recomputed but flop/byte.
 """
@@ -105,14 +107,8 @@ def ladder(results, directory):
     return 0
 
 
-def roofline(results, directory):
-    ceilings = results.get("environment", {}).get("ceilings", {})
-    fp32 = ceilings.get("fp32_peak_gflops") or 0
-    fp64 = ceilings.get("fp64_peak_gflops") or 0
-    copy = ceilings.get("copy_bandwidth_gbps") or 0
-    read = ceilings.get("read_bandwidth_gbps") or 0
-    host = ceilings.get("host_to_device_gbps") or 0
-
+def roofline_points(results):
+    """(op, row, flop/byte) of every measured row with flops, and the count of rows without."""
     points, without_flops = [], 0
     for run in results.get("runs", []):
         for row in run["rows"]:
@@ -122,6 +118,17 @@ def roofline(results, directory):
                 without_flops += 1  # transfers move bytes and do no arithmetic
                 continue
             points.append((run["op"], row, row["flops"] / row["bytes"]))
+    return points, without_flops
+
+
+def draw_roofline(results, points, without_flops, path, title, named):
+    """The ceilings and `points`; rows in `named` (by id) get their op and name beside them."""
+    ceilings = results.get("environment", {}).get("ceilings", {})
+    fp32 = ceilings.get("fp32_peak_gflops") or 0
+    fp64 = ceilings.get("fp64_peak_gflops") or 0
+    copy = ceilings.get("copy_bandwidth_gbps") or 0
+    read = ceilings.get("read_bandwidth_gbps") or 0
+    host = ceilings.get("host_to_device_gbps") or 0
 
     intensities = [intensity for _, _, intensity in points]
     ridge = fp32 / copy if fp32 and copy else 10
@@ -149,26 +156,44 @@ def roofline(results, directory):
     palette = plt.get_cmap("tab10")
     for index, op in enumerate(ops):
         color = palette(index % 10)
-        mine = [(row, intensity) for name, row, intensity in points if name == op]
-        for row, intensity in mine:
+        for name, row, intensity in points:
+            if name != op:
+                continue
             hollow = row.get("cpu")
             axes.scatter([intensity], [row["gflops"]], s=28, marker="s" if hollow else "o",
                          facecolors="none" if hollow else [color], edgecolors=[color], zorder=3)
-            axes.annotate(row["name"], (intensity, row["gflops"]), textcoords="offset points",
-                          xytext=(4, 2), fontsize=6, color=color)
+            if id(row) in named:  # the vendor's name below its point: the two are often close
+                axes.annotate(f"{op}: {row['name']}", (intensity, row["gflops"]), textcoords="offset points",
+                              xytext=(6, -10 if row.get("vendor") else 3), fontsize=7, color=color)
         axes.scatter([], [], color=color, label=op)  # one legend entry per op
 
     axes.set_xlim(low, high)
     axes.set_xlabel("operational intensity (flop / byte of device memory traffic, from each op's model)")
     axes.set_ylabel("attainable GFLOP/s")
     note = f"; {without_flops} row(s) without flops (transfers) not shown" if without_flops else ""
-    axes.set_title(f"Roofline of every measured variant, {device_name(results)}\n"
-                   f"(squares: CPU rungs{note})", fontsize=10)
+    axes.set_title(f"{title}, {device_name(results)}\n(squares: CPU rungs{note})", fontsize=10)
     axes.grid(True, which="both", linewidth=0.3, alpha=0.5)
     axes.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
-    figure.savefig(os.path.join(directory, "roofline.png"), dpi=130)
+    figure.savefig(path, dpi=130)
     plt.close(figure)
+
+
+def roofline(results, directory):
+    """roofline.png: every op, told apart by colour; roofline-<op>.png: one op, its fastest rung of
+    its own and the fastest vendor rung named. The memory-bound rungs of all ops sit at a few
+    intensities: names for all of them piled on one another."""
+    points, without_flops = roofline_points(results)
+    draw_roofline(results, points, without_flops, os.path.join(directory, "roofline.png"),
+                  "Roofline of every measured variant", set())
+    for op in sorted({op for op, _, _ in points}):
+        mine = [point for point in points if point[0] == op]
+        named = set()
+        for vendor in (False, True):
+            rows = [row for _, row, _ in mine if not row.get("cpu") and bool(row.get("vendor")) == vendor]
+            if rows:
+                named.add(id(max(rows, key=lambda row: row["gflops"])))
+        draw_roofline(results, mine, 0, os.path.join(directory, f"roofline-{op}.png"), f"Roofline of {op}", named)
     return 0
 
 

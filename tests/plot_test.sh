@@ -43,7 +43,7 @@ JSON
 failures=0
 python3 "$plot" ladder "$work/results.json" --out "$work/charts" || failures=$((failures + 1))
 python3 "$plot" roofline "$work/results.json" --out "$work/charts" || failures=$((failures + 1))
-for chart in ladder-0.png ladder-1.png ladder-2.png roofline.png; do
+for chart in ladder-0.png ladder-1.png ladder-2.png roofline.png roofline-atomics.png roofline-divergence.png; do
   if [ -s "$work/charts/$chart" ]; then echo "ok: $chart"; else echo "FAIL: $chart missing"; failures=$((failures + 1)); fi
 done
 [ ! -e "$work/charts/ladder-3.png" ] || { echo "FAIL: a chart for a run that does not exist"; failures=$((failures + 1)); }

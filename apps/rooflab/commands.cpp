@@ -303,6 +303,10 @@ int report(std::ostream& out, const std::string& directory, bool quick,
     markdown << "\n![" << run.op << " ladder](ladder-" << i << ".png)\n";
   }
   markdown << "\n## Roofline\n\n![every measured variant on the roofline](roofline.png)\n";
+  std::set<std::string> ops;
+  for (const bench::Run& run : runs) ops.insert(run.op);
+  for (const std::string& op : ops)  // the per-op charts name each op's fastest rung and vendor rung
+    markdown << "\n![" << op << " on the roofline](roofline-" << op << ".png)\n";
 
   const fs::path plot = fs::path(ROOFLAB_SOURCE_DIR) / "scripts" / "plot.py";
   const std::string arguments = " '" + results.string() + "' --out '" + directory + "'";
@@ -310,7 +314,7 @@ int report(std::ostream& out, const std::string& directory, bool quick,
                               " && python3 '" + plot.string() + "' roofline" + arguments;
   if (!fs::exists(plot) || std::system(command.c_str()) != 0)
     out << "rooflab: charts not drawn (needs python3 with matplotlib and " << plot.string() << ")\n";
-  out << "report written to " << directory << " (report.md, results.json, ladder-*.png, roofline.png)\n";
+  out << "report written to " << directory << " (report.md, results.json, ladder-*.png, roofline*.png)\n";
   return failures;
 }
 
