@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -269,6 +270,21 @@ int bench(std::ostream& out, const BenchRequest& request) {
   return failures;
 }
 
+namespace {
+std::string minutes_and_seconds(double seconds) {
+  const long whole = long(seconds + 0.5);
+  return whole >= 60 ? fmt::format("{}m{:02}s", whole / 60, whole % 60) : fmt::format("{}s", whole);
+}
+}  // namespace
+
+std::string progress_line(int index, int total, const std::string& what, double elapsed_seconds) {
+  std::string line = fmt::format("rooflab report: ladder {} of {} ({}); {} elapsed", index, total, what,
+                                 minutes_and_seconds(elapsed_seconds));
+  if (index > 1)
+    line += ", about " + minutes_and_seconds(elapsed_seconds / (index - 1) * (total - index + 1)) + " left";
+  return line;
+}
+
 int report(std::ostream& out, const std::string& directory, bool quick,
            const bench::RunOptions& options) {
   namespace fs = std::filesystem;
@@ -282,9 +298,19 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   bench::RowWriter writer(out, bench::Format::table, environment, options.seed, options.same_inputs);
   std::vector<bench::Run> runs;
   int failures = 0;
+  std::vector<std::pair<std::string, bench::Problem>> ladders;
   for (const std::string& op : registry.op_names())
-    for (const bench::Problem& problem : registry.op(op).report_problems(quick))
-      run_one(runner, writer, registry, op, problem, &runs, &failures);
+    for (const bench::Problem& problem : registry.op(op).report_problems(quick)) ladders.emplace_back(op, problem);
+  // Progress on stderr, so that the tables on stdout stay as they are: the report takes minutes.
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < ladders.size(); ++i) {
+    const auto& [op, problem] = ladders[i];
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << progress_line(int(i + 1), int(ladders.size()), op + ", " + registry.op(op).describe(registry.op(op).resolve(problem)),
+                               elapsed)
+              << std::endl;
+    run_one(runner, writer, registry, op, problem, &runs, &failures);
+  }
   writer.finish();
 
   const fs::path results = fs::path(directory) / "results.json";

@@ -49,6 +49,10 @@ std::string info_text(const bench::Environment& environment);
 // `rooflab bench OP`: returns the number of FAILED rows.
 int bench(std::ostream& out, const BenchRequest& request);
 // `rooflab report`: every op at its report sizes into DIR/report.md, results.json and charts.
+// rooflab report's line before ladder `index` (from 1) of `total`: which, the time so far and, from
+// the second on, an estimate of what is left at the average time per ladder so far.
+std::string progress_line(int index, int total, const std::string& what, double elapsed_seconds);
+
 int report(std::ostream& out, const std::string& directory, bool quick, const bench::RunOptions& options);
 
 // `rooflab svd --in A.npy [--out PREFIX]`: the SVD of a float32 or float64 matrix (rank 2, m x n)

@@ -242,5 +242,13 @@ TEST(VersionText, NamesVersionCommitAndCudaRuntime) {
       << text;
 }
 
+TEST(ReportProgress, SaysWhichLadderTheTimeSoFarAndAnEstimateOfTheRest) {
+  EXPECT_EQ(app::progress_line(1, 40, "add, n = 268435456, float", 0.2),
+            "rooflab report: ladder 1 of 40 (add, n = 268435456, float); 0s elapsed");
+  // 10 ladders in 150 s: 15 s each, and 30 to go, this one included.
+  EXPECT_EQ(app::progress_line(11, 40, "reduce, n = 16777216, float", 150),
+            "rooflab report: ladder 11 of 40 (reduce, n = 16777216, float); 2m30s elapsed, about 7m30s left");
+}
+
 }  // namespace
 }  // namespace rooflab::bench
