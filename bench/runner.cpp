@@ -33,7 +33,10 @@ int affordable_reps(double one_run_ms, const RunOptions& options) {
 
 class Stream {
  public:
-  Stream() { ROOFLAB_CUDA("bench", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  Stream() {
+    ROOFLAB_CUDA("bench", "creating the stream",
+                 cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
   ~Stream() { cudaStreamDestroy(stream_); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -161,10 +164,10 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
         if (!workspace) workspace = op.make_workspace(problem);
         workspace->refill(options_.same_inputs ? options_.seed : seed++);
         // Refills may queue work on any stream; the variant's stream must not overtake it.
-        ROOFLAB_CUDA("bench", cudaDeviceSynchronize());
+        ROOFLAB_CUDA("bench", "waiting for the device", cudaDeviceSynchronize());
         prepare(*variant, *workspace, stream);
         variant->run(*workspace, stream);
-        ROOFLAB_CUDA("bench", cudaStreamSynchronize(stream));
+        ROOFLAB_CUDA("bench", "waiting for the stream", cudaStreamSynchronize(stream));
         const Check check = workspace->check(variant->where);
         row.error = check.error;
         row.tolerance = check.tolerance;

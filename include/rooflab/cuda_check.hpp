@@ -13,9 +13,6 @@ namespace rooflab::detail {
 // Throws Error(op, "", "<doing> failed: <CUDA's description>", "<cudaErrorName>").
 [[noreturn]] void throw_cuda_error(cudaError_t status, const char* op, const std::string& doing);
 
-// The same with the call's source text in place of `doing`: what ROOFLAB_CUDA(op, call) uses.
-void check_cuda(cudaError_t status, const char* op, const char* call);
-
 // Call right after a kernel launch: a bad configuration or an earlier asynchronous fault shows up
 // in cudaGetLastError, which this turns into Error naming the kernel.
 void check_launch(const char* op, const char* kernel);
@@ -29,16 +26,8 @@ std::string describe_bytes(std::size_t bytes);
 // that `doing` failed. `doing` is anything a std::string can be made from ("recording the stop
 // event", "allocating " + detail::describe_bytes(bytes) + " of device memory"), and is evaluated
 // only on failure, so that a description costs nothing on the path that succeeds.
-//
-// ROOFLAB_CUDA(op, call), which quotes the call's source instead, remains for the call sites not
-// yet given a description (src/svd, src/svd_batched, src/svd_paper, bench).
-#define ROOFLAB_CUDA(...)                                                                  \
-  ROOFLAB_CUDA_BY_ARGUMENT_COUNT(__VA_ARGS__, ROOFLAB_CUDA_DOING, ROOFLAB_CUDA_QUOTING, unused) \
-  (__VA_ARGS__)
-#define ROOFLAB_CUDA_BY_ARGUMENT_COUNT(first, second, third, chosen, ...) chosen
-#define ROOFLAB_CUDA_DOING(op, doing, call)                                          \
-  do {                                                                               \
+#define ROOFLAB_CUDA(op, doing, call)                                             \
+  do {                                                                            \
     if (const cudaError_t rooflab_status = (call); rooflab_status != cudaSuccess) \
-      ::rooflab::detail::throw_cuda_error(rooflab_status, (op), (doing));            \
+      ::rooflab::detail::throw_cuda_error(rooflab_status, (op), (doing));         \
   } while (false)
-#define ROOFLAB_CUDA_QUOTING(op, call) ::rooflab::detail::check_cuda((call), (op), #call)

@@ -14,10 +14,6 @@ void throw_cuda_error(cudaError_t status, const char* op, const std::string& doi
   throw Error(op, "", doing + " failed: " + cudaGetErrorString(status), cudaGetErrorName(status));
 }
 
-void check_cuda(cudaError_t status, const char* op, const char* call) {
-  if (status != cudaSuccess) throw_cuda_error(status, op, call);
-}
-
 void check_launch(const char* op, const char* kernel) {
   const cudaError_t status = cudaGetLastError();
   if (status == cudaSuccess) return;

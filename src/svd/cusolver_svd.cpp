@@ -117,7 +117,9 @@ class InputCopy {
  public:
   InputCopy(const T* A, std::int64_t elements, cudaStream_t stream)
       : buffer_(sizeof(T) * elements, stream, op) {
-    ROOFLAB_CUDA(op, cudaMemcpyAsync(buffer_.data(), A, buffer_.bytes(), cudaMemcpyDeviceToDevice, stream));
+    ROOFLAB_CUDA(
+        op, "copying A for cuSOLVER, which overwrites its input",
+        cudaMemcpyAsync(buffer_.data(), A, buffer_.bytes(), cudaMemcpyDeviceToDevice, stream));
   }
   T* data() const { return buffer_.as<T>(); }
 
@@ -161,10 +163,12 @@ void cusolver_gesvdj_batched(const T* A, int m, int n, int batch, T* S, T* U, T*
                                       work.as<T>(), lwork, reinterpret_cast<int*>(work.as<T>() + lwork),
                                       params, batch));
   // The first k columns of each matrix's U and V are contiguous: one 2-D copy each.
-  ROOFLAB_CUDA(op, cudaMemcpy2DAsync(U, sizeof(T) * m * k, full_u.data(), sizeof(T) * m * m,
-                                     sizeof(T) * m * k, batch, cudaMemcpyDeviceToDevice, stream));
-  ROOFLAB_CUDA(op, cudaMemcpy2DAsync(V, sizeof(T) * n * k, full_v.data(), sizeof(T) * n * n,
-                                     sizeof(T) * n * k, batch, cudaMemcpyDeviceToDevice, stream));
+  ROOFLAB_CUDA(op, "copying the factors out",
+               cudaMemcpy2DAsync(U, sizeof(T) * m * k, full_u.data(), sizeof(T) * m * m,
+                                 sizeof(T) * m * k, batch, cudaMemcpyDeviceToDevice, stream));
+  ROOFLAB_CUDA(op, "copying the factors out",
+               cudaMemcpy2DAsync(V, sizeof(T) * n * k, full_v.data(), sizeof(T) * n * n,
+                                 sizeof(T) * n * k, batch, cudaMemcpyDeviceToDevice, stream));
 }
 
 template <class T>

@@ -40,7 +40,8 @@ namespace rooflab::jacobi {
 template <class Kernel>
 void allow_shared_memory(Kernel kernel, int bytes) {
   if (bytes > 48 * 1024)
-    ROOFLAB_CUDA("svd", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    ROOFLAB_CUDA("svd", "letting the kernel take its dynamic shared memory",
+                 cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
 // ---------------------------------------------------------------------------------------------

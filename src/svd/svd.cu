@@ -2165,7 +2165,8 @@ void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, i
   attributes[1].val.clusterDim.z = 1;
   config.attrs = attributes;
   config.numAttrs = cluster > 1 ? 2 : 1;
-  detail::check_cuda(cudaLaunchKernelEx(&config, kernel, arguments...), "svd", name);
+  ROOFLAB_CUDA("svd", std::string("launching ") + name,
+               cudaLaunchKernelEx(&config, kernel, arguments...));
   detail::check_launch("svd", name);
 }
 
@@ -2185,7 +2186,8 @@ int max_active_clusters(void (*kernel)(Parameters...), std::int64_t clusters, in
   config.attrs = &dimension;
   config.numAttrs = 1;
   int active = 0;
-  ROOFLAB_CUDA("svd", cudaOccupancyMaxActiveClusters(&active, kernel, &config));
+  ROOFLAB_CUDA("svd", "asking how many clusters of the kernel fit on the GPU",
+               cudaOccupancyMaxActiveClusters(&active, kernel, &config));
   return active;
 }
 
@@ -2215,7 +2217,8 @@ void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   const int columns = std::min(G.P.n, std::max(1, global_threads * 16 / G.P.m));
   const std::int64_t blocks_per_matrix = (G.P.n + columns - 1) / columns;
   require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
-  ROOFLAB_CUDA(op, cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
+  ROOFLAB_CUDA(op, "zeroing the matrices' largest entries",
+               cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
   launch_after_previous(global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1, stream,
                         "global_max_abs", G, columns, int(blocks_per_matrix));
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
@@ -2235,7 +2238,7 @@ bool launched_cooperatively(void* kernel, int blocks, int threads, void** argume
     cudaGetLastError();  // not sticky: clear it
     return false;
   }
-  detail::check_cuda(status, "svd", "cudaLaunchCooperativeKernel");
+  ROOFLAB_CUDA("svd", "launching a cooperative kernel", status);
   return true;
 }
 
@@ -2271,8 +2274,9 @@ ClusterShape cluster_sweeps_shape(int M, int N, bool uv, std::int64_t batch) {
   const ClusterShape shape = cluster_shape(M, N, uv, blocks + (blocks & 1));
   if (shape.pairs == 0) return {};
   const std::size_t bytes = cluster_shared_bytes<T>(shape);
-  ROOFLAB_CUDA("svd", cudaFuncSetAttribute(gram_cluster_sweeps<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(bytes)));
+  ROOFLAB_CUDA("svd", "letting the cluster kernel take its shared memory",
+               cudaFuncSetAttribute(gram_cluster_sweeps<T>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   if (max_active_clusters(gram_cluster_sweeps<T>, batch, shape.blocks(), bytes) < batch) return {};
   return shape;
 }
@@ -2325,10 +2329,14 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
     blocked_block_threads = blocked_threads(G.M, G.block);
     blocked_lanes = lanes_per_pair(blocked_block_threads, blocked.slots);
     if (blocked.bytes > 48 * 1024) {
-      ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            blocked.bytes));
-      ROOFLAB_CUDA(op, cudaFuncSetAttribute(blocked_persistent<T>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, blocked.bytes));
+      ROOFLAB_CUDA(
+          op, "letting the blocked rounds take their shared memory",
+          cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               blocked.bytes));
+      ROOFLAB_CUDA(
+          op, "letting the persistent blocked kernel take its shared memory",
+          cudaFuncSetAttribute(blocked_persistent<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               blocked.bytes));
     }
   } else if (gram_schedule) {
     G.block = gram_block;
@@ -2349,19 +2357,22 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const std::int64_t test_group_pairs = std::int64_t(test_groups) * (test_groups + 1) / 2;
   if (gram_pairs > 0) {
     require(batch * test_group_pairs < (std::int64_t(1) << 31), op, "batch", "too many matrices");
-    ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          int(gram_apply_shared_bytes<T>)));
-    ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_all_pairs_test<T>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          gram_test_shared_bytes<T>));
+    ROOFLAB_CUDA(op, "letting the Gram apply take its shared memory",
+                 cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(gram_apply_shared_bytes<T>)));
+    ROOFLAB_CUDA(
+        op, "letting the all-pairs test take its shared memory",
+        cudaFuncSetAttribute(gram_all_pairs_test<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             gram_test_shared_bytes<T>));
     // The solves form the Gram matrices themselves when a round's solves alone fill the GPU, or
     // when the columns are two tiles of rows at most, where the partials kernel costs more in
     // latency than the solve's own two tiles (on the H200, double: 125 x 125 1.70 against 1.89
     // ms, 100 x 100 1.86 against 1.93 ms; with 256 rows 3.59 against 3.54 ms, 1024 rows 35.6
     // against 21.0 ms).
     int solves_per_sm = 0;
-    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
-                                                                   gram_solve_threads, 0));
+    ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
+                                                               gram_solve_threads, 0));
     const bool solve_forms_gram = gram_pairs >= std::int64_t(solves_per_sm) * current_sm_count() ||
                                   G.M <= 2 * gram_tile_rows;
     const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
@@ -2383,8 +2394,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   FusedShape fused;
   if (schedule == GlobalSchedule::gram_fused ||
       (schedule == GlobalSchedule::gram_cluster && cluster_sweeps.pairs == 0)) {
-    ROOFLAB_CUDA(op, cudaFuncSetAttribute(gram_round_fused<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          int(fused_shared_bytes<T>)));
+    ROOFLAB_CUDA(
+        op, "letting the fused Gram round take its shared memory",
+        cudaFuncSetAttribute(gram_round_fused<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(fused_shared_bytes<T>)));
     for (const int max_rows : {fused_preferred_rows, fused_max_rows}) {
       const FusedShape shape = fused_shape(G.M, G.N, problem.uv, max_rows);
       if (shape.cluster == 0) continue;
@@ -2439,8 +2452,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
   const int sort_chunks = (G.positions + sort_columns - 1) / sort_columns;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
-  ROOFLAB_CUDA(op, cudaMemsetAsync(sweep_counts, 0, count_bytes, stream));
-  ROOFLAB_CUDA(op, cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
+  ROOFLAB_CUDA(op, "zeroing the sweeps' counts of matrices still sweeping",
+               cudaMemsetAsync(sweep_counts, 0, count_bytes, stream));
+  ROOFLAB_CUDA(op, "zeroing the matrices' largest cosines",
+               cudaMemsetAsync(G.off_bits, 0, word_bytes, stream));
   load_scaled(G, stream);
   const unsigned column_grid = grid_for(batch * G.positions, global_warps);
   if (cluster_sweeps.pairs == 0)  // the cluster's sweeps neither sort nor track norms
@@ -2451,8 +2466,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   int persistent_blocks = 0;
   if (schedule == GlobalSchedule::blocked_persistent) {
     int per_sm = 0;
-    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &per_sm, blocked_persistent<T>, blocked_block_threads, blocked.bytes));
+    ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                     &per_sm, blocked_persistent<T>, blocked_block_threads, blocked.bytes));
     const std::int64_t pairs = batch * (G.block_positions / 2);
     persistent_blocks =
         int(std::min<std::int64_t>(pairs, std::int64_t(per_sm) * current_sm_count()));
@@ -2468,8 +2484,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   int cooperative_blocks = 0;
   if (schedule == GlobalSchedule::launch_per_sweep) {
     int per_sm = 0;
-    ROOFLAB_CUDA(op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &per_sm, global_sweep_cooperative<T>, global_threads, 0));
+    ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, global_sweep_cooperative<T>,
+                                                               global_threads, 0));
     const std::int64_t wanted = (batch * (G.positions / 2) + global_warps - 1) / global_warps;
     cooperative_blocks = int(std::max<std::int64_t>(
         1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
@@ -2518,8 +2535,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // Every sweep counts into its own counter, zeroed beforehand.
   constexpr int rounds_ahead = 2;
   thread_local PinnedBuffer<unsigned> published(1, cudaHostAllocMapped | cudaHostAllocPortable);
-  ROOFLAB_CUDA(op, cudaHostGetDevicePointer(reinterpret_cast<void**>(&G.published_count),
-                                            published.data(), 0));
+  ROOFLAB_CUDA(
+      op, "mapping page-locked host memory for the device",
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&G.published_count), published.data(), 0));
   StreamMark counted(op);
   // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
   // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
@@ -2899,10 +2917,12 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
   thread_local PinnedBuffer<jacobi::MatrixStatus> status(1, cudaHostAllocMapped | cudaHostAllocPortable);
   *status.data() = jacobi::MatrixStatus{};  // "not converged" unless the run says otherwise
   jacobi::MatrixStatus* device_status = nullptr;
-  ROOFLAB_CUDA(op, cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_status), status.data(), 0));
+  ROOFLAB_CUDA(
+      op, "mapping page-locked host memory for the device",
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_status), status.data(), 0));
   const jacobi::Report report{device_status, nullptr};
   jacobi::run_path(problem, jacobi::production_path<T>(m, n, 1, opt.compute_uv), report, stream);
-  ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+  ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
   const jacobi::MatrixStatus host_status = *status.data();
   require(!host_status.bad_input, op, "A", "contains NaN or Inf");
   return jacobi::to_info(host_status);

@@ -150,7 +150,8 @@ T SvdWorkspace<T>::tol() const {
 
 template <class T>
 jacobi::Problem<T> SvdWorkspace<T>::problem(cudaStream_t stream) {
-  ROOFLAB_CUDA("bench svd", cudaMemsetAsync(summary_.data(), 0, summary_.bytes(), stream));
+  ROOFLAB_CUDA("bench svd", "zeroing the batch summary",
+               cudaMemsetAsync(summary_.data(), 0, summary_.bytes(), stream));
   jacobi::Problem<T> P;
   P.A = a.data();
   P.lda = m;

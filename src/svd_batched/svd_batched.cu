@@ -59,8 +59,9 @@ int block_team_threads(const OnChipLayout& L, int batch) {
 
 int shared_memory_optin() {
   int device = 0, bytes = 0;
-  ROOFLAB_CUDA("svd", cudaGetDevice(&device));
-  ROOFLAB_CUDA("svd", cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  ROOFLAB_CUDA("svd", "finding the current device", cudaGetDevice(&device));
+  ROOFLAB_CUDA("svd", "reading the opt-in shared memory per block",
+               cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   return bytes;
 }
 
@@ -139,19 +140,22 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   StreamBuffer summary(sizeof(jacobi::BatchSummary), stream, op);
   StreamBuffer statuses(info != nullptr ? sizeof(jacobi::MatrixStatus) * std::size_t(batch) : 0,
                         stream, op);
-  ROOFLAB_CUDA(op, cudaMemsetAsync(summary.data(), 0, summary.bytes(), stream));
+  ROOFLAB_CUDA(op, "zeroing the batch summary",
+               cudaMemsetAsync(summary.data(), 0, summary.bytes(), stream));
   const jacobi::Report report{statuses.as<jacobi::MatrixStatus>(),
                               summary.as<jacobi::BatchSummary>()};
   jacobi::run_path(problem, jacobi::production_path<T>(m, n, batch, opt.compute_uv), report, stream);
 
   jacobi::BatchSummary host_summary{};
-  ROOFLAB_CUDA(op, cudaMemcpyAsync(&host_summary, summary.data(), sizeof(host_summary),
-                                   cudaMemcpyDeviceToHost, stream));
+  ROOFLAB_CUDA(op, "copying the batch summary to the host",
+               cudaMemcpyAsync(&host_summary, summary.data(), sizeof(host_summary),
+                               cudaMemcpyDeviceToHost, stream));
   std::vector<jacobi::MatrixStatus> host_statuses(info != nullptr ? batch : 0);
   if (info != nullptr)
-    ROOFLAB_CUDA(op, cudaMemcpyAsync(host_statuses.data(), statuses.data(), statuses.bytes(),
-                                     cudaMemcpyDeviceToHost, stream));
-  ROOFLAB_CUDA(op, cudaStreamSynchronize(stream));
+    ROOFLAB_CUDA(op, "copying the matrices' statuses to the host",
+                 cudaMemcpyAsync(host_statuses.data(), statuses.data(), statuses.bytes(),
+                                 cudaMemcpyDeviceToHost, stream));
+  ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
   for (int b = 0; b < int(host_statuses.size()); ++b) info[b] = jacobi::to_info(host_statuses[b]);
 
   if (host_summary.bad_count > 0)

@@ -149,8 +149,9 @@ void check_last_launch(const char* kernel) { detail::check_launch(op_name, kerne
 // the default). The attribute belongs to the kernel, not the launch, so each run sets it anew.
 template <class Kernel>
 void prefer_carveout(Kernel* kernel, int percent) {
-  ROOFLAB_CUDA(op_name, cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             percent));
+  ROOFLAB_CUDA(
+      op_name, "setting the kernel's shared-memory carveout",
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
 }
 void prefer_carveout(int percent) {
   prefer_carveout(fill_identity, percent);
@@ -162,11 +163,14 @@ void prefer_carveout(int percent) {
 }
 
 void copy_matrix(double* to, const double* from, int n, cudaStream_t stream) {
-  ROOFLAB_CUDA(op_name, cudaMemcpyAsync(to, from, std::size_t(n) * n * sizeof(double),
-                                        cudaMemcpyDefault, stream));
+  ROOFLAB_CUDA(
+      op_name, "copying a matrix",
+      cudaMemcpyAsync(to, from, std::size_t(n) * n * sizeof(double), cudaMemcpyDefault, stream));
 }
 
-void synchronize(cudaStream_t stream) { ROOFLAB_CUDA(op_name, cudaStreamSynchronize(stream)); }
+void synchronize(cudaStream_t stream) {
+  ROOFLAB_CUDA(op_name, "waiting for the stream", cudaStreamSynchronize(stream));
+}
 
 // The paper's multiply_matrices_only_jk: a full copy of the operand the product keeps, then the
 // kernel recomputes rows and columns j and k.
@@ -209,7 +213,8 @@ template <class T>
 class ManagedArray {
  public:
   explicit ManagedArray(std::size_t count) {
-    ROOFLAB_CUDA(op_name, cudaMallocManaged(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+    ROOFLAB_CUDA(op_name, "allocating managed memory",
+                 cudaMallocManaged(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
   ~ManagedArray() { cudaFree(data_); }
   ManagedArray(const ManagedArray&) = delete;
@@ -224,7 +229,7 @@ class ManagedArray {
 // so that what they measure is migration, not eviction.
 std::size_t require_free_device_memory(std::size_t bytes) {
   std::size_t free = 0, total = 0;
-  ROOFLAB_CUDA(op_name, cudaMemGetInfo(&free, &total));
+  ROOFLAB_CUDA(op_name, "asking how much device memory is free", cudaMemGetInfo(&free, &total));
   if (bytes > free)
     throw Error(op_name, "--n",
                 "needs " + std::to_string(bytes) + " bytes of managed memory, more than the " +
@@ -277,8 +282,9 @@ class DevicePaperBuffers {
   const PaperBuffers& pointers() const { return buffers_; }
   bool element_above(cudaStream_t stream) const {
     int above = 0;
-    ROOFLAB_CUDA(op_name, cudaMemcpyAsync(&above, buffers_.above, sizeof(int),
-                                          cudaMemcpyDeviceToHost, stream));
+    ROOFLAB_CUDA(
+        op_name, "copying the count of elements above tolerance to the host",
+        cudaMemcpyAsync(&above, buffers_.above, sizeof(int), cudaMemcpyDeviceToHost, stream));
     synchronize(stream);
     return above != 0;
   }
@@ -367,8 +373,9 @@ void run_first_version(SvdPaperWorkspace& w, cudaStream_t stream) {
   std::vector<double> sums(n, 0.0);  // the paper's getSum, on the host
   for (int column = 0; column < n; ++column)
     for (int row = 0; row < n; ++row) sums[column] += b.a[at(row, column, n)];
-  ROOFLAB_CUDA(op_name, cudaMemcpyAsync(w.values.data(), sums.data(), n * sizeof(double),
-                                        cudaMemcpyHostToDevice, stream));
+  ROOFLAB_CUDA(op_name, "copying the eigenvalues to the device",
+               cudaMemcpyAsync(w.values.data(), sums.data(), n * sizeof(double),
+                               cudaMemcpyHostToDevice, stream));
   copy_matrix(w.vectors.data(), b.u, n, stream);
   synchronize(stream);
   w.vectors_written = true;
@@ -418,7 +425,8 @@ void run_on_device(SvdPaperWorkspace& w, cudaStream_t stream, LaunchShape shape,
   int sweeps = 0;
   bool converged = false;
   for (;;) {
-    ROOFLAB_CUDA(op_name, cudaMemsetAsync(b.above, 0, sizeof(int), stream));
+    ROOFLAB_CUDA(op_name, "zeroing the count of elements above tolerance",
+                 cudaMemsetAsync(b.above, 0, sizeof(int), stream));
     flag_off_diagonal_above<<<shape.blocks, shape.threads, 0, stream>>>(b.a, n, w.threshold,
                                                                         b.above);
     check_last_launch("flag_off_diagonal_above");

@@ -268,8 +268,9 @@ ROOFLAB_VARIANT(Variant{
       const syevjInfo_t parameters = w.syevj_parameters();
       ROOFLAB_CUSOLVER(op_name, cusolverDnXsyevjSetMaxSweeps(parameters, w.max_sweeps));
       // syevj overwrites its matrix with the eigenvectors: start from a copy of the input.
-      ROOFLAB_CUDA(op_name, cudaMemcpyAsync(w.vectors.data(), w.input.data(), w.input.bytes(),
-                                            cudaMemcpyDeviceToDevice, stream));
+      ROOFLAB_CUDA(op_name, "copying the input for syevj, which overwrites it",
+                   cudaMemcpyAsync(w.vectors.data(), w.input.data(), w.input.bytes(),
+                                   cudaMemcpyDeviceToDevice, stream));
       int lwork = 0;
       ROOFLAB_CUSOLVER(op_name, cusolverDnDsyevj_bufferSize(
                                     handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, w.n,
@@ -294,8 +295,9 @@ ROOFLAB_VARIANT(Variant{
       ROOFLAB_CUSOLVER(op_name, cusolverDnXgesvdjSetMaxSweeps(parameters, w.max_sweeps));
       StreamBuffer a(w.input.bytes(), stream, op_name);  // gesvdj destroys its input
       StreamBuffer v(w.input.bytes(), stream, op_name);
-      ROOFLAB_CUDA(op_name, cudaMemcpyAsync(a.data(), w.input.data(), w.input.bytes(),
-                                            cudaMemcpyDeviceToDevice, stream));
+      ROOFLAB_CUDA(op_name, "copying the input for gesvdj, which overwrites it",
+                   cudaMemcpyAsync(a.data(), w.input.data(), w.input.bytes(),
+                                   cudaMemcpyDeviceToDevice, stream));
       int lwork = 0;
       ROOFLAB_CUSOLVER(op_name, cusolverDnDgesvdj_bufferSize(
                                     handle, CUSOLVER_EIG_MODE_VECTOR, 0, w.n, w.n, a.as<double>(),

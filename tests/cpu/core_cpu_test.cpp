@@ -47,17 +47,6 @@ TEST(Error, CudaSuccessThrowsNothingAndNeverBuildsTheDescription) {
   EXPECT_FALSE(described);
 }
 
-// The form without a description, kept until its last callers have one, names the call.
-TEST(Error, CudaFailureWithoutADescriptionNamesTheCall) {
-  try {
-    ROOFLAB_CUDA("svd", cudaErrorInvalidValue);
-    FAIL();
-  } catch (const Error& error) {
-    EXPECT_STREQ(error.what(), "rooflab::svd: cudaErrorInvalidValue failed: invalid argument "
-                               "(cudaErrorInvalidValue)");
-  }
-}
-
 TEST(Error, SizesInMessagesUseBinaryUnits) {
   EXPECT_EQ(detail::describe_bytes(0), "0 bytes");
   EXPECT_EQ(detail::describe_bytes(1), "1 byte");
