@@ -39,6 +39,7 @@ std::string build_version() { return ROOFLAB_VERSION; }
 Environment make_environment() {
   Environment environment;
   environment.device = query_device(0);
+  environment.features = current_device_features();
   environment.ceilings = measure_ceilings(environment.device);
   environment.commit = build_commit();
   environment.date = utc_now_iso8601();

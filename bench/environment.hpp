@@ -3,12 +3,14 @@
 #include <string>
 
 #include "bench/registry.hpp"
+#include "core/device_features.hpp"
 #include "core/device_info.hpp"
 
 namespace rooflab::bench {
 
 struct Environment {
   DeviceInfo device;
+  DeviceFeatures features;  // what the loaded kernels were built for and the dispatch plans for
   MeasuredCeilings ceilings;
   std::string commit;   // git commit of the build, "+dirty" when the tree had changes
   std::string date;     // UTC, ISO 8601

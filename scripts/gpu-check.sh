@@ -23,7 +23,11 @@ shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
-build=build/gpu-check
+# ROOFLAB_CUDA_ARCHITECTURES picks the build's architectures (default: the GPU at hand, "native");
+# "80-virtual" builds PTX only, which the driver compiles for the GPU with the old __CUDA_ARCH__.
+# Each choice has a build directory of its own.
+architectures=${ROOFLAB_CUDA_ARCHITECTURES:-native}
+build=build/gpu-check-${architectures//[^A-Za-z0-9]/-}
 jobs=$(nproc)
 # ROOFLAB_STAGES picks what runs (default: all): build test sanitize bench. A later call on the
 # same machine can skip the build stages: the build directory stays.
@@ -66,7 +70,8 @@ touch_changed_sources() {
 
 if [[ " $stages " == *" build "* ]]; then
   touch_changed_sources
-  step configure "$out/build.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  step configure "$out/build.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CUDA_ARCHITECTURES=$architectures"
   step build "$out/build.log" cmake --build "$build" -j "$jobs"
   ((failed == 0)) || rm -f "$build/source-hashes"  # whatever failed is looked at afresh next time
 fi

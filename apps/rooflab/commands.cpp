@@ -187,6 +187,11 @@ std::string info_text(const bench::Environment& environment) {
   text += fmt::format("device           {} (compute capability {}.{})\n", d.name, d.cc_major, d.cc_minor);
   text += fmt::format("                 {} SMs, {:.1f} MB L2, {:.1f} GiB memory\n", d.sm_count,
                       d.l2_bytes / 1e6, d.global_memory_bytes / double(1 << 30));
+  const DeviceFeatures& features = environment.features;
+  text += fmt::format("kernels          {}; thread-block clusters and programmatic launch: {}; shared "
+                      "memory {} KB a block (opt-in), {} KB an SM\n",
+                      describe_kernel_build(features), features.clusters() ? "yes" : "no (before sm_90)",
+                      features.shared_per_block / 1024, features.shared_per_sm / 1024);
   text += fmt::format("clocks           SM {:.0f} MHz, memory {:.0f} MHz, bus {} bits\n", sm_mhz,
                       memory_mhz, d.memory_bus_bits);
   text += fmt::format("versions         driver {}, runtime {}, rooflab {} ({})\n",
@@ -214,6 +219,10 @@ std::string info_text(const bench::Environment& environment) {
       "launch           measured {:.2f} us: an empty kernel of one warp, timed with events behind "
       "busy work (the floor under every timed kernel)\n",
       environment.ceilings.launch_seconds * 1e6);
+  if (fp32_cores_per_sm(d.cc_major, d.cc_minor) == 0)
+    text += fmt::format("peaks            unknown: rooflab has no core counts for compute capability {}.{} "
+                        "(the compute-bound rungs report no % of ceiling)\n",
+                        d.cc_major, d.cc_minor);
   text += fmt::format("fp32 peak        {:.1f} TFLOP/s = {} SMs x {} cores x 2 flop x {:.0f} MHz\n",
                       d.fp32_peak() * 1e-12, d.sm_count, fp32_cores_per_sm(d.cc_major, d.cc_minor),
                       sm_mhz);

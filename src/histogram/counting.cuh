@@ -16,7 +16,10 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/device_features.hpp"
 #include "histogram/even_bins.cuh"
+#include "rooflab/detail/launch_bounds.cuh"
+#include "rooflab/detail/warp_reduce.cuh"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
 
@@ -63,12 +66,9 @@ inline const DeviceLimits& device_limits(const char* op) {
   DeviceLimits limits;
   ROOFLAB_CUDA(op, "reading the SM count of device " + std::to_string(device),
                cudaDeviceGetAttribute(&limits.sm_count, cudaDevAttrMultiProcessorCount, device));
-  ROOFLAB_CUDA(op, "reading the shared memory per SM of device " + std::to_string(device),
-               cudaDeviceGetAttribute(&limits.shared_per_sm,
-                                      cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  ROOFLAB_CUDA(op, "reading the opt-in shared memory per block of device " + std::to_string(device),
-               cudaDeviceGetAttribute(&limits.shared_per_block,
-                                      cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const DeviceFeatures& features = current_device_features();
+  limits.shared_per_sm = features.shared_per_sm;
+  limits.shared_per_block = features.shared_per_block;
   return known.emplace(device, limits).first->second;
 }
 
@@ -191,7 +191,7 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
     }
     block_counts[w] = word;
   }
-  largest = __reduce_max_sync(0xFFFFFFFF, largest);
+  largest = warp_reduce(largest, Max{});  // lane 0 holds it
   if (threadIdx.x % 32 == 0) warp_largest[threadIdx.x / 32] = largest;
   __syncthreads();
   largest = 0;
@@ -207,7 +207,8 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
 // values no edge puts in doubt with predicated reductions, and sends the rest (a few in ten
 // thousand on random data) through the rule itself.
 template <class T, bool Packed, bool Single>
-__global__ void __launch_bounds__(shared_value_threads<Packed>(), shared_value_blocks_per_sm<Packed, Single>())
+__global__ void __launch_bounds__(shared_value_threads<Packed>(),
+                                    min_blocks_per_sm(shared_value_threads<Packed>(), shared_value_blocks_per_sm<Packed, Single>()))
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
                         unsigned long long* __restrict__ counts) {
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
@@ -360,7 +361,7 @@ __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin
   __syncthreads();
   for (int value = warp; value < byte_values; value += warps) {
     std::uint32_t& counter = columns[value * 32 + lane];
-    const std::uint32_t total = __reduce_add_sync(0xFFFFFFFF, counter);
+    const std::uint32_t total = warp_reduce(counter, Sum{});  // lane 0 holds it
     counter = 0;
     if (lane == 0 && total != 0 && bin_of_value[value] >= 0) add_count(counts, bin_of_value[value], total);
   }
@@ -370,7 +371,7 @@ __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin
 // Launched with byte_threads threads and byte_values x 32 x 4 bytes of dynamic shared memory.
 // A template only so that the header may define it for the library and the lab alike.
 template <int Loads>
-__global__ void __launch_bounds__(byte_threads, byte_blocks_per_sm)
+__global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, byte_blocks_per_sm))
     count_bytes_in_lane_columns(const std::uint8_t* __restrict__ in, VectorSplit split, EvenBins rule,
                                 unsigned long long* __restrict__ counts) {
   extern __shared__ std::uint32_t columns[];  // byte_values x 32

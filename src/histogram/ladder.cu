@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/device_features.hpp"
 #include "core/device_info.hpp"
 #include "histogram/counting.cuh"
 #include "histogram/histogram_workspace.hpp"
@@ -24,9 +25,6 @@ using detail::EvenBins;
 constexpr const char* op_name = "bench histogram";
 constexpr int rung_threads = 256;
 constexpr int rung_warps = rung_threads / 32;
-// The shared memory one Hopper block may opt in to (227 KB): the rungs' limits are stated
-// against it so that they need no device to be listed.
-constexpr std::int64_t hopper_shared_per_block = 232448;
 
 EvenBins rule_of(const HistogramWorkspace& w) { return detail::make_even_bins(w.bins, w.lo, w.hi); }
 
@@ -44,7 +42,7 @@ std::string int32_only(const Problem& problem) {
 std::function<std::string(const Problem&)> shared_counters_fit(int copies) {
   return [copies](const Problem& problem) {
     std::string why = int32_only(problem);
-    if (why.empty() && problem.bins * 4 * copies > hopper_shared_per_block)
+    if (why.empty() && problem.bins * 4 * copies > shared_per_block_for_rungs())
       why = std::to_string(copies) + " x bins x 4 bytes of counters exceed a block's shared memory";
     return why;
   };
@@ -223,7 +221,7 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false,
     [](const Problem& problem) {
       std::string why = int32_only(problem);
-      if (why.empty() && (problem.bins + 1) / 2 * 4 + 1024 > hopper_shared_per_block)
+      if (why.empty() && (problem.bins + 1) / 2 * 4 + 1024 > shared_per_block_for_rungs())
         why = "bins x 2 bytes of counters exceed a block's shared memory";
       return why;
     },

@@ -4,6 +4,7 @@
 
 #include "lab/atomics.hpp"
 #include "rooflab/cuda_check.hpp"
+#include "rooflab/detail/warp_reduce.cuh"
 
 namespace rooflab::bench {
 namespace {
@@ -36,14 +37,13 @@ __global__ void count_global_atomic(const std::uint32_t* __restrict__ values, st
 }
 
 // Rung 3 — warp-aggregated: sum the warp's 32 values first, one atomic per warp.
-// __reduce_add_sync (one instruction on sm_80+) adds across the lanes; 32 times fewer updates
-// reach the contended address. Every lane takes part (a lane past n adds 0), so the full mask
-// is exact.
+// warp_reduce adds across the lanes (one __reduce_add_sync on sm_80+, five shuffles before); 32
+// times fewer updates reach the contended address. Every lane takes part (a lane past n adds 0).
 __global__ void count_warp_aggregated(const std::uint32_t* __restrict__ values, std::int64_t n,
                                       unsigned long long* counter) {
   const std::int64_t i = std::int64_t(blockIdx.x) * block_threads + threadIdx.x;
   const unsigned value = i < n ? values[i] : 0u;
-  const unsigned warp_sum = __reduce_add_sync(0xFFFFFFFFu, value);
+  const unsigned warp_sum = detail::warp_reduce(value, Sum{});  // lane 0 holds it
   if (threadIdx.x % 32 == 0 && warp_sum != 0) atomicAdd(counter, static_cast<unsigned long long>(warp_sum));
 }
 

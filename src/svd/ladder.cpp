@@ -2,13 +2,25 @@
 // kernel. The kernels live in the library (src/svd/svd.cu, src/svd_batched/svd_batched.cu, built
 // from src/svd/jacobi.cuh), because rooflab::svd dispatches to them; each rung here runs one of
 // them on its own.
+#include <string>
+
 #include "bench/registry.hpp"
+#include "core/device_features.hpp"
+#include "core/device_info.hpp"
 #include "rooflab/svd.hpp"
 #include "svd/jacobi.hpp"
 #include "svd/svd_workspace.hpp"
 
 namespace rooflab::bench {
 namespace {
+
+// Rungs 13 and 14 stand on thread-block clusters: where the device or the loaded code lacks them
+// (before sm_90, a PTX build for an older architecture, ROOFLAB_TREAT_AS_SM) they are not run.
+std::string needs_clusters(const Problem&) {
+  if (!cuda_device_unavailable_reason().empty() || current_device_features().clusters()) return {};
+  return "needs thread-block clusters (sm_90 on); planned here for sm_" +
+         std::to_string(current_device_features().arch);
+}
 
 // Rung 1 — one launch per round (jacobi.cuh's process_pair, svd.cu's global_round).
 // Columns stay in global memory; a warp per column pair, n/2 pairs a launch, n launches a sweep
@@ -156,7 +168,7 @@ ROOFLAB_VARIANT(Variant{
 // after the cuSOLVER rungs, which kept their numbers.)
 ROOFLAB_VARIANT(Variant{
     "svd", 13, "gram-fused", "the Gram rung's round in one launch: a cluster of blocks per pair of blocks",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+    Where::gpu, false, needs_clusters, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(), stream);
       });
@@ -168,10 +180,10 @@ ROOFLAB_VARIANT(Variant{
 // 128 columns of up to a few hundred rows), its blocks keep their columns in shared memory for
 // every sweep and trade the ring's halves through each other's shared memory: a round is two
 // cluster barriers and the solve, with no launch, no trip of the columns through L2 and no host
-// round trip between sweeps. (Elsewhere it runs rung 13.)
+// round trip between sweeps. (Elsewhere it runs rung 13.) Rungs 13 and 14 need sm_90.
 ROOFLAB_VARIANT(Variant{
     "svd", 14, "gram-cluster", "every sweep in one cluster per matrix, the columns in shared memory",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+    Where::gpu, false, needs_clusters, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_cluster, w.report(), stream);
       });

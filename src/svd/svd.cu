@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/device_features.hpp"
 #include "core/device_info.hpp"
 #include "core/pinned_buffer.hpp"
 #include "core/stream_mark.hpp"
@@ -137,6 +138,17 @@ __device__ __forceinline__ T sigma_from_norm2(T norm2, T error_scale) {
 constexpr int global_threads = 256;
 constexpr int global_warps = global_threads / 32;
 
+// Hopper's features, in device code compiled for sm_90 on (and in the host pass, which sees every
+// kernel): thread-block clusters and programmatic dependent launch. The host launches the kernels
+// that need them only where DeviceFeatures says the loaded code has them (core/device_features.hpp).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define ROOFLAB_HAS_CLUSTERS 1
+#define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 1
+#else
+#define ROOFLAB_HAS_CLUSTERS 0
+#define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 0
+#endif
+
 // The kernels that launch_after_previous launches (the setup and final kernels, the Gram kernels
 // and the small kernels of a sweep's start and end) follow one another with programmatic dependent
 // launch (Hopper): a kernel's blocks may start while the one before it still runs, and wait here
@@ -144,7 +156,9 @@ constexpr int global_warps = global_threads / 32;
 // reads or returns, so a kernel completes only after the one before it did (outside such a launch
 // the wait returns at once).
 __device__ __forceinline__ void wait_for_previous_kernel() {
+#if ROOFLAB_HAS_PROGRAMMATIC_LAUNCH
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ double bits_as_double(unsigned long long bits) {
@@ -262,7 +276,9 @@ __global__ void __launch_bounds__(global_threads) global_column_norms(GlobalStat
 // late, before a block's last stores: called first thing, the next kernel's waiting blocks took
 // the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
 __device__ __forceinline__ void let_next_kernel_start() {
+#if ROOFLAB_HAS_PROGRAMMATIC_LAUNCH
   asm volatile("griddepcontrol.launch_dependents;");
+#endif
 }
 // First thing in a small kernel (a few blocks, little work): the next kernel launches at once and
 // its blocks wait; this one waits for the one before it.
@@ -658,9 +674,27 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
 // (mma_row(e), mma_col(e)). On the H200 it runs at twice the rate of the 8 x 8 x 4 form (64
 // against 33 TFLOP/s with every SM busy), whose pipe was the apply's busiest unit.
 __device__ __forceinline__ void mma_16x8x4(double (&d)[4], double a0, double a1, double b) {
+#if __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
       : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
       : "d"(a0), "d"(a1), "d"(b));
+#else
+  // Turing has no double tensor cores: the same product and layout by shuffles and FMAs. Lane
+  // (group, in_group) holds A's rows group and group + 8 at column in_group, and B's column group
+  // at row in_group; its outputs are rows group, group + 8 by columns 2 in_group, 2 in_group + 1.
+  const int lane = threadIdx.x & 31, group = lane >> 2, in_group = lane & 3;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const double low = __shfl_sync(0xffffffffu, a0, 4 * group + k);
+    const double high = __shfl_sync(0xffffffffu, a1, 4 * group + k);
+    const double b0 = __shfl_sync(0xffffffffu, b, 8 * in_group + k);
+    const double b1 = __shfl_sync(0xffffffffu, b, 8 * in_group + 4 + k);
+    d[0] = fma(low, b0, d[0]);
+    d[1] = fma(low, b1, d[1]);
+    d[2] = fma(high, b0, d[2]);
+    d[3] = fma(high, b1, d[3]);
+  }
+#endif
 }
 // Row and column, within the 16 x 8 product, of element e of the lane's accumulator.
 __device__ __forceinline__ int mma_row(int e) { return ((threadIdx.x & 31) >> 2) + 8 * (e >> 1); }
@@ -669,30 +703,46 @@ __device__ __forceinline__ int mma_col(int e) { return 2 * (threadIdx.x & 3) + (
 // One element from global to shared memory by an asynchronous copy (cp.async), which holds no
 // register while it is in flight: a block keeps a whole tile of rows loading with few registers,
 // so more blocks share an SM. With `valid` false the element is zero and nothing is read.
+// Turing has no cp.async: there the copies are plain loads and stores, done when the call returns,
+// so that committing and waiting have nothing to do.
 template <class T>
 __device__ __forceinline__ void copy_async(T* shared, const T* global, bool valid) {
+#if __CUDA_ARCH__ >= 800
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(address), "l"(global),
                "n"(int(sizeof(T))), "r"(valid ? int(sizeof(T)) : 0)
                : "memory");
+#else
+  *shared = valid ? *global : T(0);
+#endif
 }
 // 16 bytes of a column (16 / sizeof(T) consecutive elements, both addresses 16-byte aligned) from
 // global to shared memory, the first `valid` elements read and the rest zero: cp.async.cg, a
 // quarter or half the copies of the element form, and L1 left alone.
 template <class T>
 __device__ __forceinline__ void copy_async_chunk(T* shared, const T* global, int valid) {
+#if __CUDA_ARCH__ >= 800
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global),
                "r"(valid * int(sizeof(T)))
                : "memory");
+#else
+  for (int e = 0; e < int(16 / sizeof(T)); ++e) shared[e] = e < valid ? global[e] : T(0);
+#endif
 }
 // Closes the copies issued since the last call into a group.
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void commit_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
 // Waits until at most `pending` of this thread's groups are still in flight (then a barrier
 // makes every thread's copies visible to the block).
 template <int pending>
 __device__ __forceinline__ void wait_copies() {
+#if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
 }
 
 // Issues, as one group, the asynchronous copies of rows r0 .. r0 + tile_rows - 1 of `slots` (a
@@ -1409,6 +1459,7 @@ constexpr std::size_t fused_shared_bytes =
 template <class T>
 __global__ void __launch_bounds__(gram_solve_threads, 1)
     gram_round_fused(GlobalState<T> G, FusedShape shape, int round) {
+#if ROOFLAB_HAS_CLUSTERS
   namespace cg = cooperative_groups;
   wait_for_previous_kernel();
   publish_previous_count(G);
@@ -1515,6 +1566,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   }
   wait_copies<0>();  // a pair left alone leaves no copy in flight into memory it gives up
   cluster.barrier_wait();
+#else
+  __trap();  // launched only where DeviceFeatures::clusters() holds
+#endif
 }
 
 // One block's share of `rows` rows split over `blocks` blocks, in whole tiles.
@@ -1597,6 +1651,7 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
 constexpr int cluster_test_products = 4;  // held by SolveShared's buffers: P up to 7
 static_assert(cluster_test_products * gram_width * gram_width <= 4 * SolveShared<float>::buffer_size,
               "the test's products fit the solve's buffers");
+#if ROOFLAB_HAS_CLUSTERS
 template <class T>
 __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster, const ClusterShape& shape,
                                     const T* slots, const T* slot_scales, T* products, T* norms,
@@ -1647,10 +1702,12 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
   for (int r = 0; r < shape.blocks(); ++r) off = fmax(off, *cluster.map_shared_rank(&block_max, r));
   return off;
 }
+#endif
 
 template <class T>
 __global__ void __launch_bounds__(gram_solve_threads, 1)
     gram_cluster_sweeps(GlobalState<T> G, ClusterShape shape) {
+#if ROOFLAB_HAS_CLUSTERS
   namespace cg = cooperative_groups;
   constexpr unsigned full = 0xffffffffu;
   constexpr int ld = SolveShared<T>::ld, ldq = apply_ldq;
@@ -1861,6 +1918,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     G.active[matrix] = 0;
   }
   cluster.sync();  // no block leaves while another may still read its shared memory
+#else
+  __trap();  // launched only where DeviceFeatures::clusters() holds
+#endif
 }
 
 // The all-pairs test (jacobi_math.hpp): whether the columns are orthogonal to tol after a sweep
@@ -2145,8 +2205,10 @@ unsigned grid_for(std::int64_t items, int per_block) {
   return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
 }
 
-// Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch: it
-// may start before the stream's previous kernel completes. Blocks go in clusters of `cluster`.
+// Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch where
+// the device and the loaded code have it: it may start before the stream's previous kernel
+// completes (elsewhere it starts after, as any launch). Blocks go in clusters of `cluster`, which
+// only a device with clusters is asked for.
 template <class... Parameters, class... Arguments>
 void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
                            std::size_t shared_bytes, int cluster, cudaStream_t stream, const char* name,
@@ -2157,14 +2219,17 @@ void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, i
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   cudaLaunchAttribute attributes[2]{};
-  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[0].val.programmaticStreamSerializationAllowed = 1;
-  attributes[1].id = cudaLaunchAttributeClusterDimension;
-  attributes[1].val.clusterDim.x = unsigned(cluster);
-  attributes[1].val.clusterDim.y = 1;
-  attributes[1].val.clusterDim.z = 1;
+  unsigned count = 0;
+  if (current_device_features().programmatic_launch()) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count++].val.clusterDim = {unsigned(cluster), 1, 1};
+  }
   config.attrs = attributes;
-  config.numAttrs = cluster > 1 ? 2 : 1;
+  config.numAttrs = count;
   ROOFLAB_CUDA("svd", std::string("launching ") + name,
                cudaLaunchKernelEx(&config, kernel, arguments...));
   detail::check_launch("svd", name);
@@ -2270,6 +2335,7 @@ int blocked_threads(int M, int block) {
 // once; pairs 0 otherwise.
 template <class T>
 ClusterShape cluster_sweeps_shape(int M, int N, bool uv, std::int64_t batch) {
+  if (!current_device_features().clusters()) return {};
   const int blocks = (N + gram_block - 1) / gram_block;
   const ClusterShape shape = cluster_shape(M, N, uv, blocks + (blocks & 1));
   if (shape.pairs == 0) return {};
@@ -2392,8 +2458,9 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // The fused round where every pair of a round has its cluster on the GPU at once (else the
   // three kernels a round): blocks of one chunk of rows if such clusters fit, else of two.
   FusedShape fused;
-  if (schedule == GlobalSchedule::gram_fused ||
-      (schedule == GlobalSchedule::gram_cluster && cluster_sweeps.pairs == 0)) {
+  if (current_device_features().clusters() &&
+      (schedule == GlobalSchedule::gram_fused ||
+       (schedule == GlobalSchedule::gram_cluster && cluster_sweeps.pairs == 0))) {
     ROOFLAB_CUDA(
         op, "letting the fused Gram round take its shared memory",
         cudaFuncSetAttribute(gram_round_fused<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,

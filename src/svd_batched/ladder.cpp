@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bench/registry.hpp"
+#include "core/device_features.hpp"
 #include "rooflab/svd.hpp"
 #include "svd/jacobi.hpp"
 #include "svd/jacobi_math.hpp"
@@ -12,9 +13,6 @@
 namespace rooflab::bench {
 namespace {
 
-// Hopper's per-block shared memory (227 KB): the limits below are stated without a device query,
-// and run_on_chip checks the real device again.
-constexpr int hopper_shared_bytes = 227 * 1024;
 
 int element_bytes(const Problem& problem) { return problem.dtype == "float" ? 4 : 8; }
 
@@ -47,7 +45,7 @@ ROOFLAB_VARIANT(Variant{
     [](const Problem& problem) -> std::string {
       const auto layout = jacobi::on_chip_layout(int(problem.m), int(problem.n),
                                                  element_bytes(problem), true, false);
-      if (layout.bytes <= hopper_shared_bytes) return {};
+      if (layout.bytes <= shared_per_block_for_rungs()) return {};
       return "one matrix exceeds a block's shared memory";
     },
     [](Workspace& workspace, cudaStream_t stream) {
@@ -57,16 +55,16 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 // Rung 3 — a block per matrix in shared memory (svd_batched.cu's svd_block_per_matrix).
-// Many lanes per column pair shorten each round of a larger matrix; up to 227 KB of shared memory
-// per block (cudaFuncSetAttribute beyond 48 KB) hold matrices up to about 120 x 120 in double and
-// 170 x 170 in float.
+// Many lanes per column pair shorten each round of a larger matrix; the 227 KB of shared memory a
+// Hopper block may opt in to (cudaFuncSetAttribute beyond 48 KB) hold matrices up to about 120 x
+// 120 in double and 170 x 170 in float (99 KB on sm_86 and sm_89, 64 KB on sm_75: less).
 ROOFLAB_VARIANT(Variant{
     "svd-batched", 3, "block-per-matrix", "a block per matrix, W and V in its shared memory",
     Where::gpu, false,
     [](const Problem& problem) -> std::string {
       const auto layout = jacobi::on_chip_layout(int(problem.m), int(problem.n),
                                                  element_bytes(problem), true, true);
-      if (layout.bytes <= hopper_shared_bytes) return {};
+      if (layout.bytes <= shared_per_block_for_rungs()) return {};
       return "one matrix exceeds a block's shared memory";
     },
     [](Workspace& workspace, cudaStream_t stream) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/device_features.hpp"
 #include "core/device_info.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/device_buffer.hpp"
@@ -57,13 +58,7 @@ int block_team_threads(const OnChipLayout& L, int batch) {
 
 }  // namespace
 
-int shared_memory_optin() {
-  int device = 0, bytes = 0;
-  ROOFLAB_CUDA("svd", "finding the current device", cudaGetDevice(&device));
-  ROOFLAB_CUDA("svd", "reading the opt-in shared memory per block",
-               cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return bytes;
-}
+int shared_memory_optin() { return current_device_features().shared_per_block; }
 
 template <class T>
 bool fits_on_chip(int m, int n, bool uv) {

@@ -4,10 +4,13 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/dtype.hpp"
 #include "core/random_stream.hpp"
+#include "core/device_features.hpp"
 #include "core/device_info.hpp"
 #include "cpu/add.hpp"
 #include "cpu/compare.hpp"
@@ -194,3 +197,74 @@ TEST(DType, VisitGivesTheMatchingCppType) {
 
 }  // namespace
 }  // namespace rooflab::bench
+
+namespace rooflab {
+namespace {
+
+TEST(DeviceArithmetic, PeaksFollowEachArchitecturesCoresAndFp64Rate) {
+  // FP32 lanes per FP64 lane: 32 on Turing, 64 on the consumer and workstation parts of Ampere,
+  // Ada and Blackwell, 2 on the data-center parts (sm_80, 90, 100).
+  const std::vector<std::tuple<int, int, int, int>> expected = {
+      {7, 5, 64, 32}, {8, 6, 128, 64}, {8, 9, 128, 64}, {12, 0, 128, 64},
+      {8, 0, 64, 2},  {9, 0, 128, 2},  {10, 0, 128, 2}};
+  for (const auto& [major, minor, fp32, ratio] : expected) {
+    EXPECT_EQ(fp32_cores_per_sm(major, minor), fp32) << major << "." << minor;
+    EXPECT_EQ(fp32_cores_per_sm(major, minor), ratio * fp64_cores_per_sm(major, minor)) << major << "." << minor;
+  }
+}
+
+TEST(DeviceFeatures, ClustersAndProgrammaticLaunchNeedBothTheDeviceAndTheLoadedCode) {
+  const DeviceFeatures hopper = plan_device_features(90, 90, 90, 0, 232448, 233472);
+  EXPECT_TRUE(hopper.clusters());
+  EXPECT_TRUE(hopper.programmatic_launch());
+  EXPECT_EQ(hopper.shared_per_block, 232448);
+  // A PTX-only build for sm_80, compiled by the driver for an H100: the Hopper code is not in it.
+  const DeviceFeatures jit = plan_device_features(90, 80, 90, 0, 232448, 233472);
+  EXPECT_EQ(jit.arch, 80);
+  EXPECT_FALSE(jit.clusters());
+  EXPECT_FALSE(jit.programmatic_launch());
+  EXPECT_EQ(jit.shared_per_block, 232448) << "the kernels' architecture does not narrow the device's memory";
+  const DeviceFeatures ampere = plan_device_features(86, 90, 86, 0, 101376, 102400);
+  EXPECT_EQ(ampere.arch, 86);
+  EXPECT_FALSE(ampere.clusters());
+}
+
+TEST(DeviceFeatures, TreatAsSmPlansForTheOlderArchitectureAndItsSharedMemory) {
+  const DeviceFeatures as_sm86 = plan_device_features(90, 90, 90, 86, 232448, 233472);
+  EXPECT_EQ(as_sm86.arch, 86);
+  EXPECT_FALSE(as_sm86.clusters());
+  EXPECT_EQ(as_sm86.shared_per_block, 99 * 1024);
+  EXPECT_EQ(as_sm86.shared_per_sm, 100 * 1024);
+  const DeviceFeatures as_sm75 = plan_device_features(90, 90, 90, 75, 232448, 233472);
+  EXPECT_EQ(as_sm75.shared_per_block, 64 * 1024);
+  // A newer architecture than the device's changes nothing.
+  const DeviceFeatures as_newer = plan_device_features(80, 80, 80, 120, 166912, 167936);
+  EXPECT_EQ(as_newer.arch, 80);
+  EXPECT_EQ(as_newer.shared_per_block, 166912);
+}
+
+TEST(DeviceFeatures, TreatAsSmAcceptsOnlyACompatibleComputeCapability) {
+  EXPECT_EQ(parse_treat_as_sm(nullptr), 0);
+  EXPECT_EQ(parse_treat_as_sm(""), 0);
+  EXPECT_EQ(parse_treat_as_sm("80"), 80);
+  EXPECT_EQ(parse_treat_as_sm("120"), 120);
+  for (const char* bad : {"8.0", "sm_80", "70", "-80", "80x", "1000"}) {
+    try {
+      parse_treat_as_sm(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("ROOFLAB_TREAT_AS_SM"), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(DeviceFeatures, DescribesHowTheKernelsWereBuilt) {
+  EXPECT_EQ(describe_kernel_build(plan_device_features(90, 90, 90, 0, 1, 1)), "sm_90 code from compute_90");
+  EXPECT_EQ(describe_kernel_build(plan_device_features(90, 80, 90, 0, 1, 1)),
+            "compute_80 PTX, compiled by the driver for sm_90");
+  EXPECT_EQ(describe_kernel_build(plan_device_features(90, 90, 90, 80, 1, 1)),
+            "sm_90 code from compute_90, planned as sm_80 (ROOFLAB_TREAT_AS_SM)");
+}
+
+}  // namespace
+}  // namespace rooflab

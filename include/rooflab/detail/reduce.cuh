@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "rooflab/cuda_check.hpp"
+#include "rooflab/detail/launch_bounds.cuh"
 #include "rooflab/detail/reduce_plan.hpp"
 #include "rooflab/detail/stream_scratch.hpp"
 #include "rooflab/detail/warp_reduce.cuh"
@@ -239,7 +240,7 @@ __device__ __forceinline__ T fold_partials(const T* partials, std::int64_t count
 // The one-pass reduce: grid-stride over the input, a block fold, then the last
 // block folds the gridDim.x partials in index order and resets the ticket for the next call.
 template <class T, class Op>
-__global__ void __launch_bounds__(reduce_block_threads, reduce_min_blocks_per_sm)
+__global__ void __launch_bounds__(reduce_block_threads, min_blocks_per_sm(reduce_block_threads, reduce_min_blocks_per_sm))
     reduce_kernel(const T* __restrict__ in, std::int64_t n, T* out, Op op, T* partials,
                   unsigned* ticket) {
   __shared__ BlockReduceStorage<T, reduce_block_threads> storage;
@@ -302,7 +303,7 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
 }
 
 template <int Lanes, class T, class Op>
-__global__ void __launch_bounds__(reduce_block_threads, small_rows_min_blocks_per_sm)
+__global__ void __launch_bounds__(reduce_block_threads, min_blocks_per_sm(reduce_block_threads, small_rows_min_blocks_per_sm))
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                              T* __restrict__ out, Op op, bool vector_units) {
   constexpr int width = vector_width<T>();
