@@ -674,10 +674,18 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
 // (mma_row(e), mma_col(e)). On the H200 it runs at twice the rate of the 8 x 8 x 4 form (64
 // against 33 TFLOP/s with every SM busy), whose pipe was the apply's busiest unit.
 __device__ __forceinline__ void mma_16x8x4(double (&d)[4], double a0, double a1, double b) {
-#if __CUDA_ARCH__ >= 800
+#if __CUDA_ARCH__ >= 900
   asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
       : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
       : "d"(a0), "d"(a1), "d"(b));
+#elif __CUDA_ARCH__ >= 800
+  // Ampere and Ada have only the 8 x 8 x 4 form: rows 0-7 (a0) and rows 8-15 (a1) one each.
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+      : "+d"(d[0]), "+d"(d[1])
+      : "d"(a0), "d"(b));
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+      : "+d"(d[2]), "+d"(d[3])
+      : "d"(a1), "d"(b));
 #else
   // Turing has no double tensor cores: the same product and layout by shuffles and FMAs. Lane
   // (group, in_group) holds A's rows group and group + 8 at column in_group, and B's column group
