@@ -128,6 +128,36 @@ std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a) {
   return s;
 }
 
+std::vector<double> lapack_high_accuracy_singular_values(const Matrix& a) {
+  Matrix work = a.m >= a.n ? a : transposed(a);  // dgejsv takes m >= n
+  if (work.n == 0) return {};
+  std::vector<double> sva(work.n), stat(7);
+  std::vector<lapack_int> istat(3);
+  double unused_u = 0, unused_v = 0;
+  require_lapack(LAPACKE_dgejsv(LAPACK_COL_MAJOR, 'F', 'N', 'N', 'R', 'N', 'N', work.m, work.n,
+                                work.values.data(), work.m, sva.data(), &unused_u, 1, &unused_v, 1,
+                                stat.data(), istat.data()),
+                 "LAPACKE_dgejsv");
+  // dgejsv returns scaled values: the singular values are SVA * WORK(2) / WORK(1).
+  for (double& value : sva) value = value * stat[1] / stat[0];
+  return descending(sva);
+}
+
+double column_scaled_condition(const Matrix& a) {
+  Matrix unit = a;
+  for (int j = 0; j < a.n; ++j) {
+    double norm = 0;
+    for (int i = 0; i < a.m; ++i) norm = std::hypot(norm, a(i, j));
+    if (norm == 0) return INFINITY;
+    for (int i = 0; i < a.m; ++i) unit(i, j) /= norm;
+  }
+  // Unit columns: ||B|| <= sqrt(n), so dgesvd's absolute accuracy resolves sigma_min well while
+  // kappa is far below 1 / eps (and dgesvd converges where dgesvj may not).
+  const std::vector<double> s = lapack_bidiagonal_singular_values(unit);
+  if (s.empty()) return INFINITY;
+  return s.back() > 0 ? s.front() / s.back() : INFINITY;
+}
+
 std::vector<double> lapack_symmetric_eigenvalues(const Matrix& a) {
   Matrix work = a;
   std::vector<double> w(a.n);

@@ -33,6 +33,21 @@ std::vector<double> lapack_singular_values(const Matrix& a);
 // Singular values, descending, by LAPACK dgesvd without vectors (bidiagonalization: much faster
 // than dgesvj on large matrices, accurate to eps * ||A|| rather than relatively).
 std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a);
+// Singular values, descending, by LAPACK dgejsv (Drmac and Veselic's preconditioned Jacobi SVD,
+// JOBA = 'F': QR with row and column pivoting, then one-sided Jacobi), through the transpose when
+// m < n: high relative accuracy for A = D1 C D2 with D1, D2 diagonal and C well conditioned, so for
+// column-graded matrices A = B D whether tall or wide (the transpose of a wide one is row-graded).
+// The reference of the SVD's relative-accuracy tests; a float matrix is checked against this on
+// its values promoted to double (exact), a better reference than LAPACK's sgejsv. Restricted
+// range (JOBR = 'R', LAPACK's recommendation): values below about sqrt(underflow) times the
+// largest are not resolved.
+std::vector<double> lapack_high_accuracy_singular_values(const Matrix& a);
+// kappa(B) = sigma_max(B) / sigma_min(B) of A with its columns scaled to unit 2-norm: for A = B D
+// with D diagonal, that is B's condition with B's columns scaled to unit norm, whatever D is, the
+// kappa of Demmel and Veselic's bound on the relative error of one-sided Jacobi's singular values
+// (a multiple of n eps kappa(B)). Infinite when a column is zero or sigma_min(B) comes out 0;
+// computed by dgesvd on B, so meaningful while kappa(B) is well below 1 / eps.
+double column_scaled_condition(const Matrix& a);
 // Eigenvalues of a symmetric matrix, descending, by LAPACK dsyev.
 std::vector<double> lapack_symmetric_eigenvalues(const Matrix& a);
 // A full SVD by LAPACK dgesvd: S descending, U m x k, V n x k (k = min(m, n)).

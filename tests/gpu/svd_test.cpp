@@ -11,11 +11,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <optional>
-#include <ostream>
 #include <string>
 #include <tuple>
-#include <variant>
 #include <vector>
 
 #include "bench/random.hpp"
@@ -26,9 +23,19 @@
 #include "rooflab/error.hpp"
 #include "rooflab/svd.hpp"
 #include "svd/jacobi.hpp"
+#include "svd_test_support.hpp"
 
 namespace rooflab {
 namespace {
+
+using testing::Factors;
+using testing::Route;
+using testing::clusters_unavailable;
+using testing::route_runs_here;
+using testing::route_shapes;
+using testing::RouteShape;
+using testing::run_svd;
+using testing::svd_on_path;
 
 class Svd : public testing::GpuTest {};
 class SvdBatched : public testing::GpuTest {};
@@ -41,11 +48,6 @@ cpu::Matrix rounded(cpu::Matrix a) {
   for (double& value : a.values) value = double(T(value));
   return a;
 }
-
-struct Factors {
-  std::vector<double> s;
-  cpu::Matrix u, v;
-};
 
 // S against LAPACK dgesvd, in units of ulp * s_max * max(m, n) (exactly, for a zero matrix). Not
 // dgesvj: it stops unconverged on some rank-deficient matrices (the integer rank-one class), and
@@ -72,76 +74,6 @@ void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& 
   EXPECT_LE(accuracy.u_orthogonality, threshold) << what;
   EXPECT_LE(accuracy.v_orthogonality, threshold) << what;
   expect_values_match_lapack<T>(a, f.s, what);
-}
-
-// One internal path of rooflab::svd, or one schedule of its global-memory path.
-using Route = std::variant<jacobi::Path, jacobi::GlobalSchedule>;
-
-// rooflab::svd's work on one route instead of its dispatch; the device's status comes back whole,
-// bad_input included.
-template <class T>
-jacobi::MatrixStatus svd_on_path(const Route& route, const T* A, int m, int n, int lda, T* S, T* U,
-                                 int ldu, T* V, int ldv, const SvdOptions& options) {
-  DeviceBuffer<jacobi::MatrixStatus> status(1);
-  status.fill_bytes(0xFF);
-  const jacobi::Problem<T> problem = jacobi::single_matrix_problem("svd", A, m, n, lda, S, U, ldu, V, ldv, options);
-  const jacobi::Report report{status.data(), nullptr};
-  if (const auto* schedule = std::get_if<jacobi::GlobalSchedule>(&route))
-    jacobi::run_global(problem, *schedule, report, nullptr);
-  else
-    jacobi::run_path(problem, std::get<jacobi::Path>(route), report, nullptr);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return status.download()[0];
-}
-
-// Runs rooflab::svd<T> on `a` (or its work on one internal route) with leading dimensions padded
-// by `pad`; checks that A and the padding of U and V are untouched.
-template <class T>
-Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 0,
-                SvdInfo* info_out = nullptr, std::optional<Route> path = std::nullopt) {
-  const int m = a.m, n = a.n, k = std::min(m, n);
-  const int lda = m + pad, ldu = m + pad, ldv = n + pad;
-  std::vector<T> host_a(std::size_t(lda) * n, T(7));  // 7 in the padding
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) host_a[i + std::size_t(j) * lda] = T(a(i, j));
-  DeviceBuffer<T> A(host_a), S(k), U(std::size_t(ldu) * k), V(std::size_t(ldv) * k);
-  S.fill_bytes(0xFF);
-  U.fill_bytes(0xFF);
-  V.fill_bytes(0xFF);
-  T* const u_out = options.compute_uv ? U.data() : nullptr;
-  T* const v_out = options.compute_uv ? V.data() : nullptr;
-  SvdInfo info;
-  if (path) {
-    const jacobi::MatrixStatus status = svd_on_path<T>(*path, A.data(), m, n, lda, S.data(), u_out, ldu,
-                                                       v_out, ldv, options);
-    EXPECT_EQ(status.bad_input, 0);
-    info = jacobi::to_info(status);
-  } else {
-    info = svd<T>(A.data(), m, n, lda, S.data(), u_out, ldu, v_out, ldv, options);
-  }
-  if (info_out) *info_out = info;
-  EXPECT_TRUE(A.download() == host_a) << "A was modified";
-  Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
-  const std::vector<T> s = S.download(), u = U.download(), v = V.download();
-  for (int l = 0; l < k; ++l) f.s[l] = s[l];
-  if (!options.compute_uv) return f;
-  for (int l = 0; l < k; ++l) {
-    for (int i = 0; i < ldu; ++i) {
-      const T value = u[i + std::size_t(l) * ldu];
-      if (i < m)
-        f.u(i, l) = value;
-      else
-        EXPECT_TRUE(std::isnan(value)) << "U padding written at " << i << ", " << l;
-    }
-    for (int i = 0; i < ldv; ++i) {
-      const T value = v[i + std::size_t(l) * ldv];
-      if (i < n)
-        f.v(i, l) = value;
-      else
-        EXPECT_TRUE(std::isnan(value)) << "V padding written at " << i << ", " << l;
-    }
-  }
-  return f;
 }
 
 std::string name(const std::string& kind, int m, int n, std::uint64_t seed) {
@@ -452,6 +384,7 @@ TEST_F(Svd, FusedGramRoundsInSmallClustersPassLapackTests) {
 // rank-deficient and zero matrices, whose vectors of sigma 0 are completed after the cluster, and a
 // matrix stopped by max_sweeps, which must say so.
 TEST_F(Svd, ClusterSweepsPassLapackTests) {
+  if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const Route cluster = jacobi::GlobalSchedule::gram_cluster;
   for (const auto& [m, n] :
        {std::pair{100, 100}, std::pair{125, 125}, std::pair{200, 100}, std::pair{90, 128}, std::pair{45, 30}}) {
@@ -496,6 +429,7 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
 // The same iteration small enough for racecheck: 3 pairs of 2 blocks (70 x 70) and one block
 // (45 x 30).
 TEST_F(Svd, ClusterSweepsInSmallClustersPassLapackTests) {
+  if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
   for (const auto& [m, n] : {std::pair{70, 70}, std::pair{45, 30}}) {
     ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
     const cpu::Matrix a = cpu::random_matrix(m, n, 95 + m);
@@ -523,19 +457,10 @@ std::vector<std::string> structured_classes() {
   return names;
 }
 
-struct RouteShape {
-  const char* what;
-  Route route;
-  int m, n;
-};
-// How GoogleTest names a shape in parameterized tests' listings (not as raw bytes).
-void PrintTo(const RouteShape& shape, std::ostream* out) {
-  *out << shape.what << " " << shape.m << " x " << shape.n;
-}
-
 // Every class at one shape of one route, in type T: LAPACK's ratios, S against LAPACK, converged.
 template <class T>
 void expect_every_class_accurate(const RouteShape& shape, std::uint64_t seed) {
+  if (!route_runs_here<T>(shape)) return;
   for (const std::string& matrix_class : structured_classes()) {
     const cpu::Matrix a = cpu::svd_test_matrix<T>(matrix_class, shape.m, shape.n, seed);
     const std::string what = std::string(shape.what) + " " + (sizeof(T) == 4 ? "float " : "double ") +
@@ -547,27 +472,9 @@ void expect_every_class_accurate(const RouteShape& shape, std::uint64_t seed) {
   }
 }
 
-// The shapes: the register ring (at most 64 x 64), one warp's and one block's shared memory, the
-// Gram schedule in one cluster, in fused rounds and in three kernels a round, and QR
-// preconditioning with R in the ring and in the Gram schedule; square, tall and wide.
-const RouteShape class_shapes[] = {
-    {"ring", jacobi::Path::register_ring, 40, 40},
-    {"ring", jacobi::Path::register_ring, 64, 33},
-    {"ring", jacobi::Path::register_ring, 17, 50},
-    {"warp", jacobi::Path::warp_per_matrix, 24, 20},
-    {"block", jacobi::Path::block_per_matrix, 90, 70},
-    {"block", jacobi::Path::block_per_matrix, 70, 90},
-    {"cluster", jacobi::GlobalSchedule::gram_cluster, 100, 100},
-    {"cluster", jacobi::GlobalSchedule::gram_cluster, 90, 128},
-    {"fused", jacobi::GlobalSchedule::gram_fused, 200, 150},
-    {"gram", jacobi::GlobalSchedule::gram, 150, 200},
-    {"qr", jacobi::Path::qr_preconditioned, 400, 40},
-    {"qr", jacobi::Path::qr_preconditioned, 1300, 100},
-};
-
 TEST_F(Svd, LargeEveryMatrixClassPassesLapackTestsOnEveryPath) {
   std::uint64_t seed = 500;
-  for (const RouteShape& shape : class_shapes) {
+  for (const RouteShape& shape : route_shapes) {
     expect_every_class_accurate<double>(shape, ++seed);
     expect_every_class_accurate<float>(shape, ++seed);
   }
@@ -596,8 +503,9 @@ INSTANTIATE_TEST_SUITE_P(Routes, SvdClassesAtSmallSizes,
 // rounding error behind), on every route: converged within 3 sweeps where it ran 30 without
 // converging, sigma 0 beyond the first, orthonormal U.
 TEST_F(Svd, LargeIntegerRankOneMatrixConvergesInAFewSweepsOnEveryPath) {
-  for (const RouteShape& shape : class_shapes)
+  for (const RouteShape& shape : route_shapes)
     for (const bool single : {false, true}) {
+      if (single ? !route_runs_here<float>(shape) : !route_runs_here<double>(shape)) continue;
       const std::string what = std::string(shape.what) + (single ? " float " : " double ") +
                                std::to_string(shape.m) + " x " + std::to_string(shape.n);
       SvdInfo info;
@@ -720,8 +628,20 @@ std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path)
   };
 }
 
+// Whether internal path `path` (as internal_path numbers them) takes m x n matrices of T here; the
+// on-chip ones need the shared memory the device has (svd_test_support.hpp's route_unavailable).
+template <class T>
+bool batched_path_runs_here(int path, int m, int n) {
+  const std::map<int, jacobi::Path> on_chip = {
+      {0, jacobi::Path::warp_per_matrix}, {1, jacobi::Path::block_per_matrix}, {5, jacobi::Path::register_ring}};
+  const auto found = on_chip.find(path);
+  return found == on_chip.end() ||
+         route_runs_here<T>(RouteShape{path == 0 ? "warp" : path == 1 ? "block" : "ring", found->second, m, n});
+}
+
 template <class T>
 void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_t seed) {
+  if (!batched_path_runs_here<T>(path, m, n)) return;
   std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, seed);
   for (cpu::Matrix& a : matrices) a = rounded<T>(a);
   const auto run = path < 0 ? run_batch<T>(matrices, public_batched<T>) : run_batch<T>(matrices, internal_path<T>(path));
@@ -747,6 +667,7 @@ TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
 // through the public call, which must not throw for any of them: every matrix converges.
 template <class T>
 void expect_class_batch_accurate(int m, int n, int path, std::uint64_t seed) {
+  if (!batched_path_runs_here<T>(path, m, n)) return;
   std::vector<cpu::Matrix> matrices;
   for (const std::string& matrix_class : structured_classes())
     matrices.push_back(cpu::svd_test_matrix<T>(matrix_class, m, n, seed + matrices.size()));
