@@ -16,8 +16,8 @@
 //    keep scratch: the 65th takes over the slot of the least recently used stream (after that
 //    stream's last use, through an event), so destroyed streams hold nothing for long. Inside a
 //    stream capture the graph gets scratch of its own (allocation and memset nodes).
-//  - The loads ask L2 to evict the input first (it is read once), which spares what else L2
-//    holds.
+//  - The input is read once, through the read-only path (`__ldg`) where the type allows, with no
+//    L2 cache-policy hint: an input larger than L2 displaces what L2 held, as any stream does.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

@@ -2,8 +2,10 @@
 // Rungs 3-10 are V0-V6 of Harris's "Optimizing Parallel Reduction in CUDA" as retold by the series
 // seed 001 ends (seed 001 covers V2-V6; V0 and V1 are from its first part, not among the seeds),
 // rungs 11-15 seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads,
-// one pass), rung 17 production; rungs 18-19 measure production's L2 hint and CUB's dealing,
-// rung 20 is CUB.
+// one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for aligned
+// floats, with plain read-only loads: rung 18 deals the input by grid stride as production does
+// (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
+// contiguous range as CUB does. Rung 20 is CUB.
 // The seeds' kernels leave one partial per block; their run() finishes on the device by running
 // the same kernel again over the partials (reduce_in_passes), so every rung's time includes it.
 #include <cub/device/device_reduce.cuh>
