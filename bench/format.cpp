@@ -1,9 +1,16 @@
 #include "bench/format.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <limits>
+#include <map>
+#include <optional>
 #include <ostream>
+#include <set>
+#include <tuple>
 
 #include "rooflab/error.hpp"
 
@@ -34,6 +41,10 @@ std::string ceiling_short(const std::string& ceiling) {
   return ceiling.substr(0, ceiling.find(' '));  // "copy bandwidth" -> "copy"
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
 Format parse_format(const std::string& text) {
@@ -45,12 +56,9 @@ Format parse_format(const std::string& text) {
 }
 
 Format format_for_path(const std::string& path, Format fallback) {
-  const auto ends_with = [&](const std::string& suffix) {
-    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".json")) return Format::json;
-  if (ends_with(".csv")) return Format::csv;
-  if (ends_with(".md")) return Format::md;
+  if (ends_with(path, ".json")) return Format::json;
+  if (ends_with(path, ".csv")) return Format::csv;
+  if (ends_with(path, ".md")) return Format::md;
   return fallback;
 }
 
@@ -182,6 +190,156 @@ std::string markdown_tables(const nlohmann::json& results, const std::string& op
     for (const auto& row : run.at("rows")) text += markdown_row(row_from_json(row)) + "\n";
     text += "\n";
   }
+  return text;
+}
+
+namespace {
+
+constexpr const char* absent = "—";  // a rung, or a whole run, that a file does not have
+
+// Results written before svd and svd-batched named their input classes have problems without one,
+// and their inputs were random: "25 x 25, double" is "25 x 25, double, random matrix".
+std::string comparable_problem(const std::string& problem) {
+  for (const std::string suffix : {", random matrix", ", random matrices"})
+    if (ends_with(problem, suffix)) return problem.substr(0, problem.size() - suffix.size());
+  return problem;
+}
+
+// One op on one problem across the files: each file's run of it, or null. A file that measured a
+// problem twice pairs its second run with the other files' second runs.
+struct ComparedRun {
+  std::string op;
+  std::string problem;  // as the first file that has it names it
+  int occurrence = 0;   // 0: the files' first run of this problem; 1: their second; ...
+  std::vector<const nlohmann::json*> runs;
+};
+
+// The compared runs of every op (or of `op` only), in the order the files first name them.
+std::vector<ComparedRun> compared_runs(const std::vector<ResultsFile>& files, const std::string& op) {
+  std::vector<ComparedRun> compared;
+  std::map<std::tuple<std::string, std::string, int>, std::size_t> index;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    std::map<std::pair<std::string, std::string>, int> seen;  // this file's runs of each problem so far
+    for (const auto& run : files[f].results.at("runs")) {
+      const std::string run_op = run.at("op");
+      if (!op.empty() && run_op != op) continue;
+      const std::string problem = run.at("problem");
+      const std::string key = comparable_problem(problem);
+      const int occurrence = seen[{run_op, key}]++;
+      const auto [place, added] = index.try_emplace({run_op, key, occurrence}, compared.size());
+      if (added)
+        compared.push_back({run_op, problem, occurrence, std::vector<const nlohmann::json*>(files.size())});
+      compared[place->second].runs[f] = &run;
+    }
+  }
+  return compared;
+}
+
+// One file's cells for one rung: its median and percent of ceiling, what happened where it has
+// no time, "—" where it lacks the rung.
+std::string compared_cells(const std::optional<Row>& row) {
+  if (!row) return fmt::format("{} | {}", absent, absent);
+  if (row->status == Status::skipped) return "skipped | ";
+  if (row->status == Status::failed) return row->expected_failure.empty() ? "FAILED | " : "FAILED (by design) | ";
+  return fmt::format("{} | {:.1f}%", human_time(row->median_ms), row->percent_of_ceiling);
+}
+
+// A file's time for a rung over the first file's: below 1, the file is faster.
+std::string time_ratio(const std::optional<Row>& row, const std::optional<Row>& first) {
+  const auto timed = [](const std::optional<Row>& r) { return r && r->status == Status::ok && r->median_ms > 0; };
+  return timed(row) && timed(first) ? fmt::format("{:.3g}", row->median_ms / first->median_ms) : absent;
+}
+
+std::string compared_table(const ComparedRun& compared, const std::vector<std::string>& labels) {
+  const std::size_t files = compared.runs.size();
+  // Each rung, by number and name, with each file's row of it.
+  std::map<std::pair<int, std::string>, std::vector<std::optional<Row>>> rungs;
+  std::set<std::string> ceilings;
+  std::vector<std::string> least_times;
+  for (std::size_t f = 0; f < files; ++f) {
+    if (!compared.runs[f]) continue;
+    const auto& run = *compared.runs[f];
+    const auto& model = run.at("model");
+    ceilings.insert(model.at("ceiling").get<std::string>());
+    if (model.contains("least_time_ms"))
+      least_times.push_back(fmt::format("{} {}", labels[f], human_time(model.at("least_time_ms").get<double>())));
+    for (const auto& json : run.at("rows")) {
+      Row row = row_from_json(json);
+      rungs.try_emplace({row.rung, row.name}, files).first->second[f] = std::move(row);
+    }
+  }
+  const std::string ceiling = ceilings.size() == 1 ? *ceilings.begin() : "its ceiling";
+  const std::string again =
+      compared.occurrence ? fmt::format(" (run {} of this problem)", compared.occurrence + 1) : "";
+  std::string text = fmt::format("#### {}: {}{}\n\n", compared.op, compared.problem, again);
+  if (!least_times.empty())
+    text += fmt::format("Least time of one kernel (the launch plus the model at the {}): {}.\n\n", ceiling,
+                        fmt::join(least_times, ", "));
+  text += "| # | variant |";
+  for (std::size_t f = 0; f < files; ++f)
+    text += fmt::format(" {} median | % of {} |", labels[f], ceiling) +
+            (f ? fmt::format(" {} / {} |", labels[f], labels[0]) : "");
+  text += "\n|---:|---|";
+  for (std::size_t f = 0; f < files; ++f) text += f ? "---:|---:|---:|" : "---:|---:|";
+  text += "\n";
+  for (const auto& [rung, rows] : rungs) {
+    const Row& named = **std::find_if(rows.begin(), rows.end(), [](const auto& row) { return row.has_value(); });
+    text += fmt::format("| {} | {} |", rung.first, named.vendor ? named.name + " (vendor)" : named.name);
+    for (std::size_t f = 0; f < files; ++f)
+      text += " " + compared_cells(rows[f]) + " |" + (f ? " " + time_ratio(rows[f], rows[0]) + " |" : "");
+    text += "\n";
+  }
+  return text + "\n";
+}
+
+}  // namespace
+
+std::vector<std::string> results_labels(const std::vector<ResultsFile>& files) {
+  std::vector<std::string> labels;
+  for (const ResultsFile& file : files)
+    labels.push_back(file.results.at("environment").at("device").at("name").get<std::string>());
+  // Adds more(i) to each label that another file's label equals.
+  const auto tell_apart = [&](auto&& more) {
+    std::map<std::string, int> count;
+    for (const std::string& label : labels) ++count[label];
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      if (count[labels[i]] > 1) labels[i] += more(i);
+  };
+  tell_apart([&](std::size_t i) {
+    const std::string kernels = files[i].results.at("environment").at("device").value("kernels", "");
+    return kernels.empty() ? std::string() : " (" + kernels + ")";
+  });
+  // The file's name, or its path where two files of that name are given.
+  std::map<std::string, int> names;
+  for (const ResultsFile& file : files) ++names[std::filesystem::path(file.path).filename().string()];
+  tell_apart([&](std::size_t i) {
+    const std::string name = std::filesystem::path(files[i].path).filename().string();
+    return " [" + (names[name] > 1 ? files[i].path : name) + "]";
+  });
+  return labels;
+}
+
+std::string markdown_comparison(const std::vector<ResultsFile>& files, const std::string& op) {
+  const std::vector<std::string> labels = results_labels(files);
+  const std::vector<ComparedRun> compared = compared_runs(files, op);
+  std::string text =
+      "Side by side: each file's median time and percent of its own device's measured ceiling, and each "
+      "later file's time over the first file's (below 1: faster).\n\n";
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const auto& environment = files[f].results.at("environment");
+    const auto& device = environment.at("device");
+    text += fmt::format("- {}: {}", labels[f], device.at("name").get<std::string>());
+    if (const std::string kernels = device.value("kernels", ""); !kernels.empty()) text += ", " + kernels;
+    if (const int arch = device.value("dispatch_arch", 0); arch > 0)
+      text += fmt::format(", dispatch for sm_{}", arch);
+    text += fmt::format(", commit {}, {} ({})", environment.at("commit").get<std::string>(),
+                        environment.at("date").get<std::string>(), files[f].path);
+    if (std::none_of(compared.begin(), compared.end(), [&](const ComparedRun& run) { return run.runs[f]; }))
+      text += op.empty() ? "; no runs" : fmt::format("; no runs of '{}'", op);
+    text += "\n";
+  }
+  text += "\n";
+  for (const ComparedRun& run : compared) text += compared_table(run, labels);
   return text;
 }
 

@@ -38,6 +38,22 @@ Row row_from_json(const nlohmann::json& json);
 // problem and the device, commit and date it was measured on: what docs pages copy.
 std::string markdown_tables(const nlohmann::json& results, const std::string& op = {});
 
+// A results file and the path it was read from, for tables of several side by side.
+struct ResultsFile {
+  std::string path;
+  nlohmann::json results;
+};
+// Short names for results files side by side: the device's name; with the build of its kernels
+// (environment.device.kernels) where two files share a name, then the file's name where two are
+// still alike.
+std::vector<std::string> results_labels(const std::vector<ResultsFile>& files);
+// The runs of several results files side by side (optionally one op's only): a line per file with
+// its device, commit and date, then for each op and problem in any file a table of the rungs with
+// each file's median time and percent of its ceiling, and each later file's time over the first
+// file's. "—" where a file lacks the rung. (Problems named before the svd's input classes match
+// the random class.)
+std::string markdown_comparison(const std::vector<ResultsFile>& files, const std::string& op = {});
+
 // Writes rows as they are measured. table, csv and md print each row at once; json prints the
 // whole document at finish().
 class RowWriter {

@@ -70,6 +70,11 @@ printf '%s' '{"environment": {"device": {"name": "none"}, "commit": "c", "date":
   "runs": [{"op": "add", "problem": "n = 1", "model": {"ceiling": "copy bandwidth"}, "rows": []}]}' \
   >"$scratch/results.json"
 expect_one_line_error "has no runs of 'scan' (its ops: add)" table "$scratch/results.json" --op scan
+# Several files side by side: an op in none of them names each file's ops; a bad file is named.
+expect_one_line_error "no file has runs of 'scan' ('$scratch/results.json': its ops: add; '$scratch/results.json'" \
+  table "$scratch/results.json" "$scratch/results.json" --op scan
+printf '%s' '{"environment": ' >"$scratch/broken.json"
+expect_one_line_error "'$scratch/broken.json' is not a rooflab results file" table "$scratch/results.json" "$scratch/broken.json"
 
 version=$("$rooflab" --version) && grep -q "^rooflab [0-9][0-9.]* (commit [^)]*), CUDA runtime [0-9]" <<<"$version" ||
   { echo "FAIL: rooflab --version: $version"; failures=$((failures + 1)); }

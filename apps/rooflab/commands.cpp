@@ -159,24 +159,60 @@ void list(std::ostream& out, const bench::Registry& registry, const std::string&
     out << fmt::format("     {:<22} {}\n", matrix_class.name, matrix_class.description);
 }
 
-void table(std::ostream& out, const std::string& results_path, const std::string& op) {
-  std::ifstream file(results_path);
-  if (!file) throw UsageError("rooflab: cannot read results file '" + results_path + "'");
-  nlohmann::json results;
+namespace {
+
+// A results file read and checked: its markdown tables (making them reads every field they need)
+// and its ops. A file that cannot be read or is not a results file is a UsageError naming it.
+struct CheckedResults {
+  bench::ResultsFile file;
   std::string tables;
-  std::set<std::string> ops_in_file;
+  std::set<std::string> ops;
+};
+
+CheckedResults read_results(const std::string& path, const std::string& op) {
+  std::ifstream stream(path);
+  if (!stream) throw UsageError("rooflab: cannot read results file '" + path + "'");
+  CheckedResults checked{{path, {}}, {}, {}};
   try {
-    results = nlohmann::json::parse(file);
-    tables = bench::markdown_tables(results, op);
-    for (const auto& run : results.at("runs")) ops_in_file.insert(run.at("op").get<std::string>());
+    checked.file.results = nlohmann::json::parse(stream);
+    checked.tables = bench::markdown_tables(checked.file.results, op);
+    for (const auto& run : checked.file.results.at("runs")) checked.ops.insert(run.at("op").get<std::string>());
   } catch (const nlohmann::json::exception& error) {
-    throw UsageError("rooflab: '" + results_path + "' is not a rooflab results file (" + error.what() + ")");
+    throw UsageError("rooflab: '" + path + "' is not a rooflab results file (" + error.what() + ")");
   }
-  if (!op.empty() && !ops_in_file.count(op))
-    throw UsageError(fmt::format(
-        "rooflab table: '{}' has no runs of '{}' ({})", results_path, op,
-        ops_in_file.empty() ? "it has no runs" : fmt::format("its ops: {}", fmt::join(ops_in_file, ", "))));
-  out << tables;
+  return checked;
+}
+
+std::string ops_text(const std::set<std::string>& ops) {
+  return ops.empty() ? "it has no runs" : fmt::format("its ops: {}", fmt::join(ops, ", "));
+}
+
+}  // namespace
+
+void table(std::ostream& out, const std::vector<std::string>& results_paths, const std::string& op) {
+  std::vector<CheckedResults> checked;
+  for (const std::string& path : results_paths) checked.push_back(read_results(path, op));
+  const auto has_op = [&](const CheckedResults& results) { return op.empty() || results.ops.count(op) > 0; };
+  if (checked.size() == 1) {
+    if (!has_op(checked[0]))
+      throw UsageError(fmt::format("rooflab table: '{}' has no runs of '{}' ({})", results_paths[0], op,
+                                   ops_text(checked[0].ops)));
+    out << checked[0].tables;
+    return;
+  }
+  if (std::none_of(checked.begin(), checked.end(), has_op)) {
+    std::vector<std::string> each;
+    for (const CheckedResults& results : checked)
+      each.push_back(fmt::format("'{}': {}", results.file.path, ops_text(results.ops)));
+    throw UsageError(fmt::format("rooflab table: no file has runs of '{}' ({})", op, fmt::join(each, "; ")));
+  }
+  std::vector<bench::ResultsFile> files;
+  for (CheckedResults& results : checked) files.push_back(std::move(results.file));
+  try {
+    out << bench::markdown_comparison(files, op);
+  } catch (const nlohmann::json::exception& error) {
+    throw UsageError(fmt::format("rooflab table: cannot put these results side by side ({})", error.what()));
+  }
 }
 
 std::string info_text(const bench::Environment& environment) {

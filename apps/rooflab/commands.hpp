@@ -40,9 +40,11 @@ std::string version_text();
 
 // `rooflab list [OP]`: works without a GPU; an unknown op is a UsageError naming the ops. An op that takes --matrix lists the classes too.
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op);
-// `rooflab table RESULTS.json [--op OP]`: markdown tables from a results file (no GPU needed). An
-// op with no runs in the file is a UsageError naming the ops it has.
-void table(std::ostream& out, const std::string& results_path, const std::string& op);
+// `rooflab table RESULTS.json... [--op OP]`: markdown tables from a results file (no GPU needed),
+// or from several side by side (bench::markdown_comparison). An op with no runs in the file, or in
+// none of the files, is a UsageError naming the ops each has; so is a file that is not a results
+// file, naming it.
+void table(std::ostream& out, const std::vector<std::string>& results_paths, const std::string& op);
 // `rooflab info`: the device, its ceilings and the lecture's peak arithmetic.
 void info(std::ostream& out, const bench::Environment& environment, bench::Format format);
 std::string info_text(const bench::Environment& environment);

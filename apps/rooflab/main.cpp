@@ -71,10 +71,16 @@ int main(int argc, char** argv) {
   auto* list_command = app.add_subcommand("list", "the ops, or one op's rungs (no GPU needed)");
   list_command->add_option("OP", list_op, "an op: its rungs, numbered, with their ideas");
 
-  std::string table_path, table_op;
-  auto* table_command =
-      app.add_subcommand("table", "markdown tables from a results file (no GPU needed)");
-  table_command->add_option("RESULTS", table_path, "a results .json written by bench or report")->required();
+  std::vector<std::string> table_paths;
+  std::string table_op;
+  auto* table_command = app.add_subcommand(
+      "table", "markdown tables from a results file, or from several side by side (no GPU needed)");
+  table_command
+      ->add_option("RESULTS", table_paths,
+                   "results .json files written by bench or report; with two or more, each op and problem "
+                   "gets one table: every file's median and % of its ceiling per rung, the later files' "
+                   "time over the first's, and a dash where a file lacks the rung")
+      ->required();
   table_command->add_option("--op", table_op, "only this op's runs");
 
   app::BenchRequest request;
@@ -155,7 +161,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*table_command) {
-      app::table(std::cout, table_path, table_op);
+      app::table(std::cout, table_paths, table_op);
       return 0;
     }
     if (*info_command) {

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "apps/rooflab/commands.hpp"
 #include "bench/format.hpp"
 #include "rooflab/error.hpp"
 
@@ -218,6 +221,199 @@ TEST(Formats, WriterStreamsEachRowAtOnceAndJsonAtFinish) {
   writer.end_run({row});
   writer.finish();
   EXPECT_EQ(nlohmann::json::parse(out.str())["runs"][0]["rows"][0]["name"], "first");
+}
+
+// An add run of rungs numbered from 0, named and timed as given, with rates on the fake device:
+// 2 ms moves its 6 GB at 100% of the copy ceiling.
+bench::Run add_run(const std::string& problem, const std::vector<std::pair<std::string, double>>& times) {
+  const Model model{6e9, 0, Ceiling::copy_bandwidth};
+  std::vector<Row> rows;
+  for (const auto& [name, ms] : times) {
+    rows.push_back(measured(name, ms));
+    rows.back().rung = int(rows.size()) - 1;
+    rows.back().problem = problem;
+  }
+  derive_rates(rows, model, fake_environment());
+  return bench::Run{"add", problem, model, rows};
+}
+
+// A results file measured on `device` with kernels built as `kernels`.
+nlohmann::json results_on(const std::string& device, const std::string& kernels,
+                          const std::vector<bench::Run>& runs) {
+  nlohmann::json results = results_json(fake_environment(), 1, runs);
+  results["environment"]["device"]["name"] = device;
+  results["environment"]["device"]["kernels"] = kernels;
+  return results;
+}
+
+TEST(TableComparison, TwoDevicesSideBySideWithTheTimeOverTheFirst) {
+  const std::string native = "sm_90 code from compute_90";
+  const auto first = results_on("GPU A", native, {add_run("n = 1", {{"loop", 4.0}, {"fast", 2.0}})});
+  auto second = results_on("GPU B", native, {add_run("n = 1", {{"loop", 2.0}, {"fast", 1.0}})});
+  second["environment"]["commit"] = "def456";
+  second["environment"]["device"]["dispatch_arch"] = 80;
+  const std::string text = markdown_comparison({{"dir/a.json", first}, {"b.json", second}});
+  EXPECT_NE(
+      text.find("- GPU A: GPU A, sm_90 code from compute_90, commit abc123, 2026-11-22T00:00:00Z (dir/a.json)\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- GPU B: GPU B, sm_90 code from compute_90, dispatch for sm_80, commit def456"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("#### add: n = 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| # | variant | GPU A median | % of copy bandwidth | GPU B median | % of copy bandwidth | "
+                      "GPU B / GPU A |\n|---:|---|---:|---:|---:|---:|---:|\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| 0 | loop | 4 ms | 50.0% | 2 ms | 100.0% | 0.5 |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 1 | fast | 2 ms | 100.0% | 1 ms | 200.0% | 0.5 |\n"), std::string::npos) << text;
+}
+
+TEST(TableComparison, OneDeviceTwoBuildsAreToldApartByTheirKernels) {
+  const bench::Run run = add_run("n = 1", {{"fast", 2.0}});
+  const std::string native = "sm_90 code from compute_90";
+  const std::string ptx = "compute_80 PTX, compiled by the driver for sm_90";
+  const std::vector<ResultsFile> files{{"native.json", results_on("GPU A", native, {run})},
+                                       {"ptx.json", results_on("GPU A", ptx, {run})},
+                                       {"other.json", results_on("GPU B", native, {run})}};
+  EXPECT_EQ(results_labels(files),
+            (std::vector<std::string>{"GPU A (sm_90 code from compute_90)",
+                                      "GPU A (compute_80 PTX, compiled by the driver for sm_90)", "GPU B"}));
+  EXPECT_NE(markdown_comparison(files).find(
+                "| GPU A (compute_80 PTX, compiled by the driver for sm_90) / GPU A (sm_90 code from compute_90) |"),
+            std::string::npos);
+}
+
+TEST(TableComparison, OneDeviceAndOneBuildAreToldApartByTheFileName) {
+  const auto results = results_on("GPU A", "sm_90 code from compute_90", {add_run("n = 1", {{"fast", 2.0}})});
+  EXPECT_EQ(results_labels({{"runs/monday.json", results}, {"runs/tuesday.json", results}}),
+            (std::vector<std::string>{"GPU A (sm_90 code from compute_90) [monday.json]",
+                                      "GPU A (sm_90 code from compute_90) [tuesday.json]"}));
+  EXPECT_EQ(results_labels({{"old/r.json", results}, {"new/r.json", results}}),
+            (std::vector<std::string>{"GPU A (sm_90 code from compute_90) [old/r.json]",
+                                      "GPU A (sm_90 code from compute_90) [new/r.json]"}));
+}
+
+TEST(TableComparison, ARungMissingInOneFileShowsDashes) {
+  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"loop", 4.0}, {"fast", 2.0}})});
+  const auto second = results_on("GPU B", "", {add_run("n = 1", {{"loop", 2.0}})});
+  const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}});
+  EXPECT_NE(text.find("| 1 | fast | 2 ms | 100.0% | — | — | — |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | loop | 4 ms | 50.0% | 2 ms | 100.0% | 0.5 |\n"), std::string::npos) << text;
+}
+
+TEST(TableComparison, AProblemInOneFileOnlyGetsItsTableWithDashesForTheOther) {
+  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), add_run("n = 2", {{"fast", 4.0}})});
+  const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}})});
+  const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}});
+  EXPECT_NE(text.find("#### add: n = 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | fast | 4 ms | 50.0% | — | — | — |\n"), std::string::npos) << text;
+}
+
+TEST(TableComparison, AnOpAbsentFromOneFileIsSaidOnItsLineAndLeavesItsColumnsEmpty) {
+  bench::Run scan = add_run("n = 3", {{"fast", 2.0}});
+  scan.op = "scan";
+  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), scan});
+  const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}})});
+  const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}}, "scan");
+  EXPECT_NE(text.find("(b.json); no runs of 'scan'\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(a.json); no runs"), std::string::npos) << text;
+  EXPECT_EQ(text.find("#### add"), std::string::npos) << text;
+  EXPECT_NE(text.find("#### scan: n = 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | fast | 2 ms | 100.0% | — | — | — |\n"), std::string::npos) << text;
+}
+
+TEST(TableComparison, SkippedAndFailedRungsHaveNoRatio) {
+  bench::Run run = add_run("n = 1", {{"slow", 8.0}, {"broken", 1.0}});
+  run.rows[0].status = Status::skipped;
+  run.rows[1].status = Status::failed;
+  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"slow", 8.0}, {"broken", 2.0}})});
+  const std::string text = markdown_comparison({{"a.json", first}, {"b.json", results_on("GPU B", "", {run})}});
+  EXPECT_NE(text.find("| 0 | slow | 8 ms | 25.0% | skipped |  | — |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 1 | broken | 2 ms | 100.0% | FAILED |  | — |\n"), std::string::npos) << text;
+}
+
+TEST(TableComparison, ProblemsNamedBeforeTheSvdInputClassesMatchTheRandomClass) {
+  bench::Run older = add_run("25 x 25, double", {{"fast", 2.0}});
+  bench::Run newer = add_run("25 x 25, double, random matrix", {{"fast", 1.0}});
+  const std::string text = markdown_comparison(
+      {{"old.json", results_on("GPU A", "", {older})}, {"new.json", results_on("GPU B", "", {newer})}});
+  EXPECT_NE(text.find("#### add: 25 x 25, double\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("#### add: 25 x 25, double, random matrix"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | fast | 2 ms | 100.0% | 1 ms | 200.0% | 0.5 |\n"), std::string::npos) << text;
+}
+
+TEST(TableComparison, AFilesSecondRunOfAProblemPairsWithTheOtherFilesSecond) {
+  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), add_run("n = 1", {{"fast", 4.0}})});
+  const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}}), add_run("n = 1", {{"fast", 1.0}})});
+  const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}});
+  EXPECT_NE(text.find("#### add: n = 1 (run 2 of this problem)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | fast | 4 ms | 50.0% | 1 ms | 200.0% | 0.25 |\n"), std::string::npos) << text;
+}
+
+// `rooflab table` on files: results written to a fresh directory.
+class TableCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = std::filesystem::temp_directory_path() /
+                 ("rooflab_table_command_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+    std::filesystem::create_directories(directory_);
+  }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = (directory_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+ private:
+  std::filesystem::path directory_;
+};
+
+TEST_F(TableCommand, OneFilePrintsItsMarkdownTablesAsBefore) {
+  const auto results = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})});
+  std::ostringstream out;
+  app::table(out, {write("a.json", results.dump())}, "");
+  EXPECT_EQ(out.str(), markdown_tables(results));
+}
+
+TEST_F(TableCommand, TwoFilesPrintTheComparison) {
+  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})});
+  const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}})});
+  const std::vector<std::string> paths{write("a.json", first.dump()), write("b.json", second.dump())};
+  std::ostringstream out;
+  app::table(out, paths, "");
+  EXPECT_EQ(out.str(), markdown_comparison({{paths[0], first}, {paths[1], second}}));
+}
+
+TEST_F(TableCommand, ABadFileAmongSeveralIsNamed) {
+  const std::string good = write("good.json", results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})}).dump());
+  const std::string missing = (std::filesystem::temp_directory_path() / "rooflab_no_such_results.json").string();
+  for (const std::string& bad :
+       {write("broken.json", "{\"environment\": "), write("runless.json", "{\"environment\": {}}"), missing}) {
+    std::ostringstream out;
+    try {
+      app::table(out, {good, bad}, "");
+      ADD_FAILURE() << bad << " was read as results";
+    } catch (const app::UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find("'" + bad + "'"), std::string::npos) << error.what();
+    }
+    EXPECT_EQ(out.str(), "") << bad;
+  }
+}
+
+TEST_F(TableCommand, AnOpInNoFileNamesEachFilesOps) {
+  const std::string first = write("a.json", results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})}).dump());
+  const std::string second = write("b.json", results_on("GPU B", "", {}).dump());
+  std::ostringstream out;
+  try {
+    app::table(out, {first, second}, "scan");
+    ADD_FAILURE() << "no file has scan, yet it printed: " << out.str();
+  } catch (const app::UsageError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "rooflab table: no file has runs of 'scan' ('" + first + "': its ops: add; '" + second +
+                  "': it has no runs)");
+  }
 }
 
 TEST(Formats, HumanTimePicksTheUnit) {
