@@ -1,0 +1,317 @@
+"""rooflab's functions on the caller's CUDA arrays (docs/python.md)."""
+
+import math
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from . import _rooflab
+from ._arrays import Call, swap_last_axes
+from ._errors import argument_error
+
+#: Any CUDA array rooflab reads in place: a torch.Tensor, cupy.ndarray, jax.Array, Numba device
+#: array, or any object with ``__cuda_array_interface__`` or ``__dlpack__``.
+Array = Any
+#: A stream: an int cudaStream_t, an object with ``__cuda_stream__``, a torch.cuda.Stream or a
+#: cupy Stream; None for the caller's current stream.
+Stream = Any
+
+_REDUCE_DTYPES = ("float32", "float64", "int32", "int64", "uint32")
+_HISTOGRAM_DTYPES = ("uint8", "int32", "float32", "float64")
+_SVD_DTYPES = ("float32", "float64")
+_TRANSPOSE_ITEMSIZES = (1, 2, 4, 8, 16)
+_INT_MAX = 2**31 - 1
+
+
+def _number(value, function: str, argument: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise argument_error(function, argument, f"is {value!r}, not a number") from None
+
+
+def _require_reduction(op: str, function: str) -> None:
+    if op not in ("sum", "min", "max"):
+        raise argument_error(function, "op", f"is {op!r}; it must be 'sum', 'min' or 'max'")
+
+
+def reduce(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
+    """The sum, minimum or maximum of all elements of `x`, as a 0-d array of x's dtype.
+
+    Args:
+        x: a C-contiguous CUDA array of float32, float64, int32, int64 or uint32, any shape, at
+            least one element.
+        op: "sum", "min" or "max".
+        stream: the stream to queue on; None for the caller's current stream.
+
+    Integer sums wrap modulo 2**bits in x's dtype (torch.sum and numpy.sum widen to int64 instead).
+    The result is bitwise the same on every run on the same GPU.
+    """
+    _require_reduction(op, "reduce")
+    call = Call("reduce", stream)
+    source = call.read(x, "x", _REDUCE_DTYPES)
+    source.require_c_contiguous()
+    if source.size == 0:
+        raise argument_error("reduce", "x", "is empty; a reduction needs at least one element")
+    call.start()
+    result, address = call.empty((), source.dtype, source.itemsize)
+    _rooflab.reduce(source.dtype, op, source.address, source.size, address, call.device, call.stream)
+    return call.finish(result)
+
+
+def reduce_rows(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
+    """The sum, minimum or maximum of each row of `x`: x.sum(-1) for x of shape (..., cols).
+
+    Args:
+        x: a C-contiguous CUDA array of float32, float64, int32, int64 or uint32 with at least two
+            dimensions; the leading ones are the rows, the last the columns (at least one).
+        op: "sum", "min" or "max".
+        stream: the stream to queue on; None for the caller's current stream.
+
+    Returns an array of shape x.shape[:-1] and x's dtype (integer sums wrap, as in :func:`reduce`).
+    """
+    _require_reduction(op, "reduce_rows")
+    call = Call("reduce_rows", stream)
+    source = call.read(x, "x", _REDUCE_DTYPES)
+    source.require_c_contiguous()
+    if len(source.shape) < 2:
+        raise argument_error("reduce_rows", "x", f"has shape {source.shape}; reduce_rows takes a matrix "
+                             "(rows, cols) or a stack (..., cols) (reduce sums a vector)")
+    *leading, cols = source.shape
+    rows = math.prod(leading)
+    if rows > 0 and cols == 0:
+        raise argument_error("reduce_rows", "x", f"has shape {source.shape}, rows without columns; a reduction "
+                             "needs at least one element a row")
+    call.start()
+    result, address = call.empty(source.shape[:-1], source.dtype, source.itemsize)
+    if rows > 0:
+        _rooflab.reduce_rows(source.dtype, op, source.address, rows, cols, address, call.device, call.stream)
+    return call.finish(result)
+
+
+def _scan(function: str, x: Array, out: Optional[Array], stream: Stream) -> Array:
+    call = Call(function, stream)
+    source = call.read(x, "x", _REDUCE_DTYPES)
+    source.require_c_contiguous()
+    if len(source.shape) != 1:
+        raise argument_error(function, "x", f"has shape {source.shape}; the scans take a vector (for the "
+                             "flattened array, pass x.reshape(-1))")
+    if out is not None:
+        target = call.read(out, "out", writable=True)
+        target.require_c_contiguous()
+        if target.shape != source.shape or target.dtype != source.dtype:
+            raise argument_error(function, "out", f"has shape {target.shape} and dtype {target.dtype}; it must "
+                                 f"match x: shape {source.shape}, dtype {source.dtype}")
+    call.start()
+    if out is None:
+        out, address = call.empty(source.shape, source.dtype, source.itemsize)
+    else:
+        address = target.address
+    scan = _rooflab.inclusive_scan if function == "inclusive_scan" else _rooflab.exclusive_scan
+    scan(source.dtype, source.address, address, source.size, call.device, call.stream)
+    return call.finish(out)
+
+
+def inclusive_scan(x: Array, out: Optional[Array] = None, *, stream: Stream = None) -> Array:
+    """Prefix sums: out[i] = x[0] + ... + x[i].
+
+    Args:
+        x: a C-contiguous 1-D CUDA array of float32, float64, int32, int64 or uint32 (any length).
+        out: where to write the result (x itself for in place), of x's shape and dtype; None for a
+            new array.
+        stream: the stream to queue on; None for the caller's current stream.
+
+    Returns `out`. Integer sums wrap modulo 2**bits in x's dtype (torch.cumsum widens to int64).
+    Deterministic: the same input gives the same bits on every run.
+    """
+    return _scan("inclusive_scan", x, out, stream)
+
+
+def exclusive_scan(x: Array, out: Optional[Array] = None, *, stream: Stream = None) -> Array:
+    """Prefix sums without the element itself: out[0] = 0, out[i] = x[0] + ... + x[i - 1].
+
+    Arguments and result as for :func:`inclusive_scan`.
+    """
+    return _scan("exclusive_scan", x, out, stream)
+
+
+def histogram_even(x: Array, bins: int, lo: float, hi: float, *, stream: Stream = None) -> Array:
+    """Counts of the values of `x` in `bins` evenly spaced bins over [lo, hi).
+
+    A value v with lo <= v < hi falls into bin min(bins - 1, floor((v - lo) * bins / (hi - lo))),
+    evaluated in float64; values outside [lo, hi), and NaN, are not counted. Unlike numpy.histogram
+    and torch.histc, a value equal to hi is outside.
+
+    Args:
+        x: a C-contiguous CUDA array of uint8, int32, float32 or float64, any shape (all elements
+            are counted).
+        bins: the number of bins, 1 to 2**24.
+        lo, hi: finite, lo < hi (uint8 data: lo=0, hi=256 gives a bin per value).
+        stream: the stream to queue on; None for the caller's current stream.
+
+    Returns an int64 array of `bins` counts (the dtype of numpy.histogram and torch.bincount).
+    """
+    function = "histogram_even"
+    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or not 1 <= bins <= 2**24:
+        # Checked before the counts are allocated: the library checks it too, but only afterwards.
+        raise argument_error(function, "bins", f"is {bins!r}; it must be an int from 1 to 2**24")
+    lo, hi = _number(lo, function, "lo"), _number(hi, function, "hi")
+    call = Call(function, stream)
+    source = call.read(x, "x", _HISTOGRAM_DTYPES)
+    source.require_c_contiguous()
+    call.start()
+    counts, address = call.empty((int(bins),), "int64", 8)
+    # The library counts in uint64; counts never reach 2**63, so the bits are the same int64.
+    _rooflab.histogram_even(source.dtype, source.address, source.size, int(bins), lo, hi, address, call.device,
+                            call.stream)
+    return call.finish(counts)
+
+
+def transpose(x: Array, *, stream: Stream = None) -> Array:
+    """The transpose of the matrix `x` (rows, cols), as a new C-contiguous (cols, rows) array:
+    x.T.copy(), x.t().contiguous().
+
+    Args:
+        x: a C-contiguous 2-D CUDA array of any dtype of 1, 2, 4, 8 or 16 bytes (bool, uint8, float16,
+            bfloat16, float32, int64, complex128, ...).
+        stream: the stream to queue on; None for the caller's current stream.
+    """
+    call = Call("transpose", stream)
+    source = call.read(x, "x")
+    source.require_c_contiguous()
+    if len(source.shape) != 2:
+        raise argument_error("transpose", "x", f"has shape {source.shape}; transpose takes a matrix (rows, cols)")
+    if source.itemsize not in _TRANSPOSE_ITEMSIZES:
+        raise argument_error("transpose", "x", f"has dtype {source.dtype} of {source.itemsize} bytes; transpose "
+                             "takes elements of 1, 2, 4, 8 or 16 bytes")
+    rows, cols = source.shape
+    call.start()
+    result, address = call.empty((cols, rows), source.dtype, source.itemsize)
+    if rows > 0 and cols > 0:
+        _rooflab.transpose(source.itemsize, source.address, rows, cols, address, call.device, call.stream)
+    return call.finish(result)
+
+
+class SvdInfo(NamedTuple):
+    """How the Jacobi sweeps went, per matrix: NumPy arrays of a's batch shape (0-d for a matrix)."""
+
+    #: int32: sweeps run, the last one included (it finds every column pair orthogonal).
+    sweeps: np.ndarray
+    #: bool: whether the matrix converged within max_sweeps.
+    converged: np.ndarray
+    #: float64: the final largest scaled off-diagonal measure.
+    off: np.ndarray
+
+
+class _SvdFactors(NamedTuple):
+    U: Optional[Array]
+    S: Array
+    Vh: Optional[Array]
+
+
+class SvdResult(_SvdFactors):
+    """(U, S, Vh), as torch.linalg.svd(a, full_matrices=False) returns them, and ``info``
+    (:class:`SvdInfo`)."""
+
+    def __new__(cls, U: Optional[Array], S: Array, Vh: Optional[Array], info: Optional[SvdInfo] = None
+                ) -> "SvdResult":
+        # info=None only while pickle rebuilds the tuple; it restores info right after.
+        result = super().__new__(cls, U, S, Vh)
+        result.info = info
+        return result
+
+
+def _require_svd_options(tol, max_sweeps, dtype: str) -> float:
+    """The library's tol (0: its default) for a's dtype, after checking both options."""
+    if not isinstance(max_sweeps, (int, np.integer)) or isinstance(max_sweeps, bool) or not 1 <= max_sweeps <= _INT_MAX:
+        raise argument_error("svd", "max_sweeps", f"is {max_sweeps!r}; it must be an int of at least 1")
+    if tol is None:
+        return 0.0
+    epsilon = float(np.finfo(dtype).eps)
+    if not isinstance(tol, (int, float, np.floating, np.integer)) or isinstance(tol, bool) \
+            or not np.isfinite(tol) or tol < epsilon:
+        raise argument_error("svd", "tol", f"is {tol!r}; it must be None (the default: sqrt(max(m, n)) eps "
+                             f"with vectors, max(m, n) eps without) or a number of at least {dtype}'s "
+                             f"epsilon, {epsilon:.3g}")
+    return float(tol)
+
+
+def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_sweeps: int = 30, *,
+        check_errors: bool = True, stream: Stream = None) -> SvdResult:
+    """Singular value decomposition by one-sided Jacobi: a = U @ diag(S) @ Vh.
+
+    Shapes and conventions of torch.linalg.svd(a, full_matrices=False): for a of shape
+    (..., m, n) and k = min(m, n), U is (..., m, k), S (..., k) in descending order, Vh (..., k, n).
+    A matrix goes to the library's svd, a stack to its svd_batched, each matrix in one batch.
+
+    Args:
+        a: a CUDA array of float32 or float64, a matrix (m, n) or a stack (..., m, n); C-contiguous,
+            or column-major matrices packed one after another (a.mT of a C-contiguous stack): both
+            are read in place.
+        compute_uv: False for S alone (U and Vh are then None).
+        tol: the convergence threshold on the scaled off-diagonal; None for LAPACK dgesvj's default.
+        max_sweeps: at most this many sweeps per matrix.
+        check_errors: True raises rooflab.Error when a matrix did not converge within max_sweeps;
+            False returns the factors regardless, and ``info.converged`` says which did.
+        stream: the stream to work on; None for the caller's current stream.
+
+    Returns an :class:`SvdResult`: unpacks as (U, S, Vh), with ``info`` (sweeps, converged, off per
+    matrix). Vh is C-contiguous; U is the transposed view of a C-contiguous (..., k, m) array, as
+    torch.linalg.svd's U is column-major. Waits for the stream, as the library does, to read how
+    the sweeps went. NaN or Inf in a matrix raises rooflab.Error naming it.
+    """
+    call = Call("svd", stream)
+    source = call.read(a, "a", _SVD_DTYPES)
+    tol = _require_svd_options(tol, max_sweeps, source.dtype)
+    if len(source.shape) < 2:
+        raise argument_error("svd", "a", f"has shape {source.shape}; svd takes a matrix (m, n) or a stack "
+                             "(..., m, n)")
+    *batch_shape, m, n = source.shape
+    batch = math.prod(batch_shape)
+    row_major = source.is_c_contiguous()
+    if not row_major and not source.has_column_major_matrices():
+        raise argument_error("svd", "a", f"is neither C-contiguous nor a stack of packed column-major matrices "
+                             f"(shape {source.shape}, strides {source.strides} in elements); rooflab never copies "
+                             "it: pass a.contiguous() (PyTorch) or cupy.ascontiguousarray(a)")
+    if max(m, n, batch) > _INT_MAX:
+        raise argument_error("svd", "a", f"has shape {source.shape}; m, n and the number of matrices must each "
+                             "be below 2**31")
+    k = min(m, n)
+    call.start()
+    S, s_address = call.empty((*batch_shape, k), source.dtype, source.itemsize)
+    U_rows = Vh = None
+    u_address = vh_address = 0
+    if compute_uv:
+        U_rows, u_address = call.empty((*batch_shape, k, m), source.dtype, source.itemsize)
+        Vh, vh_address = call.empty((*batch_shape, k, n), source.dtype, source.itemsize)
+
+    if batch == 0 or k == 0:
+        info = SvdInfo(np.zeros(batch_shape, np.int32), np.ones(batch_shape, bool), np.zeros(batch_shape))
+    else:
+        # The library is column-major. A row-major m x n matrix is the column-major n x m matrix
+        # a^T = Vh^T diag(S) U^T: its left factor (n x k, column-major) is Vh row-major and its right
+        # factor (m x k) is U^T row-major. A column-major a is itself, with U in the left slot.
+        if row_major:
+            rows, cols, left, right = n, m, vh_address, u_address
+        else:
+            rows, cols, left, right = m, n, u_address, vh_address
+        options = (bool(compute_uv), tol, int(max_sweeps), call.device, call.stream)
+        if not batch_shape:
+            sweeps, converged, off = _rooflab.svd(source.dtype, source.address, rows, cols, rows, s_address, left,
+                                                  rows, right, cols, *options)
+            info = SvdInfo(np.array(sweeps, np.int32), np.array(converged), np.array(off))
+        else:
+            sweeps, converged, off = _rooflab.svd_batched(source.dtype, source.address, rows, cols, batch, s_address,
+                                                          left, right, *options)
+            info = SvdInfo(sweeps.reshape(batch_shape), converged.reshape(batch_shape), off.reshape(batch_shape))
+    if check_errors and not info.converged.all():
+        failed = np.argwhere(~info.converged)
+        where = (f"matrix {tuple(int(i) for i in failed[0])} ({len(failed)} of {batch})" if batch_shape
+                 else "the matrix")
+        raise argument_error("svd", "max_sweeps", f"{where} did not converge in {max_sweeps} sweeps; raise "
+                             "max_sweeps, or pass check_errors=False for the factors and info.converged")
+    U = None if U_rows is None else swap_last_axes(U_rows)
+    U, S, Vh = call.finish(U, S, Vh)
+    return SvdResult(U, S, Vh, info)
+
+

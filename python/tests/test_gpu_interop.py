@@ -1,0 +1,181 @@
+"""How rooflab meets the frameworks: it queues on the caller's stream (behind the framework's own
+kernels on a non-default stream, and before those that follow) or on the one given as stream=, in
+each of its forms; it works on the arrays' device; and it refuses, saying why, what it cannot read
+in place. Each stream test holds the stream busy first (a spinning kernel), so that work on any
+other stream would read the input before the framework has written it."""
+
+import numpy as np
+import pytest
+
+import rooflab
+
+N = 1 << 22
+BUSY_CYCLES = 200_000_000  # about 0.1 s on a 2 GHz GPU: far longer than launching what follows
+
+SPIN_SOURCE = r"""
+extern "C" __global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {}
+}
+"""
+
+
+def torch_busy_then_ones(torch, stream):
+    """On `stream`: a long wait, then x = 1 everywhere (x is zero before)."""
+    x = torch.zeros(N, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(BUSY_CYCLES)
+        x.fill_(1.0)
+    return x
+
+
+def test_torch_current_stream_orders_rooflab_between_torch_kernels(torch_gpu):
+    torch = torch_gpu.torch
+    side = torch.cuda.Stream()
+    x = torch_busy_then_ones(torch, side)
+    with torch.cuda.stream(side):
+        total = rooflab.reduce(x)  # must wait for fill_ on side
+        prefix = rooflab.inclusive_scan(x)
+        doubled = total * 2  # torch, after rooflab on side
+        last = prefix[-1:].clone()
+    side.synchronize()
+    assert doubled.item() == 2 * N and last.item() == N
+
+
+@pytest.mark.parametrize("form", ["int", "torch.cuda.Stream", "__cuda_stream__"])
+def test_torch_stream_argument_in_each_form(torch_gpu, form):
+    torch = torch_gpu.torch
+    side = torch.cuda.Stream()
+    x = torch_busy_then_ones(torch, side)
+
+    class CudaStreamProtocol:
+        def __cuda_stream__(self):
+            return (0, side.cuda_stream)
+
+    stream = {"int": side.cuda_stream, "torch.cuda.Stream": side, "__cuda_stream__": CudaStreamProtocol()}[form]
+    counts = rooflab.histogram_even(x, 2, 0.0, 2.0, stream=stream)  # the current stream is the default one
+    side.synchronize()
+    assert counts.tolist() == [0, N]
+
+
+def test_torch_result_memory_is_kept_for_the_given_stream(torch_gpu):
+    # The result is allocated on torch's current stream and written on another: torch must not hand
+    # its memory out again before that stream is done (record_stream).
+    torch = torch_gpu.torch
+    side = torch.cuda.Stream()
+    x = torch_busy_then_ones(torch, side)
+    result = rooflab.inclusive_scan(x, stream=side)
+    address = result.data_ptr()
+    del result
+    reused = torch.empty(N, device="cuda")
+    assert reused.data_ptr() != address
+    side.synchronize()
+
+
+def cupy_spin(cupy):
+    return cupy.RawKernel(SPIN_SOURCE, "spin")
+
+
+def test_cupy_current_stream_orders_rooflab_between_cupy_kernels(cupy_gpu):
+    cupy = cupy_gpu.cupy
+    x = cupy.zeros(N, dtype=cupy.float32)
+    cupy.cuda.runtime.deviceSynchronize()
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        cupy_spin(cupy)((1,), (1,), (np.int64(BUSY_CYCLES),))
+        x.fill(1.0)
+        total = rooflab.reduce(x)
+        doubled = total * 2
+    side.synchronize()
+    assert int(doubled.get()) == 2 * N
+
+
+def test_cupy_stream_argument(cupy_gpu):
+    cupy = cupy_gpu.cupy
+    x = cupy.zeros(N, dtype=cupy.float32)
+    cupy.cuda.runtime.deviceSynchronize()
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        cupy_spin(cupy)((1,), (1,), (np.int64(BUSY_CYCLES),))
+        x.fill(1.0)
+    total = rooflab.reduce(x, stream=side)  # a cupy Stream, outside its `with`
+    side.synchronize()
+    assert float(total.get()) == N
+
+
+def test_numba_array_interface_stream_comes_first(numba_gpu):
+    cuda = numba_gpu.cuda
+    stream = cuda.stream()
+    x = cuda.to_device(np.ones(N, np.float32), stream=stream)
+    total = rooflab.reduce(x)  # on the stream x's __cuda_array_interface__ names
+    stream.synchronize()
+    assert numba_gpu.is_native(total) and float(total.copy_to_host()) == N
+
+
+def test_cpu_tensor_is_refused(torch_gpu):
+    with pytest.raises(rooflab.Error, match="PyTorch tensor on cpu.*move it to the GPU"):
+        rooflab.reduce(torch_gpu.torch.ones(4))
+
+
+def test_arrays_on_two_devices_are_refused(torch_gpu):
+    torch = torch_gpu.torch
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = torch.ones(8, device="cuda:0")
+    with pytest.raises(rooflab.Error, match="argument 'out': is on device 1, x on device 0"):
+        rooflab.inclusive_scan(x, out=torch.empty(8, device="cuda:1"))
+
+
+def test_stream_of_another_device_is_refused(torch_gpu):
+    torch = torch_gpu.torch
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    with torch.cuda.device(1):
+        other = torch.cuda.Stream()
+    with pytest.raises(rooflab.Error, match="argument 'stream': belongs to device 1, the arrays are on device 0"):
+        rooflab.reduce(torch.ones(8, device="cuda:0"), stream=other)
+
+
+def test_second_device_works_and_leaves_the_current_device(torch_gpu, rng):
+    torch = torch_gpu.torch
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    values = rng.standard_normal(1000)
+    total = rooflab.reduce(torch.as_tensor(values, device="cuda:1"))
+    assert total.device.index == 1 and torch.cuda.current_device() == 0
+    assert abs(total.item() - values.sum()) <= 1e-12 * np.abs(values).sum()
+
+
+def test_unsupported_dtype_on_gpu_is_refused_not_converted(torch_gpu):
+    torch = torch_gpu.torch
+    with pytest.raises(rooflab.Error, match="float16; reduce takes"):
+        rooflab.reduce(torch.ones(4, device="cuda", dtype=torch.float16))
+
+
+def test_lazily_conjugated_tensor_is_refused(torch_gpu):
+    torch = torch_gpu.torch
+    x = torch.ones(4, 4, dtype=torch.complex64, device="cuda")
+    with pytest.raises(rooflab.Error, match="resolve_conj"):
+        rooflab.transpose(x.conj())
+
+
+def test_non_contiguous_view_is_refused_not_copied(xp):
+    if xp.name in ("jax", "numba"):
+        pytest.skip(f"{xp.name} has no strided views to pass")
+    x = xp.device_array(np.ones(100, np.float32))
+    with pytest.raises(rooflab.Error, match="not contiguous"):
+        rooflab.reduce(x[::2])
+
+
+def test_jax_result_is_ready_and_jax_input_may_go(jax_gpu, rng):
+    values = rng.standard_normal(N)
+    total = rooflab.reduce(jax_gpu.device_array(values))  # the input is freed right away
+    assert jax_gpu.is_native(total)
+    assert abs(float(total) - values.sum()) <= 1e-12 * np.abs(values).sum()
+
+
+def test_jax_out_is_refused(jax_gpu):
+    x = jax_gpu.device_array(np.ones(8, np.float32))
+    with pytest.raises(rooflab.Error, match="argument .out.: is a JAX array, and JAX arrays are immutable"):
+        rooflab.inclusive_scan(x, out=x)
