@@ -1,12 +1,15 @@
-# The two commands of rooflab. Both install what is missing, configure and build in Release.
-#   make test    the whole test suite; tests that skipped (GPU tests on a machine without a GPU)
-#                are summed up at the end, one line per reason
-#   make bench   rooflab report: every ladder measured, into $(REPORT_DIR)
+# The commands of rooflab. Each installs what is missing, configures and builds in Release.
+#   make test    the whole test suite, the library built for every GPU from sm_75 to sm_120;
+#                tests that skipped (GPU tests on a machine without a GPU) are summed up at the
+#                end, one line per reason
+#   make bench   rooflab report --quick on this machine's GPU (built for it alone): every ladder
+#                at smaller sizes, with charts, into $(REPORT_DIR)
+#   make report  rooflab report: every ladder at its full report sizes, into $(REPORT_DIR)
 REPORT_DIR ?= rooflab-report
 JOBS ?= $(shell nproc)
 TEST_REPORT = $(CURDIR)/build/release/test-results.xml
 
-.PHONY: test bench build deps clean
+.PHONY: test bench report build build-native deps clean
 
 # ctest's own exit status is make's: skipped tests pass, a failed one fails.
 test: build
@@ -14,12 +17,20 @@ test: build
 	ctest --preset release -j $(JOBS) --output-junit $(TEST_REPORT); status=$$?; \
 	scripts/test-skips.sh $(TEST_REPORT); exit $$status
 
-bench: build
-	build/release/rooflab report --out $(REPORT_DIR)
+bench: build-native
+	build/native/rooflab report --quick --out $(REPORT_DIR)
+
+report: build-native
+	build/native/rooflab report --out $(REPORT_DIR)
 
 build: deps
 	cmake --preset release
 	cmake --build --preset release -j $(JOBS)
+
+# The benchmarks need a GPU: the build is for that GPU only, several times faster to compile.
+build-native: deps
+	cmake --preset native
+	cmake --build --preset native -j $(JOBS)
 
 deps:
 	scripts/install-deps.sh
