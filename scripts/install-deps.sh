@@ -50,6 +50,11 @@ find_missing() {
     package=${requirement%%:*} header=${requirement#*:}
     has_header "$header" || { missing+=("$package") missing_why+=("$header ($package)"); }
   done
+  # The report's charts (scripts/plot.py) and the walk-through's check of the factors.
+  python3 -c "import matplotlib" >/dev/null 2>&1 ||
+    { missing+=(python3-matplotlib) missing_why+=("python3's matplotlib (python3-matplotlib)"); }
+  python3 -c "import numpy" >/dev/null 2>&1 ||
+    { missing+=(python3-numpy) missing_why+=("python3's numpy (python3-numpy)"); }
 }
 
 fail() {
