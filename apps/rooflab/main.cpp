@@ -8,6 +8,10 @@
 #include "commands.hpp"
 #include "cpu/svd_matrices.hpp"
 #include "rooflab/error.hpp"
+#if ROOFLAB_HAVE_DISTRIBUTED
+#include "bench/sizes.hpp"
+#include "distributed/lab/distributed_lab.hpp"
+#endif
 
 namespace {
 
@@ -104,6 +108,13 @@ int main(int argc, char** argv) {
   bench_command->add_option("--out", request.out,
                             "also write the results to this file (.json, .csv, .md choose the format)");
   add_run_options(bench_command, request.options, seed);
+#if ROOFLAB_HAVE_DISTRIBUTED
+  int gpus = 0;  // --gpus N: the sharded ops over N GPUs (src/distributed/lab), not the registry
+  bench_command->add_option("--gpus", gpus,
+                            std::string("run OP sharded over this many GPUs (NCCL; OP: ") +
+                                dist::lab::sharded_bench_ops() + "), --n elements a rank (default 2^30)")
+      ->check(CLI::Range(1, 1024));
+#endif
 
   std::string report_directory = "rooflab-report";
   bool quick = false;
@@ -168,10 +179,28 @@ int main(int argc, char** argv) {
       const auto format = usage([&] { return bench::parse_format(info_format); });
       app::require_gpu();
       app::info(std::cout, bench::make_environment(), format);
+#if ROOFLAB_HAVE_DISTRIBUTED
+      // The interconnect ladder where there is an interconnect (the table form only: json stays one object).
+      if (const int count = dist::lab::visible_gpus(); count > 1 && format == bench::Format::table)
+        dist::lab::interconnect_table(std::cout, count);
+#endif
       return 0;
     }
     if (*svd_command) return app::svd_command(std::cout, svd_in, svd_out);
     if (*bench_command) {
+#if ROOFLAB_HAVE_DISTRIBUTED
+      if (gpus > 0) {
+        dist::lab::ShardedBenchOptions sharded;
+        sharded.op = request.op;
+        sharded.gpus = gpus;
+        sharded.n_per_rank = usage([&] { return request.n.empty() ? 0 : bench::parse_size(request.n, "--n"); });
+        sharded.reps = request.options.reps;
+        sharded.format = request.format;
+        sharded.out = request.out;
+        app::require_gpu();
+        return dist::lab::sharded_bench(std::cout, sharded) == 0 ? 0 : 3;
+      }
+#endif
       request.options.only = split_commas(only);
       request.options.seed = seed_of(seed);
       return app::bench(std::cout, request) == 0 ? 0 : 3;
