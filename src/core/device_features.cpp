@@ -8,26 +8,29 @@
 
 namespace rooflab {
 
+namespace {
+
+struct SharedMemory {
+  int per_block = 0;  // what one block may opt in to
+  int per_sm = 0;
+};
+
 // From the CUDA C++ Programming Guide's table of technical specifications per compute capability.
-int shared_per_block_of_arch(int arch) {
+SharedMemory shared_memory_of_arch(int arch) {
+  constexpr int kb = 1024;
   switch (arch) {
-    case 75: return 64 * 1024;
-    case 80: case 87: return 163 * 1024;
-    case 86: case 89: case 120: case 121: return 99 * 1024;
-    case 90: case 100: case 103: case 110: return 227 * 1024;
-    default: return 0;
+    case 75: return {64 * kb, 64 * kb};
+    case 80: case 87: return {163 * kb, 164 * kb};
+    case 86: case 89: case 120: case 121: return {99 * kb, 100 * kb};
+    case 90: case 100: case 103: case 110: return {227 * kb, 228 * kb};
+    default: return {};
   }
 }
 
-int shared_per_sm_of_arch(int arch) {
-  switch (arch) {
-    case 75: return 64 * 1024;
-    case 80: case 87: return 164 * 1024;
-    case 86: case 89: case 120: case 121: return 100 * 1024;
-    case 90: case 100: case 103: case 110: return 228 * 1024;
-    default: return 0;
-  }
-}
+}  // namespace
+
+int shared_per_block_of_arch(int arch) { return shared_memory_of_arch(arch).per_block; }
+int shared_per_sm_of_arch(int arch) { return shared_memory_of_arch(arch).per_sm; }
 
 DeviceFeatures plan_device_features(int device_arch, int kernel_arch, int binary_arch, int treat_as,
                                     int shared_per_block, int shared_per_sm) {
