@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
   bench_command->add_option("--batch", request.batch, "matrices in a batch");
   bench_command->add_option("--dtype", request.dtype, "element type (op-specific)");
   bench_command->add_option("--bins", request.bins, "histogram: number of bins");
-  bench_command->add_option("--dist", request.dist, "histogram: input values, uniform or equal");
+  bench_command->add_option("--dist", request.dist,
+                            "histogram: input values, uniform, equal, sorted, zipf, hot or normal, "
+                            "with :identity for one bin per integer (default :scaled)");
   bench_command->add_option("--matrix", request.matrix,
                             "svd, svd-batched: the input matrices' class, default random (rooflab list svd "
                             "describes each): " + cpu::svd_matrix_class_names());

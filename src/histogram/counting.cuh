@@ -6,8 +6,8 @@
 //                        per warp where they fit) or 16-bit packed two to a word for many bins.
 //   count_values_global  bins beyond shared memory: atomics on the output, aggregated per warp.
 //   count_bytes          uint8: the 256 byte values in a lane-column table of shared atomics.
-// The value kernels are templates on the bin evaluation (Single: even_bins.hpp's single precision), chosen
-// per call by launch_value_kernel.
+// The value kernels are templates on the bin evaluation (E: BinEvaluation in even_bins.cuh),
+// chosen per call by histogram.cu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -160,9 +160,10 @@ constexpr int shared_value_threads() {
 // Blocks per SM the kernels are compiled for. 32-bit counters with the single-precision bin
 // evaluation: 5 blocks of 256 threads (40 warps, at most 48 registers each, 80 KB of loads in
 // flight per SM when they all wait); the double-precision evaluation needs more registers (4).
-template <bool Packed, bool Single>
+template <bool Packed, BinEvaluation E>
 constexpr int shared_value_blocks_per_sm() {
-  return Packed ? 1 : Single ? 5 : 4;
+  // The integer-edge evaluation needs fewer registers than the single-precision one.
+  return Packed ? 1 : E == BinEvaluation::double_precision ? 4 : 5;
 }
 
 template <bool Packed>
@@ -202,13 +203,13 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
 
 // Block counters in shared memory: `copies` copies of 32-bit counters, warp w counting into
 // copy w % copies (one per warp where they fit: warps then never contend for an address), or
-// one copy of 16-bit counters packed two to a word. Single: the single-precision evaluation.
+// one copy of 16-bit counters packed two to a word. E: the bin evaluation (even_bins.cuh).
 // Each round loads four vectors, bins all their values without a branch (fast_bin), adds the
 // values no edge puts in doubt with predicated reductions, and sends the rest (a few in ten
 // thousand on random data) through the rule itself.
-template <class T, bool Packed, bool Single>
+template <class T, bool Packed, BinEvaluation E>
 __global__ void __launch_bounds__(shared_value_threads<Packed>(),
-                                    min_blocks_per_sm(shared_value_threads<Packed>(), shared_value_blocks_per_sm<Packed, Single>()))
+                                    min_blocks_per_sm(shared_value_threads<Packed>(), shared_value_blocks_per_sm<Packed, E>()))
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
                         unsigned long long* __restrict__ counts) {
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
@@ -252,7 +253,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
     for (int s = 0; s < slots; ++s) {
       const T value = data[s / per_vector].lane[s % per_vector];
       const bool counted = valid[s / per_vector] && is_counted(value, rule);
-      const FastBin fast = fast_bin<Single>(value, rule);
+      const FastBin fast = fast_bin<E>(value, rule);
       add_shared_if(counted && !fast.near_edge, word_of(fast.bin), one_of(fast.bin));
       any_near_edge |= counted && fast.near_edge;
     }
@@ -260,7 +261,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
 #pragma unroll
       for (int s = 0; s < slots; ++s) {
         const T value = data[s / per_vector].lane[s % per_vector];
-        if (valid[s / per_vector] && is_counted(value, rule) && fast_bin<Single>(value, rule).near_edge) {
+        if (valid[s / per_vector] && is_counted(value, rule) && fast_bin<E>(value, rule).near_edge) {
           const int bin = exact_bin(double(value), rule);
           atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
         }
@@ -285,7 +286,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
 // one atomic per warp and element slot, not 32.
 constexpr int global_value_threads = 512;
 
-template <class T, bool Single>
+template <class T, BinEvaluation E>
 __global__ void __launch_bounds__(global_value_threads)
     count_values_global(const T* __restrict__ in, VectorSplit split, EvenBins rule,
                         unsigned long long* __restrict__ counts) {
@@ -316,7 +317,7 @@ __global__ void __launch_bounds__(global_value_threads)
       const T value = data[s / per_vector].lane[s % per_vector];
       int bin = -1;
       if (valid[s / per_vector] && is_counted(value, rule)) {
-        const FastBin fast = fast_bin<Single>(value, rule);
+        const FastBin fast = fast_bin<E>(value, rule);
         bin = fast.near_edge ? exact_bin(double(value), rule) : fast.bin;
       }
       const unsigned same = __match_any_sync(0xFFFFFFFF, bin);

@@ -68,11 +68,38 @@ __device__ __forceinline__ bool is_counted(double v, const EvenBins& rule) {
 template <class T>
 constexpr bool single_precision_type = !std::is_same_v<T, double>;
 
-// The fast evaluation of a counted value: single precision where the host allowed it (a
-// template argument, so that the counting loops carry no branch on it), double otherwise.
-template <bool Single, class T>
+// Whether the integer-edge evaluation (even_bins.hpp) may be used for data of type T.
+template <class T>
+__host__ __device__ inline bool integer_edges_for(const EvenBins& rule) {
+  if constexpr (std::is_same_v<T, std::int32_t>) return rule.integer_edges_int;
+  else if constexpr (std::is_same_v<T, float>) return rule.integer_edges_float;
+  else if constexpr (std::is_same_v<T, double>) return rule.integer_edges_double;
+  else return false;
+}
+
+// The fast evaluations, chosen per call on the host (a template argument, so that the counting
+// loops carry no branch on it).
+enum class BinEvaluation {
+  double_precision,  // fast_bin_double: every case
+  single_precision,  // fast_bin_single: int32 and float data where rule.single_precision
+  integer_edges,     // integer_edge_bin: where integer_edges_for<T>(rule); never near an edge
+};
+
+// The evaluation histogram_even takes for T under `rule`: integer edges first (two integer
+// instructions and no edge test), then single precision, then double.
+template <class T>
+inline BinEvaluation choose_bin_evaluation(const EvenBins& rule) {
+  if (integer_edges_for<T>(rule)) return BinEvaluation::integer_edges;
+  if (single_precision_type<T> && rule.single_precision) return BinEvaluation::single_precision;
+  return BinEvaluation::double_precision;
+}
+
+// The fast evaluation of a counted value.
+template <BinEvaluation E, class T>
 __device__ __forceinline__ FastBin fast_bin(T v, const EvenBins& rule) {
-  if constexpr (Single) return fast_bin_single(to_single(v), rule);
+  if constexpr (E == BinEvaluation::integer_edges) return FastBin{integer_edge_bin(v, rule), false};
+  else if constexpr (E == BinEvaluation::single_precision && single_precision_type<T>)
+    return fast_bin_single(to_single(v), rule);
   else return fast_bin_double(double(v), rule);
 }
 
@@ -81,9 +108,12 @@ __device__ __forceinline__ FastBin fast_bin(T v, const EvenBins& rule) {
 template <class T>
 __device__ __forceinline__ int bin_of(T v, const EvenBins& rule) {
   if (!is_counted(v, rule)) return -1;
+  if (integer_edges_for<T>(rule)) return integer_edge_bin(v, rule);
   FastBin fast;
-  if constexpr (single_precision_type<T>) fast = rule.single_precision ? fast_bin<true>(v, rule) : fast_bin<false>(v, rule);
-  else fast = fast_bin<false>(v, rule);
+  if constexpr (single_precision_type<T>)
+    fast = rule.single_precision ? fast_bin<BinEvaluation::single_precision>(v, rule)
+                                 : fast_bin<BinEvaluation::double_precision>(v, rule);
+  else fast = fast_bin<BinEvaluation::double_precision>(v, rule);
   return fast.near_edge ? exact_bin(double(v), rule) : fast.bin;
 }
 

@@ -24,6 +24,22 @@
 //   edge), bins <= 2^21 and the magnitudes stay far from float's range. Five FP32 instructions
 //   and a range test per value, no division, no branch on the common path.
 // Double precision (fast_bin_double in even_bins.cuh, every other case): the same idea in double.
+//
+// Integer edges (integer_edge_bin; issue 38's one-bin-per-integer mapping, lo = 0, hi = bins):
+//   where lo is an integer and the bin width w = (hi - lo) / bins is exactly 2^s, every edge is an
+//   integer, and both evaluations above put every integer that lies on an edge (all of them at
+//   w = 1) next to an integer t: near the edge, so to the rule, for every value. There the rule
+//   itself is exact: m = v - lo is exact, m * bins is exact and (m * bins) / (w * bins) = m / 2^s
+//   is exact (enabling conditions per type below), so q = m / 2^s and its floor is
+//   (floor(v) - lo) >> s, taking floor(v) - lo in 32-bit unsigned arithmetic:
+//     int32   lo in [-2^31, 2^31), range <= 2^32 and range * bins <= 2^53 (m * bins exact);
+//     float   also lo >= 0 and hi <= 2^24: v - lo has at most 24 significant bits, times bins
+//             (<= 2^24) at most 48;
+//     double  also lo >= 0, hi <= 2^31 and bins a power of two: v - lo is exact (v >= lo >= 0,
+//             Sterbenz's lemma for v in [lo, 2 lo], else v's own grid), and the product and the
+//             quotient only scale it by powers of two (a quotient below 1 may round, its floor
+//             stays 0).
+//   Two integer instructions a value and no edge test: never slower than the other evaluations.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -50,6 +66,9 @@ struct EvenBins {
   bool single_precision = false;
   float scale_single = 0, offset_single = 0;  // t = v * scale_single + offset_single
   float middle_limit = 0;                     // fast only where |t - floor(t) - 1/2| < middle_limit
+  // Integer edges (the argument at the top), per data type, and the width's log2.
+  bool integer_edges_int = false, integer_edges_float = false, integer_edges_double = false;
+  int width_shift = 0;
 };
 
 // The smallest float that is >= x (x finite).
@@ -95,7 +114,42 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
       if (double(rule.middle_limit) > limit) rule.middle_limit = std::nextafter(rule.middle_limit, 0.0f);
     }
   }
+  // Integer edges: an integer lo and a width of exactly 2^s, s in [0, 31].
+  if (lo == std::floor(lo) && lo >= -2147483648.0 && lo < 2147483648.0 && rule.range <= 4294967296.0 &&
+      rule.range * bins <= 0x1p53) {
+    for (int shift = 0; shift < 32; ++shift) {
+      if (std::ldexp(rule.bins_d, shift) != rule.range) continue;
+      rule.width_shift = shift;
+      rule.integer_edges_int = true;
+      rule.integer_edges_float = lo >= 0 && hi <= 0x1p24;
+      rule.integer_edges_double = lo >= 0 && hi <= 0x1p31 && (bins & (bins - 1)) == 0;
+    }
+  }
   return rule;
+}
+
+// The bin of a counted value where the edges are integers (rule.integer_edges_*, the argument at
+// the top). A value that is not counted may give any number.
+ROOFLAB_HOST_DEVICE inline int integer_edge_bin(std::int32_t v, const EvenBins& rule) {
+  return int((std::uint32_t(v) - std::uint32_t(rule.first_int)) >> rule.width_shift);
+}
+
+ROOFLAB_HOST_DEVICE inline int integer_edge_bin(float v, const EvenBins& rule) {
+#if defined(__CUDA_ARCH__)
+  const std::uint32_t floor_v = __float2uint_rd(v);  // counted: 0 <= v < 2^24
+#else
+  const std::uint32_t floor_v = v >= 0 && v < 0x1p32f ? std::uint32_t(std::floor(v)) : 0;
+#endif
+  return int((floor_v - std::uint32_t(rule.first_int)) >> rule.width_shift);
+}
+
+ROOFLAB_HOST_DEVICE inline int integer_edge_bin(double v, const EvenBins& rule) {
+#if defined(__CUDA_ARCH__)
+  const std::uint32_t floor_v = __double2uint_rd(v);  // counted: 0 <= v < 2^31
+#else
+  const std::uint32_t floor_v = v >= 0 && v < 0x1p32 ? std::uint32_t(std::floor(v)) : 0;
+#endif
+  return int((floor_v - std::uint32_t(rule.first_int)) >> rule.width_shift);
 }
 
 // IEEE single-precision steps, each rounded once, with the same results on the host and the

@@ -8,14 +8,37 @@
 
 namespace rooflab::bench {
 
-Distribution parse_distribution(const std::string& text) {
-  if (text.empty() || text == "uniform") return Distribution::uniform;
-  if (text == "equal") return Distribution::equal;
-  throw Error("bench histogram", "--dist", "'" + text + "' is not a distribution (uniform, equal)");
+namespace {
+
+constexpr struct {
+  Distribution dist;
+  const char* name;
+} distribution_names[] = {{Distribution::uniform, "uniform"}, {Distribution::equal, "equal"},
+                          {Distribution::sorted, "sorted"},   {Distribution::zipf, "zipf"},
+                          {Distribution::hot, "hot"},         {Distribution::normal, "normal"}};
+
+}  // namespace
+
+DistributionChoice parse_distribution(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon), mapping = colon == std::string::npos ? "" : text.substr(colon + 1);
+  DistributionChoice choice;
+  bool known = text.empty();
+  for (const auto& entry : distribution_names)
+    if (name == entry.name) choice.dist = entry.dist, known = true;
+  if (!known || (colon != std::string::npos && mapping != "scaled" && mapping != "identity"))
+    throw Error("bench histogram", "--dist",
+                "'" + text + "' is not a distribution: uniform, equal, sorted, zipf, hot or normal, "
+                "optionally followed by :scaled (the default) or :identity (one bin per integer)");
+  if (mapping == "identity") choice.mapping = Mapping::identity;
+  return choice;
 }
 
-const char* distribution_name(Distribution dist) {
-  return dist == Distribution::equal ? "equal" : "uniform";
+std::string distribution_name(DistributionChoice choice) {
+  std::string name = "uniform";
+  for (const auto& entry : distribution_names)
+    if (choice.dist == entry.dist) name = entry.name;
+  return choice.mapping == Mapping::identity ? name + ":identity" : name;
 }
 
 namespace {
@@ -32,16 +55,30 @@ std::size_t element_bytes(DType dtype) {
 
 }  // namespace
 
+namespace {
+
+InputShape input_shape(const Problem& problem) {
+  const DistributionChoice choice = parse_distribution(problem.dist);
+  InputShape shape;
+  shape.dist = choice.dist;
+  shape.mapping = choice.mapping;
+  shape.bins = int(problem.bins);
+  shape.n = problem.n;
+  return shape;
+}
+
+}  // namespace
+
 HistogramWorkspace::HistogramWorkspace(const Problem& problem)
-    : n(problem.n), bins(int(problem.bins)), dtype(histogram_dtype(problem.dtype)),
-      dist(parse_distribution(problem.dist)),
-      lo(visit_histogram_type(dtype, [](auto zero) { return HistogramData<decltype(zero)>::lo; })),
-      hi(visit_histogram_type(dtype, [](auto zero) { return HistogramData<decltype(zero)>::hi; })),
+    : n(problem.n), bins(int(problem.bins)), dtype(histogram_dtype(problem.dtype)), shape(input_shape(problem)),
+      lo(visit_histogram_type(
+          dtype, [&](auto zero) { return HistogramData<decltype(zero)>::lo(shape.mapping, bins); })),
+      hi(visit_histogram_type(
+          dtype, [&](auto zero) { return HistogramData<decltype(zero)>::hi(shape.mapping, bins); })),
       in(std::size_t(n) * element_bytes(dtype)), counts(std::size_t(bins)) {}
 
 void HistogramWorkspace::refill(std::uint64_t seed) {
-  seed_ = seed;
-  fill_histogram_input(dtype, in.data(), n, seed, dist);
+  fill_histogram_input(dtype, in.data(), n, seed, shape);
   counts.fill_bytes(0xFF);  // 2^64 - 1 in every bin: a bin nobody writes fails the check
   host_in.clear();
   host_counts.clear();
@@ -57,12 +94,12 @@ void HistogramWorkspace::prepare_host() {
 Check HistogramWorkspace::check(Where where) {
   const std::vector<std::uint64_t> result = where == Where::gpu ? counts.download() : host_counts;
   if (std::int64_t(result.size()) != bins) return Check{false, 0, 0, "no output"};
-  const std::uint64_t seed = seed_;
+  // The reference bins the values the device drew: zipf's pow() need not give the host's bits.
+  prepare_host();
   const std::vector<std::uint64_t> reference = visit_histogram_type(dtype, [&](auto zero) {
     using T = decltype(zero);
-    return cpu::histogram_reference<T>(n, bins, lo, hi, [&](std::int64_t i) {
-      return HistogramData<T>::sample(seed, std::uint64_t(i), dist);
-    });
+    const T* values = reinterpret_cast<const T*>(host_in.data());
+    return cpu::histogram_reference<T>(n, bins, lo, hi, [values](std::int64_t i) { return values[i]; });
   });
   const auto comparison =
       cpu::compare_exact(result.data(), bins, [&](std::int64_t b) { return reference[std::size_t(b)]; });
@@ -84,7 +121,7 @@ Problem histogram_problem(std::int64_t n, DType dtype, std::int64_t bins, Distri
   problem.n = n;
   problem.dtype = dtype_name(dtype);
   problem.bins = bins;
-  problem.dist = distribution_name(dist);
+  problem.dist = distribution_name({dist, Mapping::scaled});
   return problem;
 }
 

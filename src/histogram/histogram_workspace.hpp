@@ -1,6 +1,6 @@
 #pragma once
 // The histogram op of the lab (seed 000): n values of one type counted into evenly spaced bins,
-// by the API's rule, with the lab's bounds and distributions (histogram_data.hpp).
+// by the API's rule, with the lab's bounds, bin mappings and distributions (histogram_data.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,8 +12,15 @@
 
 namespace rooflab::bench {
 
-Distribution parse_distribution(const std::string& text);  // "" gives uniform
-const char* distribution_name(Distribution dist);
+// --dist NAME[:MAPPING]: uniform, equal, sorted, zipf, hot or normal, then scaled (the default)
+// or identity; "" gives uniform. The name of a parsed pair omits ":scaled" ("zipf",
+// "zipf:identity"), so that results of before the mappings keep their names.
+struct DistributionChoice {
+  Distribution dist = Distribution::uniform;
+  Mapping mapping = Mapping::scaled;
+};
+DistributionChoice parse_distribution(const std::string& text);
+std::string distribution_name(DistributionChoice choice);
 
 // fn(T{}) for the histogram's element types: int32, uint8, float, double.
 template <class Fn>
@@ -26,8 +33,8 @@ decltype(auto) visit_histogram_type(DType dtype, Fn&& fn) {
   }
 }
 
-// Draws n values of `dtype` for seed and distribution into device memory (histogram_fill.cu).
-void fill_histogram_input(DType dtype, void* device, std::int64_t n, std::uint64_t seed, Distribution dist);
+// Draws n values of `dtype` for seed and shape (shape.n is n) into device memory (histogram_fill.cu).
+void fill_histogram_input(DType dtype, void* device, std::int64_t n, std::uint64_t seed, const InputShape& shape);
 
 class HistogramWorkspace : public Workspace {
  public:
@@ -35,7 +42,8 @@ class HistogramWorkspace : public Workspace {
   void refill(std::uint64_t seed) override;
   Check check(Where where) override;
 
-  // Host copy of the input for the CPU rung, downloaded on first use after each refill.
+  // Host copy of the input for the CPU rung and the check, downloaded on first use after each
+  // refill.
   void prepare_host();
 
   template <class T>
@@ -45,8 +53,8 @@ class HistogramWorkspace : public Workspace {
   std::int64_t n;
   int bins;
   DType dtype;
-  Distribution dist;
-  double lo, hi;  // the type's bounds in histogram_data.hpp
+  InputShape shape;
+  double lo, hi;  // the type's and mapping's bounds in histogram_data.hpp
   DeviceBuffer<unsigned char> in;
   DeviceBuffer<std::uint64_t> counts;
   std::vector<unsigned char> host_in;
@@ -54,9 +62,6 @@ class HistogramWorkspace : public Workspace {
   // Set by the CUB comparator, cleared by refill: CUB bins with its own arithmetic, which the
   // check names when its counts differ from the rule's.
   bool binned_by_cub = false;
-
- private:
-  std::uint64_t seed_ = 0;
 };
 
 }  // namespace rooflab::bench

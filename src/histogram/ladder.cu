@@ -232,8 +232,13 @@ ROOFLAB_VARIANT(Variant{
       const EvenBins rule = rule_of(w);
       constexpr int threads = detail::shared_value_threads<true>();
       const std::size_t shared = std::size_t(w.bins + 1) / 2 * 4;
-      const auto kernel = rule.single_precision ? detail::count_values_shared<std::int32_t, true, true>
-                                                : detail::count_values_shared<std::int32_t, true, false>;
+      using detail::BinEvaluation;
+      const BinEvaluation evaluation = detail::choose_bin_evaluation<std::int32_t>(rule);
+      const auto kernel = evaluation == BinEvaluation::integer_edges
+                              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::integer_edges>
+                          : evaluation == BinEvaluation::single_precision
+                              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::single_precision>
+                              : detail::count_values_shared<std::int32_t, true, BinEvaluation::double_precision>;
       const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
                                                       split.vectors, threads * detail::value_loads, op_name);
       kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, w.device_counts());

@@ -2,12 +2,14 @@
 // data and op, and histogram_even's argument checks (which fail before any GPU work).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -114,10 +116,13 @@ TEST(HistogramFastBins, TheLabsTargetsUseSinglePrecision) {
   // Up to 4096 bins; at 65536 bins over [0, 1) float's rounding (2^-24 of t <= bins + 1) is
   // already 1/256 of a bin, and the double evaluation is the faster one.
   for (const int bins : {256, 4096}) {
-    EXPECT_TRUE(detail::make_even_bins(bins, bench::HistogramData<std::int32_t>::lo,
-                                       bench::HistogramData<std::int32_t>::hi).single_precision)
+    using bench::HistogramData, bench::Mapping;
+    EXPECT_TRUE(detail::make_even_bins(bins, HistogramData<std::int32_t>::lo(Mapping::scaled, bins),
+                                       HistogramData<std::int32_t>::hi(Mapping::scaled, bins))
+                    .single_precision)
         << bins;
-    EXPECT_TRUE(detail::make_even_bins(bins, bench::HistogramData<float>::lo, bench::HistogramData<float>::hi)
+    EXPECT_TRUE(detail::make_even_bins(bins, HistogramData<float>::lo(Mapping::scaled, bins),
+                                       HistogramData<float>::hi(Mapping::scaled, bins))
                     .single_precision)
         << bins;
   }
@@ -184,6 +189,90 @@ TEST(HistogramFastBins, IntegerRangeIsTestedInInt32) {
   EXPECT_EQ(rule.last_int, std::numeric_limits<std::int32_t>::min());
 }
 
+// The integer-edge evaluation (even_bins.hpp) on values of T around every edge (up to `edges`
+// of them) and random ones in [lo, hi): its bin must be the rule's, always (it never defers).
+template <class T>
+std::int64_t wrong_integer_edge_bins(double lo, double hi, int bins, int edges, std::uint32_t seed,
+                                     std::string& first_wrong) {
+  const detail::EvenBins rule = detail::make_even_bins(bins, lo, hi);
+  std::int64_t wrong = 0, checked = 0;
+  const auto check = [&](T v) {
+    if (!(double(v) >= lo && double(v) < hi)) return;
+    checked += 1;
+    const int got = detail::integer_edge_bin(v, rule), expected = cpu::even_bin(double(v), lo, hi, bins);
+    if (got != expected && wrong++ == 0)
+      first_wrong = std::to_string(double(v)) + " gave bin " + std::to_string(got) + ", the rule " +
+                    std::to_string(expected);
+  };
+  const int stride = std::max(1, bins / edges);
+  for (int k = 0; k <= bins; k += stride) {
+    const double edge = lo + k * ((hi - lo) / bins);
+    if constexpr (std::is_integral_v<T>) {
+      for (double v = std::floor(edge) - 4; v <= std::floor(edge) + 4; ++v)
+        if (v >= -2147483648.0 && v <= 2147483647.0) check(T(v));
+    } else {
+      T v = T(edge);
+      for (int step = 0; step < 4; ++step) v = std::nextafter(v, std::numeric_limits<T>::lowest());
+      for (int step = 0; step < 9; ++step, v = std::nextafter(v, std::numeric_limits<T>::max())) check(v);
+    }
+  }
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> draw(std::max(lo, -2147483648.0), std::min(hi, 2147483647.0));
+  for (int i = 0; i < 100000; ++i) check(T(draw(random)));
+  EXPECT_GT(checked, 50000) << lo << " " << hi << " " << bins;
+  return wrong;
+}
+
+TEST(HistogramIntegerEdges, TakenWhereEveryEdgeIsAnIntegerAPowerOfTwoApart) {
+  // One bin per integer (issue 38's identity mapping) and widths 2^s, for each type's limits.
+  auto rule = detail::make_even_bins(256, 0, 256);
+  EXPECT_TRUE(rule.integer_edges_int && rule.integer_edges_float && rule.integer_edges_double);
+  EXPECT_EQ(rule.width_shift, 0);
+  rule = detail::make_even_bins(256, 0, 1 << 20);  // width 4096
+  EXPECT_TRUE(rule.integer_edges_int && rule.integer_edges_float && rule.integer_edges_double);
+  EXPECT_EQ(rule.width_shift, 12);
+  rule = detail::make_even_bins(65536, -2147483648.0, 2147483648.0);  // width 2^16, every int32
+  EXPECT_TRUE(rule.integer_edges_int);
+  EXPECT_FALSE(rule.integer_edges_float);  // float needs lo >= 0, hi <= 2^24
+  EXPECT_FALSE(rule.integer_edges_double);
+  rule = detail::make_even_bins(300, 0, 300);  // double needs a power-of-two bin count
+  EXPECT_TRUE(rule.integer_edges_int && rule.integer_edges_float);
+  EXPECT_FALSE(rule.integer_edges_double);
+  // Not integer edges: a fractional lo, a width of 3, a width below 1, [0, 1), too wide a range.
+  for (const auto& [bins, lo, hi] : {std::tuple{256, 0.5, 256.5}, std::tuple{256, 0.0, 768.0},
+                                     std::tuple{512, 0.0, 256.0}, std::tuple{256, 0.0, 1.0},
+                                     std::tuple{256, -1e6, 2e6}, std::tuple{2, 0.0, 8589934592.0}}) {
+    rule = detail::make_even_bins(bins, lo, hi);
+    EXPECT_FALSE(rule.integer_edges_int || rule.integer_edges_float || rule.integer_edges_double)
+        << lo << " " << hi << " " << bins;
+  }
+}
+
+TEST(HistogramIntegerEdges, GiveTheRulesBinForEveryType) {
+  const struct {
+    double lo, hi;
+    int bins;
+  } cases[] = {{0, 256, 256},         {0, 4096, 4096},    {0, 65536, 65536},   {0, 1 << 20, 256},
+               {0, 1 << 20, 65536},   {-5, 20, 25},       {-1024, 1024, 64},   {3, 3 + 300 * 8, 300},
+               {-2147483648.0, 2147483648.0, 65536},      {0, 1 << 24, 1 << 24}, {7, 7 + (1 << 23), 1 << 21}};
+  std::uint32_t seed = 300;
+  for (const auto& c : cases) {
+    const detail::EvenBins rule = detail::make_even_bins(c.bins, c.lo, c.hi);
+    ASSERT_TRUE(rule.integer_edges_int) << c.lo << " " << c.hi << " " << c.bins;
+    std::string first;
+    EXPECT_EQ(wrong_integer_edge_bins<std::int32_t>(c.lo, c.hi, c.bins, 4096, seed++, first), 0)
+        << "int32 " << c.lo << " " << c.hi << " " << c.bins << ": " << first;
+    if (rule.integer_edges_float) {
+      EXPECT_EQ(wrong_integer_edge_bins<float>(c.lo, c.hi, c.bins, 4096, seed++, first), 0)
+          << "float " << c.lo << " " << c.hi << " " << c.bins << ": " << first;
+    }
+    if (rule.integer_edges_double) {
+      EXPECT_EQ(wrong_integer_edge_bins<double>(c.lo, c.hi, c.bins, 4096, seed++, first), 0)
+          << "double " << c.lo << " " << c.hi << " " << c.bins << ": " << first;
+    }
+  }
+}
+
 TEST(HistogramCpu, SerialLoopEqualsTheParallelReference) {
   std::mt19937 random(42);
   std::uniform_int_distribution<std::int32_t> value(-3000, 3000);
@@ -229,23 +318,122 @@ TEST(HistogramCpu, ManyBinsReferenceStaysExact) {
 TEST(HistogramData, UniformValuesCoverTheRangeAndSpillAroundIt) {
   using bench::Distribution;
   using bench::HistogramData;
+  using bench::sample_histogram_value;
+  const bench::InputShape uniform{Distribution::uniform, bench::Mapping::scaled, 256, 100000};
   int below = 0, inside = 0, above = 0;
   for (std::uint64_t i = 0; i < 100000; ++i) {
-    const float v = HistogramData<float>::sample(3, i, Distribution::uniform);
+    const float v = sample_histogram_value<float>(3, i, uniform);
     EXPECT_EQ(std::ldexp(v, 23), std::trunc(std::ldexp(v, 23)));  // on the 2^-23 grid
     (v < 0 ? below : v < 1 ? inside : above) += 1;
   }
   EXPECT_GT(below, 4000);
   EXPECT_GT(above, 4000);
   EXPECT_GT(inside, 80000);
-  const double d = HistogramData<double>::sample(3, 17, Distribution::uniform);
+  const double d = sample_histogram_value<double>(3, 17, uniform);
   EXPECT_GE(d, -1.0 / 16);
   EXPECT_LT(d, 17.0 / 16);
-  const std::int32_t equal = HistogramData<std::int32_t>::sample(3, 5, Distribution::equal);
-  EXPECT_GE(equal, HistogramData<std::int32_t>::lo);
-  EXPECT_LT(equal, HistogramData<std::int32_t>::hi);
-  EXPECT_EQ(HistogramData<std::uint8_t>::sample(9, 1, Distribution::equal),
-            HistogramData<std::uint8_t>::sample(4, 1000, Distribution::equal));
+  bench::InputShape equal = uniform;
+  equal.dist = Distribution::equal;
+  const std::int32_t one = sample_histogram_value<std::int32_t>(3, 5, equal);
+  EXPECT_GE(one, HistogramData<std::int32_t>::lo(bench::Mapping::scaled, 256));
+  EXPECT_LT(one, HistogramData<std::int32_t>::hi(bench::Mapping::scaled, 256));
+  EXPECT_EQ(sample_histogram_value<std::uint8_t>(9, 1, equal), sample_histogram_value<std::uint8_t>(4, 1000, equal));
+}
+
+// The generators' shapes, on the host (the device runs the same functions): every distribution
+// at both mappings, for each type, binned by the rule.
+template <class T>
+void expect_distribution_shapes(int bins) {
+  using bench::Distribution, bench::Mapping, bench::HistogramData;
+  constexpr std::int64_t n = 20011;
+  for (const Mapping mapping : {Mapping::scaled, Mapping::identity}) {
+    const double lo = HistogramData<T>::lo(mapping, bins), hi = HistogramData<T>::hi(mapping, bins);
+    for (const Distribution dist : {Distribution::uniform, Distribution::equal, Distribution::sorted,
+                                    Distribution::zipf, Distribution::hot, Distribution::normal}) {
+      const bench::InputShape shape{dist, mapping, bins, n};
+      const std::string what = std::string(sizeof(T) == 1 ? "uint8" : std::is_same_v<T, std::int32_t> ? "int32"
+                                           : std::is_same_v<T, float> ? "float" : "double") +
+                               ", dist " + std::to_string(int(dist)) + ", " +
+                               (mapping == Mapping::identity ? "identity" : "scaled") + ", " +
+                               std::to_string(bins) + " bins";
+      std::vector<std::uint64_t> counts(std::size_t(bins), 0);
+      std::int64_t counted = 0, integers = 0;
+      T previous = std::numeric_limits<T>::lowest();
+      bool ascending = true;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T v = bench::sample_histogram_value<T>(11, std::uint64_t(i), shape);
+        ASSERT_FALSE(std::isnan(double(v))) << what;
+        ascending = ascending && v >= previous;
+        previous = v;
+        integers += double(v) == std::floor(double(v));
+        if (const int bin = cpu::even_bin(double(v), lo, hi, bins); bin >= 0) counts[std::size_t(bin)] += 1, counted += 1;
+      }
+      std::vector<std::uint64_t> sorted_counts = counts;
+      std::sort(sorted_counts.rbegin(), sorted_counts.rend());
+      if (mapping == Mapping::identity) {
+        EXPECT_EQ(counted, n) << what << ": identity values are all counted";
+        EXPECT_EQ(integers, n) << what << ": identity values are integers";
+      }
+      switch (dist) {
+        case Distribution::equal: EXPECT_EQ(sorted_counts[0], std::uint64_t(n)) << what; break;
+        case Distribution::sorted: EXPECT_TRUE(ascending) << what; break;
+        case Distribution::hot:
+          EXPECT_GE(sorted_counts[0] + sorted_counts[1] + sorted_counts[2] + sorted_counts[3], std::uint64_t(0.88 * n))
+              << what;
+          break;
+        case Distribution::zipf:
+          // Rank 1 is the counted range's smallest value: the first bin is the fullest.
+          EXPECT_EQ(counted, n) << what;
+          EXPECT_EQ(counts[0], sorted_counts[0]) << what;
+          EXPECT_GT(counts[0], std::uint64_t(n / 20)) << what;
+          break;
+        case Distribution::normal:
+          EXPECT_GT(counts[std::size_t(bins / 2)], 2 * std::max(counts[0], counts[std::size_t(bins - 1)])) << what;
+          break;
+        default:
+          EXPECT_LT(sorted_counts[0], std::uint64_t(4 * n / bins + 50)) << what;
+          if (mapping == Mapping::scaled && sizeof(T) > 1) {
+            EXPECT_LT(counted, n) << what << ": some fall outside";
+          }
+      }
+      EXPECT_GT(counted, n / 2) << what;
+    }
+  }
+}
+
+TEST(HistogramData, EveryDistributionHasItsShapeAtBothMappings) {
+  expect_distribution_shapes<std::int32_t>(256);
+  expect_distribution_shapes<std::int32_t>(4096);
+  expect_distribution_shapes<float>(256);
+  expect_distribution_shapes<double>(256);
+  expect_distribution_shapes<std::uint8_t>(256);
+  expect_distribution_shapes<std::uint8_t>(7);
+}
+
+TEST(HistogramData, SortedInputsAscendOverTheWholeSpread) {
+  const bench::InputShape shape{bench::Distribution::sorted, bench::Mapping::identity, 256, 1000};
+  EXPECT_EQ(bench::sample_histogram_value<std::int32_t>(1, 0, shape), 0);
+  EXPECT_EQ(bench::sample_histogram_value<std::int32_t>(1, 999, shape), 255);
+  EXPECT_EQ(bench::sample_histogram_value<std::int32_t>(1, 501, shape), 128);  // 501 * 256 / 1000
+}
+
+TEST(HistogramOp, DistributionsParseWithAnOptionalMapping) {
+  const bench::Op& op = bench::registry().op("histogram");
+  for (const char* name : {"uniform", "equal", "sorted", "zipf", "hot", "normal"}) {
+    bench::Problem problem;
+    problem.dist = name;
+    EXPECT_EQ(op.resolve(problem).dist, name);
+    problem.dist = std::string(name) + ":scaled";
+    EXPECT_EQ(op.resolve(problem).dist, name);
+    problem.dist = std::string(name) + ":identity";
+    EXPECT_EQ(op.resolve(problem).dist, std::string(name) + ":identity");
+    EXPECT_EQ(op.describe(op.resolve(problem)), "n = 50000000, int32, 256 bins, " + std::string(name) + ":identity");
+  }
+  for (const char* bad : {"zipf:", "zipf:linear", ":identity", "Zipf", "hot:identity:scaled"}) {
+    bench::Problem problem;
+    problem.dist = bad;
+    EXPECT_THROW(op.resolve(problem), Error) << bad;
+  }
 }
 
 TEST(HistogramOp, ResolvesSeed000DefaultsAndRejectsBadOptions) {

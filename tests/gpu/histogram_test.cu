@@ -124,6 +124,79 @@ TEST_F(HistogramLadder, ProductionAndCubMatchTheReferenceForEveryType) {
     expect_variants_exact(resolved((1 << 20) + 1, dtype, 256, "equal"), seed, production_and_cub);
 }
 
+// Issue 38's inputs: every distribution at both bin mappings (histogram_data.hpp).
+const char* const distributions[] = {"uniform", "equal", "sorted", "zipf", "hot", "normal"};
+
+TEST_F(HistogramLadder, EveryDistributionAndMappingMatchesTheReferenceForEveryType) {
+  // At sizes that fill neither a block's round nor the last 16-byte vector (4099, 2^16 + 7;
+  // small, for the sanitizers: the distributions script checks every case at full size):
+  // production and CUB (lane-atomics for bytes) at 256 bins for every type; 32-bit, packed
+  // 16-bit and global counters (4096, 65536, 2^18 bins: powers of two, where CUB's float
+  // arithmetic agrees with the rule); every rung for int32 at 256 bins.
+  std::uint64_t seed = 7000;
+  const std::vector<std::string> production_and_cub{"production", "cub", "lane-atomics"};
+  for (const char* dist : distributions) {
+    for (const char* mapping : {"", ":identity"}) {
+      const std::string name = std::string(dist) + mapping;
+      for (const char* dtype : {"int32", "float", "uint8", "double"})
+        for (const std::int64_t n : {4099, (1 << 16) + 7})
+          expect_variants_exact(resolved(n, dtype, 256, name.c_str()), seed, production_and_cub);
+      for (const char* dtype : {"int32", "float", "double"})
+        for (const std::int64_t bins : {4096, 65536, 1 << 18})
+          expect_variants_exact(resolved((1 << 16) + 7, dtype, bins, name.c_str()), seed, production_and_cub);
+      expect_variants_exact(resolved((1 << 16) + 7, "int32", 256, name.c_str()), seed);
+    }
+  }
+}
+
+TEST_F(Histogram, InputsAreDrawnOnTheDeviceFromTheSeed) {
+  for (const char* dist : distributions) {
+    HistogramWorkspace w(resolved(100003, "float", 256, dist));
+    w.refill(21);
+    const auto first = w.in.download();
+    w.refill(21);
+    EXPECT_EQ(w.in.download(), first) << dist << ": the same seed draws the same values";
+    w.refill(22);
+    if (std::string(dist) != "equal" && std::string(dist) != "sorted")
+      EXPECT_NE(w.in.download(), first) << dist << ": another seed draws other values";
+  }
+}
+
+TEST_F(Histogram, IntegerEdgesGiveTheRulesBinsAtEveryOffset) {
+  // One bin per integer and bin widths of 2^s (even_bins.hpp's integer edges) for every type
+  // that takes that evaluation: values on and beside every edge (floats and doubles also just
+  // below and above each integer, NaN, infinities and values past hi), at unaligned starts so
+  // that heads and tails are binned one by one as well as in vectors.
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const struct {
+    int bins;
+    double lo, hi;
+  } ranges[] = {{256, 0, 256},          {4096, 0, 4096}, {65536, 0, 65536},       {1 << 18, 0, 1 << 18},
+                {256, 0, 1 << 20},      {25, -5, 20},    {300, 3, 3 + 300 * 8},   {65536, -2147483648.0, 2147483648.0}};
+  for (const auto& r : ranges) {
+    const int stride = std::max(1, r.bins / 2048);
+    std::vector<std::int32_t> ints;
+    for (int k = 0; k <= r.bins; k += stride) {
+      const auto edge = std::int64_t(r.lo + k * ((r.hi - r.lo) / r.bins));
+      for (std::int64_t v = edge - 2; v <= edge + 2; ++v)
+        if (v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max())
+          for (int copy = 0; copy < 3; ++copy) ints.push_back(std::int32_t(v));
+    }
+    for (const std::size_t offset : {0, 1, 3}) expect_device_equals_cpu(ints, r.bins, r.lo, r.hi, offset, "int32 edges");
+    if (r.lo < -1e9) continue;  // floats there take the other evaluations
+    std::vector<float> floats = values_around_edges<float>(r.lo, r.hi, r.bins, stride);
+    std::vector<double> doubles = values_around_edges<double>(r.lo, r.hi, r.bins, stride);
+    for (const double odd : {nan, inf, -inf, r.hi, r.hi + 0.5, r.lo - 0.5, 1e30}) {
+      floats.push_back(float(odd));
+      doubles.push_back(odd);
+    }
+    for (const std::size_t offset : {0, 1, 3}) {
+      expect_device_equals_cpu(floats, r.bins, r.lo, r.hi, offset, "float edges");
+      expect_device_equals_cpu(doubles, r.bins, r.lo, r.hi, offset % 2, "double edges");
+    }
+  }
+}
+
 TEST_F(HistogramLadder, ByteRungsMatchTheReference) {
   // Uniform bytes at awkward sizes and bins (300: more bins than byte values); all-equal bytes
   // put every count on one counter of every lane (2^24 + 5 bytes: the most any counter holds
