@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/device_features.hpp"
-#include "core/device_info.hpp"
+#include "core/device_query.hpp"
 #include "rooflab/cuda_check.hpp"
 
 namespace rooflab {

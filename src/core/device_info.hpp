@@ -1,8 +1,12 @@
 #pragma once
 // What the device is and what it can do at most: the numbers every table is measured against.
+// The lab's (src/core/device_info.cpp, ceilings.cu); the queries the library itself makes are in
+// device_query.hpp, included here.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "core/device_query.hpp"
 
 namespace rooflab {
 
@@ -33,13 +37,7 @@ struct DeviceInfo {
 int fp32_cores_per_sm(int cc_major, int cc_minor);
 int fp64_cores_per_sm(int cc_major, int cc_minor);
 
-// Empty when a CUDA device can be used; otherwise one line saying why not.
-std::string cuda_device_unavailable_reason();
-
 DeviceInfo query_device(int ordinal = 0);
-
-// "13.0" from 13000.
-std::string cuda_version_string(int version);
 
 // Bandwidth ceilings measured on the device (bytes/s): a device-to-device cudaMemcpy counting the
 // bytes read plus the bytes written, and a kernel that only streams reads. Each is the median of
@@ -59,12 +57,4 @@ struct MeasuredCeilings {
 };
 MeasuredCeilings measure_ceilings(const DeviceInfo& device);
 
-}  // namespace rooflab
-
-namespace rooflab {
-// The current device's multiprocessor count, queried once per device and cached: launch
-// configurations that fill the GPU need it on every call.
-int current_sm_count();
-// The current device's L2 size in bytes, queried once per device and cached likewise.
-std::int64_t current_l2_bytes();
 }  // namespace rooflab

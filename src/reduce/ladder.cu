@@ -616,8 +616,8 @@ void run_plain_loads(FloatWorkspace& w, cudaStream_t stream) {
 
 // Rung 18 — production's grid-stride kernel written for floats alone: an aligned input, no scalar
 // head, bounds checks only in the last batch. Beside rung 17 it shows what production's
-// generality (any type, operator and alignment) costs. (Up to round 4 it was also production
-// without the L2 evict-first hint production then carried: docs/reduce.md.)
+// generality (any type, operator and alignment) costs. (While production carried an L2
+// evict-first hint, since removed, this was also production without it: docs/reduce.md.)
 ROOFLAB_VARIANT(Variant{"reduce", 18, "plain-grid-stride",
                         "production's grid-stride kernel for aligned floats alone",
                         Where::gpu, false, float_only,

@@ -1,7 +1,9 @@
 #pragma once
 // The one-sided Jacobi SVD's internal entry points, shared by rooflab::svd (src/svd/svd.cu),
-// rooflab::svd_batched (src/svd_batched/svd_batched.cu) and the two ladders. Plain C++: the
-// kernels behind them are compiled once, in the library.
+// rooflab::svd_batched (src/svd_batched/svd_batched.cu), the two ladders and the tests. Plain C++:
+// the kernels behind them are compiled once, in the library. The layers: the entry points call
+// the dispatch (production_path, run_path: src/svd/dispatch.cpp), which calls one schedule's
+// run_* function; the schedules never call the entry points.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -92,6 +94,11 @@ template <class T>
 Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U, int ldu,
                                  T* V, int ldv, const SvdOptions& options);
 
+// `batch` m x n matrices packed column-major as svd_batched takes them (A + b m n, S + b k,
+// U + b m k, V + b n k); tol, max_sweeps and uv are the caller's to set (src/svd/problem.cpp).
+template <class T>
+Problem<T> packed_batch_problem(const T* A, int m, int n, int batch, T* S, T* U, T* V);
+
 // The current device's shared memory per block, with the opt-in beyond 48 KB (227 KB on Hopper).
 int shared_memory_optin();
 
@@ -101,7 +108,7 @@ bool fits_on_chip(int m, int n, bool uv);
 
 // Runs every matrix of `problem` with each matrix's working set in shared memory: one warp per
 // matrix (warp_per_matrix) or one block per matrix. Asynchronous on `stream`. Defined in
-// src/svd_batched/svd_batched.cu.
+// src/svd/on_chip.cu.
 template <class T>
 void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& report,
                  cudaStream_t stream);
@@ -118,7 +125,8 @@ void run_in_registers(const Problem<T>& problem, const Report& report, cudaStrea
 // Runs every matrix of `problem` with its columns in global memory, any size (the blocked
 // schedules: while a pair of 4-column blocks fits in shared memory). Waits on `stream` once per
 // sweep for the count of matrices still sweeping (the next sweep already queued behind it). Defined
-// in src/svd/svd.cu.
+// in src/svd/run_global.cu, the schedules' kernels in global_rounds.cu, blocked.cu, gram.cu,
+// fused.cu and cluster.cu.
 template <class T>
 void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
                 cudaStream_t stream);
@@ -138,6 +146,11 @@ template <class T>
 Path production_path(int m, int n, int batch, bool uv);
 template <class T>
 void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream);
+
+// One tall matrix (batch 1) factored by QR first, R solved on the path production_path picks for
+// it (src/svd/qr_preconditioning.cu).
+template <class T>
+void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cudaStream_t stream);
 
 SvdInfo to_info(const MatrixStatus& status);
 

@@ -199,6 +199,8 @@ __device__ __forceinline__ void rotate_v(LaneColumns<T, Rows>& lane, const Round
 // and column, a fifth of a round's instructions). So the layout alternates: position 2l is in w[0]
 // (`mirrored` false) or w[1] (true), and an even round flips it. An odd round moves columns
 // between lanes and keeps it.
+// Long (about 115 lines) on purpose: one round's columns stay in the lanes' registers from the
+// rotation to the exchange, which a split into functions would have to pass whole.
 template <bool odd, bool mirrored, class T, int Rows>
 __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const RingScratch<T>& scratch,
                                            int n_pad, int lane_index, int warp, bool uv, T tol,
@@ -370,6 +372,7 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
 
 // Sweeps of the ring until one finds every pair orthogonal to tol or max_sweeps have run; W and V
 // (shared memory, by column) hold the result on return, and norms the squared column norms.
+// Long (about 85 lines): the loop over sweeps holds the lane's columns in registers throughout.
 template <int Rows, class T>
 __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* smem,
                                        const OnChipLayout& L, const RingScratch<T>& scratch, bool uv,

@@ -152,21 +152,7 @@ template <class T>
 jacobi::Problem<T> SvdWorkspace<T>::problem(cudaStream_t stream) {
   ROOFLAB_CUDA("bench svd", "zeroing the batch summary",
                cudaMemsetAsync(summary_.data(), 0, summary_.bytes(), stream));
-  jacobi::Problem<T> P;
-  P.A = a.data();
-  P.lda = m;
-  P.a_stride = std::int64_t(m) * n;
-  P.m = m;
-  P.n = n;
-  P.batch = batch;
-  P.S = s.data();
-  P.U = u.data();
-  P.V = v.data();
-  P.ldu = m;
-  P.ldv = n;
-  P.s_stride = k;
-  P.u_stride = std::int64_t(m) * k;
-  P.v_stride = std::int64_t(n) * k;
+  jacobi::Problem<T> P = jacobi::packed_batch_problem<T>(a.data(), m, n, batch, s.data(), u.data(), v.data());
   P.tol = tol();
   P.max_sweeps = SvdOptions{}.max_sweeps;
   P.uv = true;

@@ -10,9 +10,10 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "bench/random.hpp"
@@ -584,70 +585,87 @@ void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
   svd_batched<T>(A, m, n, batch, S, U, V);
 }
 
-// One internal path: 0 warp per matrix, 1 block per matrix, 2 global rounds, 3 blocked,
-// 4 blocked persistent, 5 the register ring, 6 the Gram schedule.
+// A batched route: the public call (no route), one of the dispatch's paths (run_path) or one
+// global schedule (run_global), named by the dispatch's enums.
+using BatchedRoute = std::optional<Route>;
+const BatchedRoute public_call = std::nullopt;
+const BatchedRoute warp_per_matrix = Route{jacobi::Path::warp_per_matrix};
+const BatchedRoute block_per_matrix = Route{jacobi::Path::block_per_matrix};
+const BatchedRoute register_ring = Route{jacobi::Path::register_ring};
+const BatchedRoute global_rounds = Route{jacobi::GlobalSchedule::launch_per_round};
+const BatchedRoute blocked = Route{jacobi::GlobalSchedule::blocked};
+const BatchedRoute blocked_persistent = Route{jacobi::GlobalSchedule::blocked_persistent};
+const BatchedRoute gram_rounds = Route{jacobi::GlobalSchedule::gram};
+
+std::string route_name(const BatchedRoute& route) {
+  if (!route) return "public call";
+  if (const auto* path = std::get_if<jacobi::Path>(&*route)) {
+    switch (*path) {
+      case jacobi::Path::warp_per_matrix: return "warp_per_matrix";
+      case jacobi::Path::block_per_matrix: return "block_per_matrix";
+      case jacobi::Path::register_ring: return "register_ring";
+      case jacobi::Path::gram: return "gram";
+      case jacobi::Path::qr_preconditioned: return "qr_preconditioned";
+    }
+  }
+  switch (std::get<jacobi::GlobalSchedule>(*route)) {
+    case jacobi::GlobalSchedule::launch_per_round: return "launch_per_round";
+    case jacobi::GlobalSchedule::launch_per_sweep: return "launch_per_sweep";
+    case jacobi::GlobalSchedule::blocked: return "blocked";
+    case jacobi::GlobalSchedule::blocked_persistent: return "blocked_persistent";
+    case jacobi::GlobalSchedule::gram: return "gram rounds";
+    case jacobi::GlobalSchedule::gram_fused: return "gram_fused";
+    case jacobi::GlobalSchedule::gram_cluster: return "gram_cluster";
+  }
+  return "?";
+}
+
+// One internal route over a packed batch, every matrix required to converge.
 template <class T>
-std::function<void(const T*, int, int, int, T*, T*, T*)> internal_path(int path) {
-  return [path](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
-    const int k = std::min(m, n);
+std::function<void(const T*, int, int, int, T*, T*, T*)> internal_route(const Route& route) {
+  return [route](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
     DeviceBuffer<jacobi::MatrixStatus> status(batch);
     DeviceBuffer<jacobi::BatchSummary> summary(1);
     summary.fill_bytes(0);
-    jacobi::Problem<T> P;
-    P.A = A;
-    P.lda = m;
-    P.a_stride = std::int64_t(m) * n;
-    P.m = m;
-    P.n = n;
-    P.batch = batch;
-    P.S = S;
-    P.U = U;
-    P.V = V;
-    P.ldu = m;
-    P.ldv = n;
-    P.s_stride = k;
-    P.u_stride = std::int64_t(m) * k;
-    P.v_stride = std::int64_t(n) * k;
+    jacobi::Problem<T> P = jacobi::packed_batch_problem(A, m, n, batch, S, U, V);
     P.tol = jacobi::default_tolerance<T>(m, n, true);
     P.max_sweeps = 30;
     const jacobi::Report report{status.data(), summary.data()};
-    if (path == 0 || path == 1) {
-      jacobi::run_on_chip(P, path == 0, report, nullptr);
-    } else if (path == 5) {
-      jacobi::run_in_registers(P, report, nullptr);
-    } else {
-      const std::map<int, jacobi::GlobalSchedule> schedules = {
-          {2, jacobi::GlobalSchedule::launch_per_round},
-          {3, jacobi::GlobalSchedule::blocked},
-          {4, jacobi::GlobalSchedule::blocked_persistent},
-          {6, jacobi::GlobalSchedule::gram}};
-      jacobi::run_global(P, schedules.at(path), report, nullptr);
-    }
+    if (const auto* schedule = std::get_if<jacobi::GlobalSchedule>(&route))
+      jacobi::run_global(P, *schedule, report, nullptr);
+    else
+      jacobi::run_path(P, std::get<jacobi::Path>(route), report, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     for (const jacobi::MatrixStatus& s : status.download()) EXPECT_EQ(s.converged, 1);
   };
 }
 
-// Whether internal path `path` (as internal_path numbers them) takes m x n matrices of T here; the
-// on-chip ones need the shared memory the device has (svd_test_support.hpp's route_unavailable).
+// Whether `route` takes m x n matrices of T here; the on-chip paths need the shared memory the
+// device has (svd_test_support.hpp's route_unavailable).
 template <class T>
-bool batched_path_runs_here(int path, int m, int n) {
-  const std::map<int, jacobi::Path> on_chip = {
-      {0, jacobi::Path::warp_per_matrix}, {1, jacobi::Path::block_per_matrix}, {5, jacobi::Path::register_ring}};
-  const auto found = on_chip.find(path);
-  return found == on_chip.end() ||
-         route_runs_here<T>(RouteShape{path == 0 ? "warp" : path == 1 ? "block" : "ring", found->second, m, n});
+bool batched_route_runs_here(const BatchedRoute& route, int m, int n) {
+  if (!route || !std::holds_alternative<jacobi::Path>(*route)) return true;
+  const jacobi::Path path = std::get<jacobi::Path>(*route);
+  const char* what = path == jacobi::Path::warp_per_matrix    ? "warp"
+                     : path == jacobi::Path::block_per_matrix ? "block"
+                                                              : "ring";
+  return route_runs_here<T>(RouteShape{what, path, m, n});
 }
 
 template <class T>
-void expect_mixed_batch_accurate(int m, int n, int batch, int path, std::uint64_t seed) {
-  if (!batched_path_runs_here<T>(path, m, n)) return;
+auto run_batch_on(const std::vector<cpu::Matrix>& matrices, const BatchedRoute& route) {
+  return route ? run_batch<T>(matrices, internal_route<T>(*route)) : run_batch<T>(matrices, public_batched<T>);
+}
+
+template <class T>
+void expect_mixed_batch_accurate(int m, int n, int batch, const BatchedRoute& route, std::uint64_t seed) {
+  if (!batched_route_runs_here<T>(route, m, n)) return;
   std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, seed);
   for (cpu::Matrix& a : matrices) a = rounded<T>(a);
-  const auto run = path < 0 ? run_batch<T>(matrices, public_batched<T>) : run_batch<T>(matrices, internal_path<T>(path));
+  const auto run = run_batch_on<T>(matrices, route);
   for (int b = 0; b < batch; ++b)
     expect_accurate<T>(matrices[b], factors_of(run, m, n, b),
-                       std::string(sizeof(T) == 4 ? "float" : "double") + " path " + std::to_string(path) +
+                       std::string(sizeof(T) == 4 ? "float" : "double") + " " + route_name(route) +
                            " matrix " + std::to_string(b) + " of " + name("batch", m, n, seed));
 }
 
@@ -655,67 +673,73 @@ TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   // 13 x 9: odd leading dimensions, where the Gram schedule copies element by element.
   const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}, {13, 9}};
   for (const auto& [m, n] : small)
-    for (const int path : {-1, 0, 1, 2, 3, 4, 5, 6}) {
-      expect_mixed_batch_accurate<float>(m, n, 8, path, 1000 + m * 7 + n);
-      expect_mixed_batch_accurate<double>(m, n, 8, path, 2000 + m * 7 + n);
+    for (const BatchedRoute& route : {public_call, warp_per_matrix, block_per_matrix, global_rounds, blocked,
+                                      blocked_persistent, register_ring, gram_rounds}) {
+      expect_mixed_batch_accurate<float>(m, n, 8, route, 1000 + m * 7 + n);
+      expect_mixed_batch_accurate<double>(m, n, 8, route, 2000 + m * 7 + n);
     }
-  for (const int path : {-1, 1, 2, 3, 4, 5, 6}) expect_mixed_batch_accurate<float>(64, 48, 4, path, 3000);
-  for (const int path : {-1, 1, 2, 3, 4, 6}) expect_mixed_batch_accurate<double>(90, 100, 4, path, 3100);
+  for (const BatchedRoute& route :
+       {public_call, block_per_matrix, global_rounds, blocked, blocked_persistent, register_ring, gram_rounds})
+    expect_mixed_batch_accurate<float>(64, 48, 4, route, 3000);
+  for (const BatchedRoute& route :
+       {public_call, block_per_matrix, global_rounds, blocked, blocked_persistent, gram_rounds})
+    expect_mixed_batch_accurate<double>(90, 100, 4, route, 3100);
 }
 
 // A batch holding one matrix of every class, on every batched path (ring, warp, block, Gram) and
 // through the public call, which must not throw for any of them: every matrix converges.
 template <class T>
-void expect_class_batch_accurate(int m, int n, int path, std::uint64_t seed) {
-  if (!batched_path_runs_here<T>(path, m, n)) return;
+void expect_class_batch_accurate(int m, int n, const BatchedRoute& route, std::uint64_t seed) {
+  if (!batched_route_runs_here<T>(route, m, n)) return;
   std::vector<cpu::Matrix> matrices;
   for (const std::string& matrix_class : structured_classes())
     matrices.push_back(cpu::svd_test_matrix<T>(matrix_class, m, n, seed + matrices.size()));
-  const auto run = path < 0 ? run_batch<T>(matrices, public_batched<T>) : run_batch<T>(matrices, internal_path<T>(path));
+  const auto run = run_batch_on<T>(matrices, route);
   for (std::size_t b = 0; b < matrices.size(); ++b)
     expect_accurate<T>(matrices[b], factors_of(run, m, n, int(b)),
-                       std::string(sizeof(T) == 4 ? "float" : "double") + " path " + std::to_string(path) + " " +
+                       std::string(sizeof(T) == 4 ? "float" : "double") + " " + route_name(route) + " " +
                            structured_classes()[b] + " " + std::to_string(m) + " x " + std::to_string(n));
 }
 
 TEST_F(SvdBatched, EveryMatrixClassConvergesInABatchOnEveryPath) {
-  for (const int path : {-1, 0, 1, 5, 6}) {
-    expect_class_batch_accurate<float>(24, 20, path, 700);
-    expect_class_batch_accurate<double>(20, 24, path, 710);
+  for (const BatchedRoute& route : {public_call, warp_per_matrix, block_per_matrix, register_ring, gram_rounds}) {
+    expect_class_batch_accurate<float>(24, 20, route, 700);
+    expect_class_batch_accurate<double>(20, 24, route, 710);
   }
 }
 
 TEST_F(SvdBatched, LargeEveryMatrixClassConvergesInABatchOfBlocksOrGramRounds) {
-  for (const int path : {-1, 1, 6}) expect_class_batch_accurate<double>(100, 90, path, 720);
+  for (const BatchedRoute& route : {public_call, block_per_matrix, gram_rounds})
+    expect_class_batch_accurate<double>(100, 90, route, 720);
 }
 
 TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
-  expect_mixed_batch_accurate<double>(130, 130, 4, -1, 4000);
-  expect_mixed_batch_accurate<float>(200, 180, 4, -1, 4100);
-  expect_mixed_batch_accurate<double>(150, 260, 4, -1, 4200);
-  expect_mixed_batch_accurate<double>(130, 130, 3, 2, 4300);  // global rounds
-  expect_mixed_batch_accurate<float>(300, 40, 3, 3, 4400);    // blocked, tall
-  expect_mixed_batch_accurate<double>(40, 300, 3, 4, 4500);   // blocked persistent, wide
-  expect_mixed_batch_accurate<double>(270, 250, 4, 6, 4600);  // Gram: several slices of rows
+  expect_mixed_batch_accurate<double>(130, 130, 4, public_call, 4000);
+  expect_mixed_batch_accurate<float>(200, 180, 4, public_call, 4100);
+  expect_mixed_batch_accurate<double>(150, 260, 4, public_call, 4200);
+  expect_mixed_batch_accurate<double>(130, 130, 3, global_rounds, 4300);
+  expect_mixed_batch_accurate<float>(300, 40, 3, blocked, 4400);               // tall
+  expect_mixed_batch_accurate<double>(40, 300, 3, blocked_persistent, 4500);   // wide
+  expect_mixed_batch_accurate<double>(270, 250, 4, gram_rounds, 4600);  // several slices of rows
   // Gram, tall: 21 slices of rows a pair, the last one partial.
-  expect_mixed_batch_accurate<double>(1300, 40, 2, 6, 4610);
-  expect_mixed_batch_accurate<float>(1300, 40, 2, 6, 4620);
-  expect_mixed_batch_accurate<float>(70, 300, 4, 6, 4700);    // Gram, wide, padded blocks
+  expect_mixed_batch_accurate<double>(1300, 40, 2, gram_rounds, 4610);
+  expect_mixed_batch_accurate<float>(1300, 40, 2, gram_rounds, 4620);
+  expect_mixed_batch_accurate<float>(70, 300, 4, gram_rounds, 4700);  // Gram, wide, padded blocks
 }
 
 // A round with more pairs than the GPU holds solves at once (1000 or 2000 here, against 4 a SM)
 // forms the Gram matrices inside the solve: tiles of rows copied asynchronously, the last one
 // partial, padding columns in the last block.
 TEST_F(SvdBatched, GramScheduleFormsTheGramInTheSolveForLargeBatches) {
-  expect_mixed_batch_accurate<double>(70, 40, 1000, 6, 4800);
-  expect_mixed_batch_accurate<float>(33, 100, 1000, 6, 4900);  // wide: the transpose's columns
+  expect_mixed_batch_accurate<double>(70, 40, 1000, gram_rounds, 4800);
+  expect_mixed_batch_accurate<float>(33, 100, 1000, gram_rounds, 4900);  // wide: the transpose's columns
 }
 
 // The same with one short tile: 21 rows (an odd leading dimension, copied element by element) and
 // 32 (16-byte copies); small enough for the sanitizers.
 TEST_F(SvdBatched, GramScheduleFormsShortGramsWithBothCopyForms) {
-  expect_mixed_batch_accurate<double>(21, 10, 1000, 6, 5000);
-  expect_mixed_batch_accurate<float>(32, 12, 1000, 6, 5100);
+  expect_mixed_batch_accurate<double>(21, 10, 1000, gram_rounds, 5000);
+  expect_mixed_batch_accurate<float>(32, 12, 1000, gram_rounds, 5100);
 }
 
 TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {

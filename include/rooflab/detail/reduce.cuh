@@ -39,7 +39,7 @@
 
 namespace rooflab {
 
-int current_sm_count();  // the library's cached device query (src/core/device_info.cpp)
+int current_sm_count();  // the library's cached device query (src/core/device_query.cpp)
 
 namespace detail {
 
@@ -52,8 +52,9 @@ struct alignas(16) Vector {
 };
 
 // One 16-byte vector through the read-only path (ld.global.nc), whatever T is. (An L2 evict-first
-// hint on these loads, tried up to round 4, only paid against the dirty lines a memset-based L2
-// flush leaves; under a flush that leaves L2 clean it cost 4-9%: docs/reduce.md.)
+// hint on these loads, tried and removed, only paid against the dirty lines a memset-based L2
+// flush leaves; under a flush that leaves L2 clean it cost 4-9%: docs/reduce.md, "tried and not
+// kept".)
 template <class T>
 __device__ __forceinline__ Vector<T> load_vector(const Vector<T>* source) {
   const uint4 words = __ldg(reinterpret_cast<const uint4*>(source));

@@ -1,0 +1,101 @@
+// The SVD's dispatch: which path solves `batch` m x n matrices of a type on this device, and the
+// call that runs a problem on a path. Both entry points (rooflab::svd, rooflab::svd_batched) come
+// here; each path is one schedule's file. The rules, in order (production_path):
+//   1. one tall matrix where QR pays (qr_preconditioning_pays)  -> qr_preconditioned: QR first,
+//      then R through these same rules;
+//   2. fewer matrices than SMs of at most 64 x 64               -> register_ring;
+//   3. wider than 64 columns, at most one matrix per 2 SMs      -> gram;
+//   4. one matrix of 49 columns or more                         -> gram;
+//   5. fits in shared memory: a warp's (48 KB) with a batch that fills the GPU and at most 32
+//      columns or 64 matrices per SM                            -> warp_per_matrix;
+//      else                                                     -> block_per_matrix;
+//   6. anything else                                            -> gram.
+// "gram" runs GlobalSchedule::gram_cluster: the sweeps in one cluster per matrix where the matrix
+// fits one and every cluster fits on the GPU at once, else the fused rounds where a round's
+// clusters fit, else the three Gram kernels a round (run_global.cu); clusters only where
+// DeviceFeatures::clusters() holds (compute capability 9.0 on, and kernels compiled for it). The
+// on-chip paths' shared memory is the device's opt-in (DeviceFeatures::shared_per_block).
+// The measured reason is beside each rule. Plain C++.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/device_query.hpp"
+#include "svd/jacobi.hpp"
+#include "svd/jacobi_math.hpp"
+
+namespace rooflab::jacobi {
+namespace {
+
+// A single tall matrix goes through QR preconditioning where that measured faster
+// (docs/results/h200-round20-tall.json, commit 0cdd8a7, H200, double, against the best other
+// path): with at most 64 columns, R goes to the register ring and it pays from 256 rows (256 x 64
+// 0.58 against 0.98 ms, 1000 x 32 0.40 against 0.61, 1000 x 10 0.16 against 0.27; at 200 x 10
+// 0.14 against 0.12 ms, at 128 x 64 0.92 against 0.81). Wider R go to the Gram schedule after a
+// QR whose cost grows with the columns: in double only very tall ones pay (10000 x 100 2.44
+// against 3.09 ms; 4096 x 100 2.11 against 1.96, and 20000 x 128 4.13 against 4.07 in
+// docs/results/h200-round20-explore.json), in float, whose Gram schedule is slower on long
+// columns, from about 40 rows per column (4096 x 100 1.76 against 3.02 ms). Beyond 128 columns it
+// was not measured to pay.
+template <class T>
+bool qr_preconditioning_pays(int m, int n) {
+  const std::int64_t N = std::min(m, n), M = std::max(m, n);
+  if (N <= register_ring_max_columns) return M >= 256;
+  return N <= 128 && M >= (sizeof(T) == 4 ? 32 : 96) * N;
+}
+
+// A single matrix of 49 to 64 columns and 65 to 255 rows (too long for the register ring, too
+// short for QR preconditioning) goes to the Gram schedule rather than one block's shared memory:
+// from 56 columns it was faster there at every height, at 48 and below mostly not, so the split
+// is at 49 (docs/results/h200-round20-dispatch.json and h200-round20-explore.json, H200, double:
+// 80 x 56 0.86 against 0.94 ms, 200 x 56 0.92 against 1.19, 128 x 64 0.78 against 1.05; 100 x 48
+// 0.74 against 0.70, 200 x 48 0.75 against 0.86, 80 x 40 0.69 against 0.56; float 200 x 40 0.63
+// against 0.51).
+constexpr int gram_min_columns_alone = 49;
+
+}  // namespace
+
+// The dispatch (docs/svd.md): fewer matrices than SMs of at most 64 x 64 go to the register ring
+// (on the H200 25 x 25 in double took 190 us there against 325 us in one block's shared memory,
+// docs/results/h200-round7-svd.json). Wider matrices, too few to give half the SMs a block each,
+// go to the Gram schedule even when they fit in shared memory: it spreads each matrix's pairs of
+// column blocks over the SMs (docs/results/h200-round11-rungs.json, H200: double 72 x 72 1.29
+// against 1.54 ms in one block's shared memory, 100 x 100 1.71 against 3.14 ms; float 100 x 100
+// 1.01 against 1.95 ms, 32 of them 1.53 against 2.31 ms, but 132 of them 2.91 against 2.31 ms).
+// When the batch fills the GPU, small matrices stay in one warp's shared memory (no block
+// barriers, many per SM); any other matrix that fits stays in a block's (100 x 128 x 128 in float:
+// 3.39 ms there against 3.85 ms through Gram matrices); a matrix beyond shared memory goes to the
+// Gram schedule (125 x 125 double: 2.52 ms against 8.78 ms for the blocked one;
+// docs/results/h200-round8-svd.json).
+template <class T>
+Path production_path(int m, int n, int batch, bool uv) {
+  const int N = std::min(m, n);
+  const std::int64_t sms = current_sm_count();
+  if (batch == 1 && qr_preconditioning_pays<T>(m, n)) return Path::qr_preconditioned;
+  if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
+  if (N > register_ring_max_columns && 2 * std::int64_t(batch) <= sms) return Path::gram;
+  if (batch == 1 && N >= gram_min_columns_alone) return Path::gram;
+  if (fits_on_chip<T>(m, n, uv)) {
+    const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
+    if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
+    return Path::block_per_matrix;
+  }
+  return Path::gram;
+}
+
+template <class T>
+void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream) {
+  switch (path) {
+    case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
+    case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
+    case Path::register_ring: return run_in_registers(problem, report, stream);
+    case Path::gram: return run_global(problem, GlobalSchedule::gram_cluster, report, stream);
+    case Path::qr_preconditioned: return run_qr_preconditioned(problem, report, stream);
+  }
+}
+
+template Path production_path<float>(int, int, int, bool);
+template Path production_path<double>(int, int, int, bool);
+template void run_path<float>(const Problem<float>&, Path, const Report&, cudaStream_t);
+template void run_path<double>(const Problem<double>&, Path, const Report&, cudaStream_t);
+
+}  // namespace rooflab::jacobi

@@ -1,0 +1,367 @@
+// What every global-memory schedule does before its first sweep and after its last: each matrix
+// checked for NaN and Inf, scaled and loaded into W (V = I), the columns' norms; then sigma, U
+// normalized and its columns of sigma 0 completed to an orthonormal set, the output order, and S,
+// U and V written.
+#include "svd/cusolver_qr.hpp"
+#include "svd/global_schedule.cuh"
+#include "core/pinned_buffer.hpp"
+#include "core/stream_mark.hpp"
+#include "core/vendor.hpp"
+
+namespace rooflab::jacobi {
+namespace {
+
+// Max |a| of every matrix, as the bits of a double (non-negative doubles order like their bits;
+// NaN and Inf order above every finite value, so one atomicMax also finds them). A block per
+// `columns` columns of a matrix, a warp per column and its lanes down the rows.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    global_max_abs(GlobalState<T> G, int columns, int blocks_per_matrix) {
+  wait_for_previous_kernel();
+  const Problem<T>& P = G.P;
+  const std::int64_t matrix = blockIdx.x / blocks_per_matrix;
+  const int first = int(blockIdx.x % blocks_per_matrix) * columns;
+  const int last = min(first + columns, P.n);
+  const T* A = P.A + matrix * P.a_stride;
+  const int lane = threadIdx.x & 31;
+  unsigned long long local = 0;
+  for (int j = first + int(threadIdx.x >> 5); j < last; j += global_warps) {
+    const T* column = A + std::int64_t(j) * P.lda;
+    for (int i = lane; i < P.m; i += 32)
+      local = max(local, static_cast<unsigned long long>(__double_as_longlong(fabs(double(column[i])))));
+  }
+  for (int offset = 16; offset > 0; offset >>= 1)
+    local = max(local, __shfl_xor_sync(0xffffffffu, local, offset));
+  if ((threadIdx.x & 31) == 0) atomicMax(&G.max_bits[matrix], local);
+}
+
+// Per matrix: the scaling exponent, or the verdict that it holds NaN or Inf.
+template <class T>
+__global__ void global_begin(GlobalState<T> G) {
+  wait_for_previous_kernel();
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix >= G.P.batch) return;
+  const double max_abs = bits_as_double(G.max_bits[matrix]);
+  const bool bad = !isfinite(max_abs);
+  G.bad[matrix] = bad;
+  G.active[matrix] = !bad;
+  G.sweeps[matrix] = 0;
+  G.converged[matrix] = 0;
+  G.exponent[matrix] = bad ? 0 : scaling_exponent(T(max_abs));
+}
+
+// W = A (or A^T) scaled by 2^-exponent, V = I. A matrix with NaN or Inf gets a W of NaN, so that
+// whatever reads it (QR preconditioning's factorization) sees NaN, never stale memory. The rows
+// of the leading dimensions past M (W) and N (V) are zero: a 16-byte copy of the Gram schedules
+// that ends in them reads memory that was written (initcheck), though only its valid part is used.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) {
+  wait_for_previous_kernel();
+  const Problem<T>& P = G.P;
+  const bool transposed = P.m < P.n;
+  const std::int64_t per_matrix = G.ldw * G.N;
+  const std::int64_t total = per_matrix * P.batch;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
+    const std::int64_t i = at % G.ldw, j = at / G.ldw;  // W's row and column
+    if (i >= G.M) {
+      G.w(matrix)[i + j * G.ldw] = T(0);
+      continue;
+    }
+    if (G.bad[matrix]) {
+      G.w(matrix)[i + j * G.ldw] = T(NAN);
+      continue;
+    }
+    const T* A = P.A + matrix * P.a_stride;
+    const T x = transposed ? A[j + i * P.lda] : A[i + j * P.lda];
+    G.w(matrix)[i + j * G.ldw] = ldexp(x, -G.exponent[matrix]);
+  }
+  if (!P.uv) return;
+  const std::int64_t v_per_matrix = G.ldv * G.N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < v_per_matrix * P.batch;
+       e += stride) {
+    const std::int64_t matrix = e / v_per_matrix, at = e % v_per_matrix;
+    const std::int64_t i = at % G.ldv, j = at / G.ldv;
+    G.v(matrix)[i + j * G.ldv] = i == j ? T(1) : T(0);
+  }
+}
+
+// Squared column norms, a warp per column: the initial tracked norms and error scales (final =
+// false) or sigma (final = true, negligible columns and rounding noise 0). Padding positions get
+// -1 so that they sort last.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
+  wait_for_previous_kernel();
+  const int lane = threadIdx.x & 31;
+  const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
+  const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
+  for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5); item < total;
+       item += warps) {
+    const std::int64_t matrix = item / G.positions;
+    const int c = int(item % G.positions);
+    if (G.bad[matrix]) continue;
+    T sum = c < G.N ? partial_norm2(G.w(matrix) + c * G.ldw, RowWalk(G.M, 32, lane, 0)) : T(0);
+    sum = group_sum(sum, 32);
+    if (lane != 0) continue;
+    if (!final) {
+      G.norms_of(matrix)[c] = c < G.N ? sum : T(-1);
+      if (c < G.N) G.error_scales_of(matrix)[c] = sum;
+    } else if (c < G.N) {
+      G.norms_of(matrix)[c] = sigma_from_norm2(sum, G.error_scales_of(matrix)[c]);
+    }
+  }
+}
+
+// u_c = w_c / sigma_c.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T> G) {
+  wait_for_previous_kernel();
+  const std::int64_t per_matrix = std::int64_t(G.M) * G.N;
+  const std::int64_t total = per_matrix * G.P.batch;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
+    const std::int64_t i = at % G.M, c = at / G.M;
+    if (G.bad[matrix]) continue;
+    const T sigma = G.norms_of(matrix)[c];
+    if (sigma > 0) G.w(matrix)[i + c * G.ldw] /= sigma;
+  }
+}
+
+// A block per matrix, when vectors are wanted: completes the columns of sigma 0 to an orthonormal
+// set (pos as the scratch of which columns are done). Most matrices have none, which one pass over
+// sigma finds (completion and the sort in one block per matrix took 22 us at 256 x 256).
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_complete(GlobalState<T> G) {
+  __shared__ unsigned long long scratch[32];
+  wait_for_previous_kernel();
+  const BlockTeam team{scratch};
+  const std::int64_t matrix = blockIdx.x;
+  if (G.bad[matrix]) return;  // uniform over the block
+  const T* sigma = G.norms_of(matrix);
+  int* pos = G.pos_of(matrix);
+  bool incomplete = false;
+  for (int c = team.rank(); c < G.N; c += team.size()) {
+    pos[c] = sigma[c] > 0;
+    incomplete = incomplete || !pos[c];
+  }
+  if (!__syncthreads_or(incomplete)) return;
+  complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
+                               G.coefficients + matrix * G.positions, 32);
+}
+
+// The completion of one matrix with many columns of sigma 0 by Householder QR
+// (complete_by_householder). One block numbers W's columns: those of sigma > 0 first (slots 0 ..
+// r - 1, in column order), then the others (slots r .. N - 1), and counts the others.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    number_completion_slots(GlobalState<T> G, int* slot_of_column, unsigned* zero_count) {
+  wait_for_previous_kernel();
+  const T* sigma = G.norms_of(0);
+  for (int c = threadIdx.x; c < G.N; c += blockDim.x) {
+    int kept = 0, kept_before = 0;
+    for (int other = 0; other < G.N; ++other) {
+      kept += sigma[other] > 0;
+      kept_before += other < c && sigma[other] > 0;
+    }
+    slot_of_column[c] = sigma[c] > 0 ? kept_before : kept + (c - kept_before);
+    if (c == 0) *zero_count = unsigned(G.N - kept);
+  }
+}
+
+// Q's slot of each column of W, gathered (to_q) or scattered back (to_q false) for the columns of
+// sigma > 0 (gathering) or 0 (scattering): W's kept columns go to Q for its QR, and Q's columns
+// past them, the completion, come back to W's columns of sigma 0.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    move_completion_columns(GlobalState<T> G, T* Q, const int* slot_of_column, bool to_q) {
+  wait_for_previous_kernel();
+  const T* sigma = G.norms_of(0);
+  T* W = G.w(0);
+  const std::int64_t total = std::int64_t(G.M) * G.N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const int i = int(e % G.M), c = int(e / G.M);
+    if ((sigma[c] > 0) != to_q) continue;
+    T& q = Q[i + std::int64_t(slot_of_column[c]) * G.M];
+    T& w = W[i + c * G.ldw];
+    if (to_q)
+      q = w;
+    else
+      w = q;
+  }
+}
+
+// The output order: pos[r] gets the column of the r-th largest sigma (rank_chunk, `chunks` blocks
+// per matrix).
+template <class T>
+__global__ void __launch_bounds__(sort_threads) global_order(GlobalState<T> G, int chunks) {
+  wait_for_previous_kernel();
+  const std::int64_t matrix = blockIdx.x / chunks;
+  if (G.bad[matrix]) return;  // uniform over the block
+  rank_chunk<sort_warps>(G.norms_of(matrix), G.N, int(blockIdx.x % chunks), G.pos_of(matrix));
+}
+
+// S, U and V, column r from working column pos[r]; NaN for matrices with NaN or Inf. The first
+// threads report each matrix's sweeps and convergence.
+template <class T>
+__global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G) {
+  wait_for_previous_kernel();
+  const Problem<T>& P = G.P;
+  for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < P.batch;
+       matrix += std::int64_t(gridDim.x) * blockDim.x) {
+    const double off = bits_as_double(G.off_bits[matrix]);
+    report_matrix(G.report, matrix, P.batch,
+                  G.bad[matrix] ? MatrixStatus{0, 0, 1, 0, double(NAN)}
+                                : MatrixStatus{G.sweeps[matrix], G.converged[matrix], 0, 0, off});
+  }
+  const bool transposed = P.m < P.n;
+  const std::int64_t k = G.N;
+  const std::int64_t per_matrix = k + (P.uv ? (P.m + P.n) * k : 0);
+  const std::int64_t total = per_matrix * P.batch;
+  const T nan = T(NAN);
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t matrix = e / per_matrix;
+    std::int64_t at = e % per_matrix;
+    const bool bad = G.bad[matrix];
+    const int* pos = G.pos_of(matrix);
+    if (at < k) {
+      P.S[matrix * P.s_stride + at] =
+          bad ? nan : T(ldexp(G.norms_of(matrix)[pos[at]], G.exponent[matrix]));
+      continue;
+    }
+    at -= k;
+    const bool u_side = at < P.m * k;
+    if (!u_side) at -= P.m * k;
+    const std::int64_t rows = u_side ? P.m : P.n;
+    const int i = int(at % rows), r = int(at / rows);
+    if (bad) {
+      if (u_side)
+        P.U[matrix * P.u_stride + i + r * std::int64_t(P.ldu)] = nan;
+      else
+        P.V[matrix * P.v_stride + i + r * std::int64_t(P.ldv)] = nan;
+      continue;
+    }
+    write_output_element(P, matrix, transposed, G.w(matrix), G.ldw, G.v(matrix), G.ldv, i, r,
+                         pos[r], u_side);
+  }
+}
+
+// The completion's one-block form (global_complete: classical Gram-Schmidt, a column at a time)
+// takes up to this many multiply-adds, M N per column of sigma 0; beyond, Householder QR. The
+// one block ran at a few GFLOP/s: the 100 x 100 zero matrix took 2.1 ms there against 0.55 ms for
+// a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double).
+constexpr double one_block_completion_work = 1 << 18;
+
+// W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
+// Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
+// leaves out: those complete W's columns of sigma 0. cuSOLVER's QR and formation of Q spread over
+// the GPU, where the one-block completion goes a column at a time. The host reads how many
+// columns need it (the stream waits for the sweeps' end here; svd waits for it anyway).
+template <class T>
+void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const int M = G.M, N = G.N;
+  thread_local PinnedBuffer<unsigned> zero_count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  unsigned* device_count = nullptr;
+  ROOFLAB_CUDA(op, "mapping the count of columns to complete",
+               cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
+  StreamBuffer slots(sizeof(int) * std::size_t(N), stream, op);
+  launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream, "number_completion_slots",
+                        G, slots.as<int>(), device_count);
+  StreamMark numbered(op);
+  numbered.record(stream);
+  numbered.wait();
+  const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
+  if (zeros == 0) return;
+  if (double(M) * N * zeros <= one_block_completion_work) {
+    launch_after_previous(global_complete<T>, 1, global_threads, 0, 1, stream, "global_complete", G);
+    return;
+  }
+  const int kept = N - zeros;
+  const cusolverDnHandle_t solver = cusolver_handle(stream);
+  StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op), tau(sizeof(T) * std::size_t(N), stream, op),
+      info(sizeof(int), stream, op);
+  int factor_work = 0, form_work = 0;
+  if (kept > 0)
+    ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, kept, q.as<T>(), M, &factor_work));
+  ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), &form_work));
+  const int work_size = std::max({factor_work, form_work, 1});
+  StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
+  // Q's columns past the kept ones are zero: cuSOLVER's QR reads past its matrix (initcheck found
+  // its geqr2 kernel reading them), and orgqr overwrites them.
+  ROOFLAB_CUDA(op, "clearing the completion's workspace", cudaMemsetAsync(q.data(), 0, q.bytes(), stream));
+  const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
+  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
+                        G, q.as<T>(), slots.as<const int>(), true);
+  if (kept > 0)
+    ROOFLAB_CUSOLVER(op, geqrf(solver, M, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size, info.as<int>()));
+  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size, info.as<int>()));
+  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
+                        G, q.as<T>(), slots.as<const int>(), false);
+}
+
+
+}  // namespace
+
+// Every matrix's verdict on NaN or Inf and its scaling exponent, then W = A (or A^T) scaled by it
+// and V = I when G.P.uv (global_max_abs, global_begin, global_load).
+template <class T>
+void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const std::int64_t batch = G.P.batch;
+  const std::int64_t elements = std::int64_t(G.P.m) * G.P.n;
+  // About 16 elements a thread: whole columns per block.
+  const int columns = std::min(G.P.n, std::max(1, global_threads * 16 / G.P.m));
+  const std::int64_t blocks_per_matrix = (G.P.n + columns - 1) / columns;
+  require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
+  ROOFLAB_CUDA(op, "zeroing the matrices' largest entries",
+               cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
+  launch_after_previous(global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1, stream,
+                        "global_max_abs", G, columns, int(blocks_per_matrix));
+  const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
+  launch_after_previous(global_begin<T>, per_matrix_grid, global_threads, 0, 1, stream, "global_begin", G);
+  launch_after_previous(global_load<T>, grid_for(elements * batch, global_threads), global_threads, 0, 1,
+                        stream, "global_load", G);
+}
+
+template <class T>
+void launch_column_norms(const GlobalState<T>& G, bool final, cudaStream_t stream) {
+  const unsigned column_grid = grid_for(std::int64_t(G.P.batch) * G.positions, global_warps);
+  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream, "global_column_norms",
+                        G, final);
+}
+
+template <class T>
+void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaStream_t stream) {
+  const Problem<T>& problem = G.P;
+  const std::int64_t batch = problem.batch;
+  if (!sweeps_left_sigma_and_u) launch_column_norms(G, true, stream);
+  if (problem.uv) {
+    if (!sweeps_left_sigma_and_u)
+      launch_after_previous(global_normalize<T>, grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
+                            global_threads, 0, 1, stream, "global_normalize", G);
+    if (batch == 1)
+      complete_single_matrix(G, stream);
+    else
+      launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream, "global_complete", G);
+  }
+  const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
+  launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream, "global_order",
+                        G, order_chunks);
+  const std::int64_t outputs = (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
+  launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1, stream,
+                        "global_write", G);
+}
+
+#define ROOFLAB_INSTANTIATE(T)                                                      \
+  template void load_scaled<T>(const GlobalState<T>&, cudaStream_t);              \
+  template void launch_column_norms<T>(const GlobalState<T>&, bool, cudaStream_t); \
+  template void write_results<T>(const GlobalState<T>&, bool, cudaStream_t);
+ROOFLAB_INSTANTIATE(float)
+ROOFLAB_INSTANTIATE(double)
+#undef ROOFLAB_INSTANTIATE
+
+}  // namespace rooflab::jacobi

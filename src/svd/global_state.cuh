@@ -1,0 +1,261 @@
+#pragma once
+// The state every global-memory schedule shares (GlobalState: each matrix's W, V, norms, positions
+// and convergence in global memory), the device steps they share (the start and end of a sweep,
+// the sort by norm, the chaining of kernels by programmatic dependent launch) and the host's
+// launch helpers. Included by each schedule's file (global_rounds.cu, blocked.cu, gram.cu,
+// fused.cu, cluster.cu), by global_ends.cu, run_global.cu and qr_preconditioning.cu.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "core/device_features.hpp"
+#include "core/device_query.hpp"
+#include "rooflab/cuda_check.hpp"
+#include "rooflab/device_buffer.hpp"
+#include "rooflab/error.hpp"
+#include "svd/jacobi.cuh"
+
+namespace rooflab::jacobi {
+
+// The global-memory path. Every matrix of the batch has its own W (M x N), V (N x N), tracked
+// norms, positions and convergence state; matrices that converge drop out of later sweeps.
+
+template <class T>
+struct GlobalState {
+  Problem<T> P;
+  int M = 0, N = 0;
+  // Positions of the ordering: N rounded up to even, or for the blocked schedule an even number
+  // of blocks of `block` columns; positions holding a column index >= N are padding.
+  int positions = 0;
+  int block = 1, block_positions = 0;
+  std::int64_t ldw = 0, ldv = 0;
+  T* W = nullptr;
+  T* V = nullptr;
+  T* norms = nullptr;         // positions per matrix: tracked squared norms, then sigma
+  T* coefficients = nullptr;  // positions per matrix: Gram-Schmidt scratch
+  // Positions per matrix, by column: error scales (jacobi_math.hpp, RoundingNoise).
+  T* error_scales = nullptr;
+  int* pos = nullptr;         // positions per matrix: column at each position, then output order
+  unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
+  unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
+  unsigned long long* test_bits = nullptr;  // per matrix: bits of the all-pairs test's max cosine
+  int* test_arrivals = nullptr;  // per matrix: the all-pairs test's blocks done this sweep
+  int* exponent = nullptr;
+  int* active = nullptr;  // 1 while the matrix still sweeps
+  int* sweeps = nullptr;
+  int* converged = nullptr;
+  int* bad = nullptr;
+  unsigned* active_count = nullptr;  // this sweep's count of matrices that sweep on
+  // The host-driven schedules: the previous sweep's count (null in the first sweep), which the
+  // sweep's start copies to the host's page-locked `published_count`.
+  const unsigned* previous_count = nullptr;
+  unsigned* published_count = nullptr;
+  Report report;
+
+  __device__ T* w(std::int64_t matrix) const { return W + matrix * ldw * N; }
+  __device__ T* v(std::int64_t matrix) const { return V + matrix * ldv * N; }
+  __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * positions; }
+  __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * positions; }
+  __device__ T* error_scales_of(std::int64_t matrix) const { return error_scales + matrix * positions; }
+};
+
+// Sigma of a column from its fresh squared norm: 0 for a negligible column or rounding noise.
+template <class T>
+__device__ __forceinline__ T sigma_from_norm2(T norm2, T error_scale) {
+  return norm2 >= Precision<T>::negligible && !is_rounding_noise(norm2, error_scale) ? sqrt(norm2) : T(0);
+}
+
+constexpr int global_threads = 256;
+constexpr int global_warps = global_threads / 32;
+
+// Hopper's features, in device code compiled for sm_90 on (and in the host pass, which sees every
+// kernel): thread-block clusters and programmatic dependent launch. The host launches the kernels
+// that need them only where DeviceFeatures says the loaded code has them (core/device_features.hpp).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define ROOFLAB_HAS_CLUSTERS 1
+#define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 1
+#else
+#define ROOFLAB_HAS_CLUSTERS 0
+#define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 0
+#endif
+
+// The kernels that launch_after_previous launches (the setup and final kernels, the Gram kernels
+// and the small kernels of a sweep's start and end) follow one another with programmatic dependent
+// launch (Hopper): a kernel's blocks may start while the one before it still runs, and wait here
+// for its results, so the launches do not each pay the whole latency. Every block waits before it
+// reads or returns, so a kernel completes only after the one before it did (outside such a launch
+// the wait returns at once).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if ROOFLAB_HAS_PROGRAMMATIC_LAUNCH
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ double bits_as_double(unsigned long long bits) {
+  return __longlong_as_double(static_cast<long long>(bits));
+}
+
+// Raises `word`, the bits of a non-negative double, to `value` (off_bits, test_bits).
+__device__ __forceinline__ void raise_to(unsigned long long* word, double value) {
+  if (value > 0) atomicMax(word, static_cast<unsigned long long>(__double_as_longlong(value)));
+}
+
+// The next kernel may launch once every block of this one has called this (or exited). Called
+// late, before a block's last stores: called first thing, the next kernel's waiting blocks took
+// the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
+__device__ __forceinline__ void let_next_kernel_start() {
+#if ROOFLAB_HAS_PROGRAMMATIC_LAUNCH
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+// First thing in a small kernel (a few blocks, little work): the next kernel launches at once and
+// its blocks wait; this one waits for the one before it.
+__device__ __forceinline__ void chain_small_kernel() {
+  let_next_kernel_start();
+  wait_for_previous_kernel();
+}
+
+// Start of a sweep, a block per matrix: positions sorted by decreasing tracked norm.
+template <class T>
+__device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std::int64_t matrix) {
+  if (!G.active[matrix]) return;
+  rank_sort_descending(team, G.norms_of(matrix), G.positions, G.pos_of(matrix));
+  if (team.rank() == 0) G.off_bits[matrix] = 0;
+}
+
+// End of a sweep, a thread per matrix: converged when no pair needed a rotation, or when the
+// all-pairs test took the matrix (`tested`) and found every pair orthogonal; that test then counts
+// as its last sweep.
+template <class T>
+__device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count,
+                          bool tested) {
+  if (!G.active[matrix]) return;
+  const int sweeps = ++G.sweeps[matrix];
+  const double off = bits_as_double(G.off_bits[matrix]);
+  // The test's blocks raised test_bits by atomics in this kernel: read past the L1 cache.
+  const unsigned long long test_bits =
+      tested ? *static_cast<volatile unsigned long long*>(&G.test_bits[matrix]) : 0;
+  if (!(off > double(G.P.tol))) {
+    G.converged[matrix] = 1;
+    G.active[matrix] = 0;
+  } else if (sweeps >= G.P.max_sweeps) {
+    G.active[matrix] = 0;
+  } else if (tested && !(bits_as_double(test_bits) > double(G.P.tol))) {
+    ++G.sweeps[matrix];
+    G.converged[matrix] = 1;
+    G.active[matrix] = 0;
+    G.off_bits[matrix] = test_bits;
+  } else {
+    atomicAdd(active_count, 1u);
+  }
+}
+
+// The previous sweep's count of matrices that sweep on, final once a sweep starts (its kernels
+// all completed), to the host: it decides from it whether to queue the rest of this sweep. Called
+// after the wait by the sweep's first kernel (and harmlessly by later ones of the same sweep).
+template <class T>
+__device__ void publish_previous_count(const GlobalState<T>& G) {
+  if (G.previous_count != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
+    *G.published_count = *G.previous_count;
+}
+
+// A sort by decreasing key (ties by index) in chunks of 32 keys: lane l of a block of `warps` warps
+// ranks key 32 chunk + l among all `count`, each warp counting the keys ahead of it in its share of
+// them, the warps' counts added in shared memory, and order[rank] gets its index. With a block per
+// 128 columns, each thread running through every norm, the sweep's sort took 6.5 us at 256 x 256
+// (H200, Nsight Compute); with one block per matrix, 0.53 ms at 2048 x 2048. Every thread of the
+// block calls it.
+constexpr int sort_columns = 32;
+constexpr int sort_warps = 8;
+constexpr int sort_threads = 32 * sort_warps;
+template <int warps, class T>
+__device__ void rank_chunk(const T* key, int count, int chunk, int* order) {
+  __shared__ int counted[warps][sort_columns];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = chunk * sort_columns + lane;
+  const T mine = c < count ? key[c] : T(0);
+  int rank = 0;
+#pragma unroll 8
+  for (int o = warp; o < count; o += warps) rank += ahead_when_descending(key[o], o, mine, c);
+  counted[warp][lane] = rank;
+  __syncthreads();
+  if (warp != 0) return;
+  for (int w = 1; w < warps; ++w) rank += counted[w][lane];
+  if (c < count) order[rank] = c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The host side.
+
+// A grid that covers `items` work items of `per_block` each, capped at a few waves (the kernels
+// stride over the rest).
+inline unsigned grid_for(std::int64_t items, int per_block) {
+  const std::int64_t blocks = (items + per_block - 1) / per_block;
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
+}
+
+// Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch where
+// the device and the loaded code have it: it may start before the stream's previous kernel
+// completes (elsewhere it starts after, as any launch). Blocks go in clusters of `cluster`, which
+// only a device with clusters is asked for.
+template <class... Parameters, class... Arguments>
+void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
+                           std::size_t shared_bytes, int cluster, cudaStream_t stream, const char* name,
+                           Arguments... arguments) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attributes[2]{};
+  unsigned count = 0;
+  if (current_device_features().programmatic_launch()) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count++].val.clusterDim = {unsigned(cluster), 1, 1};
+  }
+  config.attrs = attributes;
+  config.numAttrs = count;
+  ROOFLAB_CUDA("svd", std::string("launching ") + name,
+               cudaLaunchKernelEx(&config, kernel, arguments...));
+  detail::check_launch("svd", name);
+}
+
+inline std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Consecutive pieces of one scratch allocation: sizes from aligned() keep every piece aligned.
+class ScratchPieces {
+ public:
+  explicit ScratchPieces(const StreamBuffer& scratch) : at_(scratch.as<unsigned char>()) {}
+  template <class U>
+  U* take(std::size_t bytes) {
+    U* const piece = reinterpret_cast<U*>(at_);
+    at_ += bytes;
+    return piece;
+  }
+
+ private:
+  unsigned char* at_;
+};
+
+// Launches a cooperative kernel; false (and no error left behind) when the device cannot hold the
+// grid at once after all, as under a tool that takes resources, so the caller can fall back to
+// ordinary launches. Other errors throw.
+inline bool launched_cooperatively(void* kernel, int blocks, int threads, void** arguments,
+                            std::size_t shared_bytes, cudaStream_t stream) {
+  const cudaError_t status = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(threads), arguments,
+                                                         shared_bytes, stream);
+  if (status == cudaErrorCooperativeLaunchTooLarge) {
+    cudaGetLastError();  // not sticky: clear it
+    return false;
+  }
+  ROOFLAB_CUDA("svd", "launching a cooperative kernel", status);
+  return true;
+}
+
+}  // namespace rooflab::jacobi

@@ -1,0 +1,454 @@
+// The Gram schedule (the single-matrix ladder's rung 7): pairs of 16-column blocks ride the
+// odd-even ring over blocks, and each pair of a round is diagonalized through its 32 x 32 Gram
+// matrix by three kernels (gram_partials, gram_solve, gram_apply); after a sweep of only small
+// off-diagonals the all-pairs test (gram_all_pairs_test) stands for the sweep that would rotate
+// nothing. The device machinery is in gram.cuh, shared with the fused rounds (fused.cu) and the
+// sweeps in one cluster (cluster.cu).
+#include "rooflab/detail/warp_reduce.cuh"
+#include "svd/gram.cuh"
+
+namespace rooflab::jacobi {
+namespace {
+
+// A block per pair and slice of rows: the slice's contribution to the pair's Gram matrix, 64 rows
+// at a time through shared memory (column s of the rows at tile[s * ld]). In double each warp
+// forms a 16 x 16 quarter of G on the tensor cores (two 16 x 8 products per 4 rows); in float
+// each thread accumulates a 2 x 4 patch with FMAs.
+template <class T>
+__global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
+    gram_partials(GlobalState<T> G, GramWork<T> work, int round) {
+  wait_for_previous_kernel();
+  publish_previous_count(G);
+  constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
+  __shared__ __align__(16) T tile[gram_width * ld];
+  __shared__ int columns[gram_width];
+  const std::int64_t item = blockIdx.x / work.slices;
+  const int slice = blockIdx.x % work.slices;
+  std::int64_t matrix = 0;
+  int first = 0;
+  if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
+  if (threadIdx.x < gram_width) columns[threadIdx.x] = G.pos_of(matrix)[first + threadIdx.x];
+  const T* W = G.w(matrix);
+  GramQuarter<T> gram;
+  const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
+  // Each tile's loads are issued together, and the next tile's while this one is multiplied.
+  constexpr int per_thread = gram_tile_rows * gram_width / gram_threads;
+  T staged[per_thread];
+  const auto load = [&](int r0) {
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = columns[e / gram_tile_rows];
+      staged[i] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
+    }
+  };
+  __syncthreads();  // columns known
+  load(begin);
+  for (int r0 = begin; r0 < end; r0 += gram_tile_rows) {
+    __syncthreads();  // the previous tile consumed
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) {
+      const int e = threadIdx.x + i * gram_threads;
+      tile[e / gram_tile_rows * ld + e % gram_tile_rows] = staged[i];
+    }
+    __syncthreads();
+    if (r0 + gram_tile_rows < end) load(r0 + gram_tile_rows);
+    gram.add_tile(tile, ld, 0);
+  }
+  let_next_kernel_start();
+  T* out = work.partials + (item * work.slices + slice) * (gram_width * gram_width);
+#pragma unroll
+  for (int b = 0; b < gram.outer; ++b)
+#pragma unroll
+    for (int a = 0; a < gram.inner; ++a) out[gram.row(b, a) * gram_width + gram.column(b, a)] = gram.sum[b][a];
+}
+
+// A block per pair: sums the slices' partial Grams (in a fixed order: reproducible) or forms G
+// itself, solves (solve_pair) and leaves Q, the columns and the ranks for gram_apply.
+template <class T>
+__global__ void __launch_bounds__(gram_solve_threads)
+    gram_solve(GlobalState<T> G, GramWork<T> work, int round) {
+  wait_for_previous_kernel();
+  publish_previous_count(G);
+  constexpr int ld = SolveShared<T>::ld;
+  __shared__ __align__(16) SolveShared<T> sh;
+  const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * solve_rows;
+  const std::int64_t item = blockIdx.x;
+  std::int64_t matrix = 0;
+  int first = 0;
+  const bool active = gram_pair(G, round, item, matrix, first);
+  int* pos = G.pos_of(matrix);
+  const int column = pos[first + lane];  // asked for with the flag: the latencies overlap
+  if (!active) return;                   // uniform over the block
+  T* norms = G.norms_of(matrix);
+  T* error_scales = G.error_scales_of(matrix);
+  const bool real = column < G.N;
+  const T lane_scale = real ? error_scales[column] : T(0);
+  const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
+
+  // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
+  // slices' partials.
+  const int lane_column = seat_column(order.seat(lane));
+  T x[solve_rows];  // G_kl, k = k0 + kk, l = lane
+  if (work.solve_forms_gram()) {
+    form_gram(G, matrix, column, order, sh.buffers, sh.g(0), ld);
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) x[kk] = sh.g(0)[order.seat(k0 + kk) * ld + lane_column];
+  } else {
+    const T* partial = work.partials + item * work.slices * (gram_width * gram_width);
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) x[kk] = partial[(k0 + kk) * gram_width + lane];
+#pragma unroll 4  // several slices' loads in flight at once
+    for (int slice = 1; slice < work.slices; ++slice)
+#pragma unroll
+      for (int kk = 0; kk < solve_rows; ++kk)
+        x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
+#pragma unroll
+    for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
+  }
+  clear_gram_noise(x, lane_scale, order, sh);
+  const PairSolve<T> solved = solve_pair(G, order, sh, x);
+  if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
+  if (!solved.rotated) {
+    if (part != 0) return;
+    if (lane == 0) work.rotated[item] = 0;
+    if (real) norms[column] = solved.diagonal;
+    pos[first + (lane + gram_block) % gram_width] = column;
+    return;
+  }
+  let_next_kernel_start();
+  T eigenvalue;
+  const int rank = rank_outputs(sh, solved.now, order, column, real, eigenvalue);
+  const T* const q_now = sh.buffers + (2 + solved.now) * SolveShared<T>::buffer_size;
+  const std::int64_t base = item * gram_width;
+#pragma unroll
+  for (int kk = 0; kk < solve_rows; ++kk)
+    work.rotations[(base + k0 + kk) * gram_width + rank] = q_now[(k0 + kk) * ld + lane_column];
+  if (part != 0) return;
+  const T scale = output_error_scale(sh, solved.now, order, lane_scale);
+  const int target = sh.slot_column[rank];
+  work.in_columns[base + lane] = column;
+  work.out_columns[base + rank] = target;
+  if (real) {
+    norms[target] = fmax(eigenvalue, T(0));
+    error_scales[target] = scale;
+  }
+  pos[first + (rank + gram_block) % gram_width] = target;
+  if (lane == 0) work.rotated[item] = 1;
+}
+
+// A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in place
+// (the block reads all 32 inputs of its rows before it writes an output). In double each warp
+// forms 16 rows of the product on the tensor cores; in float each thread a 4 x 4 patch with FMAs.
+// The results pass through shared memory so that the stores are whole column segments.
+template <class T>
+__global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
+    gram_apply(GlobalState<T> G, GramWork<T> work, int round, int w_tiles, int v_tiles) {
+  wait_for_previous_kernel();
+  constexpr int ldq = apply_ldq, ldt = apply_ldt, ldo = apply_ld_out<T>;
+  // Q_sk at q[s * ldq + k]; column s of the rows at tile[s * ldt], then output k at tile[k * ldo]
+  // (gram_apply_shared_bytes).
+  extern __shared__ __align__(16) unsigned char apply_shared[];
+  T* const q = reinterpret_cast<T*>(apply_shared);
+  T* const tile = q + gram_width * ldq;
+  int* const in_columns = reinterpret_cast<int*>(tile + gram_width * ldt);
+  int* const out_columns = in_columns + gram_width;
+  const std::int64_t item = blockIdx.x / (w_tiles + v_tiles);
+  const int t = blockIdx.x % (w_tiles + v_tiles);
+  std::int64_t matrix = 0;
+  int first = 0;
+  const bool active = gram_pair(G, round, item, matrix, first);
+  const bool rotated = work.rotated[item];
+  // Q and the rows arrive by asynchronous copies: no registers held while they are in flight. Q
+  // and the columns are asked for together with the flags (a stopped matrix's scratch is stale
+  // but readable), so that their latencies overlap.
+  const T* rotation = work.rotations + item * (gram_width * gram_width);
+#pragma unroll
+  for (int i = 0; i < gram_width * gram_width / gram_apply_threads; ++i) {
+    const int e = threadIdx.x + i * gram_apply_threads;
+    copy_async(q + e / gram_width * ldq + e % gram_width, rotation + e, true);
+  }
+  commit_copies();
+  if (threadIdx.x < gram_width) {
+    in_columns[threadIdx.x] = work.in_columns[item * gram_width + threadIdx.x];
+    out_columns[threadIdx.x] = work.out_columns[item * gram_width + threadIdx.x];
+  }
+  if (!active || !rotated) {  // uniform over the block
+    wait_copies<0>();
+    return;
+  }
+  const bool on_w = t < w_tiles;
+  T* X = on_w ? G.w(matrix) : G.v(matrix);
+  const std::int64_t ld = on_w ? G.ldw : G.ldv;
+  const int rows = on_w ? G.M : G.N;
+  const int r0 = (on_w ? t : t - w_tiles) * gram_apply_rows;
+  __syncthreads();  // the columns known
+  copy_tile_async<gram_apply_rows, gram_apply_threads>(tile, ldt, X, ld, rows, G.N, r0,
+                                                        [&](int slot) { return in_columns[slot]; });
+  wait_copies<0>();
+  __syncthreads();
+  RowsTimesQ<T> product;
+  product.multiply(tile, ldt, q, ldq);
+  let_next_kernel_start();
+  __syncthreads();  // every input read: the tile takes the outputs
+  product.stage(tile, ldo);
+  __syncthreads();
+  store_columns<gram_apply_rows, gram_apply_threads>(tile, ldo, X, ld, rows, r0, out_columns, G.N);
+}
+
+// The all-pairs test (jacobi_math.hpp): whether the columns are orthogonal to tol after a sweep
+// that met only small off-diagonals, in one launch instead of the sweep that would rotate nothing.
+// A block per matrix and pair of 32-column groups (first <= second, by column index) forms
+// W_first^T W_second, 64 rows at a time by asynchronous copies (tensor cores in double, FMAs in
+// float, as the partials do), and raises the matrix's test_bits to its largest |G_pq| /
+// sqrt(norm_p norm_q) over p < q, with the tracked norms (the solves' eigenvalues). Each tile's
+// products are summed apart and then added, as the partials' slices are: tol is sqrt(M) eps, about
+// the rounding of a dot product summed in one chain over M rows. With one chain the test cost
+// instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08
+// ms, 1024 x 1024 20.0 against 18.9 ms); with tile sums 2.96 against 3.39 and 18.4 against 18.8.
+// Pairs found just above tol, up to recheck_capacity of them a block, are formed again from the
+// columns with compensated sums (CompensatedSum), and their products and norms as accurate as the
+// columns allow decide: a sweep is not spent on what was only the rounding of the test's sums.
+// The kernel also ends the sweep and starts the next one, in place of three small kernels a sweep:
+// its blocks sort the positions by tracked norm for the next sweep (rank_chunk, as
+// global_sweep_start does; harmless for a matrix that stops), and each matrix's last block to
+// finish, which the arrivals count, ends the sweep (sweep_end) with the test's verdict and clears
+// the bits for the next one. The next sweep's first round publishes the count (the Gram kernels
+// call publish_previous_count).
+constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
+constexpr int recheck_capacity = 64;
+constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
+constexpr int test_tile_size = 2 * gram_width * test_ld;
+template <class T>
+constexpr int gram_test_shared_bytes = int(2 * test_tile_size * sizeof(T));
+
+// Whether the test takes an active matrix at the end of this sweep: the sweep leaves it sweeping
+// on (sweep_end: off-diagonals above tol, sweeps left), and they were all small.
+template <class T>
+__device__ bool takes_all_pairs_test(const GlobalState<T>& G, std::int64_t matrix) {
+  const double off = bits_as_double(G.off_bits[matrix]);
+  return off > double(G.P.tol) && G.sweeps[matrix] + 1 < G.P.max_sweeps &&
+         off <= double(all_pairs_test_threshold(G.P.tol));
+}
+
+// One block's share of the test: the pairs of column groups `first` and `second`. Every thread of
+// the block calls it.
+template <class T>
+__device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, int first, int second,
+                                T* tiles, unsigned long long* team_scratch) {
+  const T* W = G.w(matrix);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  GramQuarter<T> gram;
+  stream_tiles(
+      0, G.M, tiles, test_tile_size,
+      [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
+        copy_tile_async<gram_tile_rows, gram_threads, 2 * gram_width>(
+            tile, test_ld, W, G.ldw, G.M, G.N, r0, [&](int slot) {
+              return slot < gram_width ? gram_width * first + slot : gram_width * (second - 1) + slot;
+            });
+      },
+      [&](const T* tile) {  // a tile's products summed on their own, then added: see above
+        GramQuarter<T> tile_gram;
+        tile_gram.add_tile(tile, test_ld, gram_width);
+#pragma unroll
+        for (int b = 0; b < gram.outer; ++b)
+#pragma unroll
+          for (int a = 0; a < gram.inner; ++a) gram.sum[b][a] += tile_gram.sum[b][a];
+      });
+  const T* norms = G.norms_of(matrix);
+  __shared__ int2 recheck[recheck_capacity];  // (p, q)
+  __shared__ int rechecks;
+  if (threadIdx.x == 0) rechecks = 0;
+  __syncthreads();
+  const T tol = G.P.tol;
+  T off = 0;
+#pragma unroll
+  for (int b = 0; b < gram.outer; ++b)
+#pragma unroll
+    for (int a = 0; a < gram.inner; ++a) {
+      const int p = gram_width * first + gram.row(b, a), q = gram_width * second + gram.column(b, a);
+      if (p >= q || q >= G.N) continue;
+      const T cosine = scaled_off_diagonal(norms[p], norms[q], gram.sum[b][a]);
+      if (cosine > tol && cosine <= T(recheck_factor) * tol) {
+        const int slot = atomicAdd(&rechecks, 1);
+        if (slot < recheck_capacity) {
+          recheck[slot] = make_int2(p, q);
+          continue;
+        }
+      }
+      off = fmax(off, cosine);
+    }
+  __syncthreads();
+  // A warp per pair to recheck: the lanes' compensated sums over every 32nd row, then combined.
+  const int count = min(rechecks, recheck_capacity);
+  for (int r = warp; r < count; r += gram_threads / 32) {
+    const T* wp = W + std::int64_t(recheck[r].x) * G.ldw;
+    const T* wq = W + std::int64_t(recheck[r].y) * G.ldw;
+    CompensatedSum<T> dot, pp, qq;
+    for (int row = lane; row < G.M; row += 32) {
+      const T x = wp[row], y = wq[row];
+      dot.add_product(x, y);
+      pp.add_product(x, x);
+      qq.add_product(y, y);
+    }
+    const auto combined = [](CompensatedSum<T> sum, const CompensatedSum<T>& other) {
+      sum.add(other);
+      return sum;
+    };
+    dot = detail::warp_reduce(dot, combined);  // lane 0 holds the whole sums
+    pp = detail::warp_reduce(pp, combined);
+    qq = detail::warp_reduce(qq, combined);
+    if (lane == 0) off = fmax(off, scaled_off_diagonal(pp.value(), qq.value(), dot.value()));
+  }
+  off = BlockTeam{team_scratch}.max(off);
+  if (threadIdx.x == 0) raise_to(&G.test_bits[matrix], double(off));
+}
+
+// A block per matrix and pair of column groups.
+template <class T>
+__global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<T> G, int groups) {
+  extern __shared__ __align__(16) unsigned char test_shared[];
+  __shared__ unsigned long long team_scratch[32];
+  chain_small_kernel();  // most sweeps test nothing
+  const int group_pairs = groups * (groups + 1) / 2;
+  const std::int64_t matrix = blockIdx.x / group_pairs;
+  if (!G.active[matrix]) return;  // uniform over the block
+  const bool tested = takes_all_pairs_test(G, matrix);
+  const int block = int(blockIdx.x % group_pairs);
+  if (tested) {
+    const GroupPair pair = upper_triangle_pair(block, groups);
+    test_group_pair(G, matrix, pair.first, pair.second, reinterpret_cast<T*>(test_shared), team_scratch);
+  }
+  const int chunks = (G.positions + sort_columns - 1) / sort_columns;
+  for (int chunk = block; chunk < chunks; chunk += group_pairs) {
+    __syncthreads();  // a previous chunk's counts are read
+    rank_chunk<gram_threads / 32>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
+  }
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this block's raise of test_bits, before it arrives
+  if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < group_pairs) return;
+  __threadfence();  // every block arrived: their raises are visible
+  sweep_end(G, matrix, G.active_count, tested);
+  G.test_arrivals[matrix] = 0;
+  if (!G.active[matrix]) return;  // a matrix that stops keeps its last off-diagonal for the report
+  G.off_bits[matrix] = 0;
+  G.test_bits[matrix] = 0;
+}
+
+}  // namespace
+
+template <class T>
+void set_gram_positions(GlobalState<T>& G) {
+  G.block = gram_block;
+  const int blocks = (G.N + gram_block - 1) / gram_block;
+  G.block_positions = blocks + (blocks & 1);
+  G.positions = G.block_positions * gram_block;
+}
+
+template <class T>
+GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
+  constexpr const char* op = "svd";
+  const std::int64_t batch = G.P.batch;
+  GramPlan<T> plan;
+  // The round scratch: slices of rows enough for gram_partial_blocks_per_sm blocks per SM per
+  // round.
+  plan.pairs = gram ? batch * (G.block_positions / 2) : 0;
+  plan.w_tiles = (G.M + gram_apply_rows - 1) / gram_apply_rows;
+  plan.v_tiles = G.P.uv ? (G.N + gram_apply_rows - 1) / gram_apply_rows : 0;
+  // The all-pairs test's blocks: a matrix's pairs of 32-column groups.
+  plan.test_groups = (G.N + gram_width - 1) / gram_width;
+  plan.test_group_pairs = std::int64_t(plan.test_groups) * (plan.test_groups + 1) / 2;
+  if (plan.pairs == 0) return plan;
+  require(batch * plan.test_group_pairs < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+  ROOFLAB_CUDA(op, "letting the Gram apply take its shared memory",
+               cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(gram_apply_shared_bytes<T>)));
+  ROOFLAB_CUDA(
+      op, "letting the all-pairs test take its shared memory",
+      cudaFuncSetAttribute(gram_all_pairs_test<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           gram_test_shared_bytes<T>));
+  // The solves form the Gram matrices themselves when a round's solves alone fill the GPU, or
+  // when the columns are two tiles of rows at most, where the partials kernel costs more in
+  // latency than the solve's own two tiles (on the H200, double: 125 x 125 1.70 against 1.89
+  // ms, 100 x 100 1.86 against 1.93 ms; with 256 rows 3.59 against 3.54 ms, 1024 rows 35.6
+  // against 21.0 ms).
+  int solves_per_sm = 0;
+  ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
+                                                             gram_solve_threads, 0));
+  const bool solve_forms_gram = plan.pairs >= std::int64_t(solves_per_sm) * current_sm_count() ||
+                                G.M <= 2 * gram_tile_rows;
+  const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
+  const std::int64_t wanted = (blocks + plan.pairs - 1) / plan.pairs;
+  const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
+  const int slices = int(std::clamp<std::int64_t>(wanted, 1, row_tiles));
+  plan.work.slice_rows = (row_tiles + slices - 1) / slices * gram_tile_rows;
+  plan.work.slices = solve_forms_gram ? 0 : (G.M + plan.work.slice_rows - 1) / plan.work.slice_rows;
+  require(plan.pairs * (plan.w_tiles + plan.v_tiles) < (std::int64_t(1) << 31), op, "batch",
+          "too many matrices");
+  return plan;
+}
+
+// The pieces of the round scratch, in the order take_gram_scratch takes them.
+namespace {
+struct GramScratchBytes {
+  std::size_t partials, rotations, columns, rotated;
+};
+template <class T>
+GramScratchBytes gram_scratch_pieces(const GramPlan<T>& plan) {
+  constexpr std::size_t gram_square = gram_width * gram_width;
+  return {aligned(sizeof(T) * gram_square * plan.work.slices * plan.pairs),
+          aligned(sizeof(T) * gram_square * plan.pairs), aligned(sizeof(int) * gram_width * plan.pairs),
+          aligned(sizeof(int) * plan.pairs)};
+}
+}  // namespace
+
+template <class T>
+std::size_t gram_scratch_bytes(const GramPlan<T>& plan) {
+  const GramScratchBytes bytes = gram_scratch_pieces(plan);
+  return bytes.partials + bytes.rotations + 2 * bytes.columns + bytes.rotated;
+}
+
+template <class T>
+void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces) {
+  const GramScratchBytes bytes = gram_scratch_pieces(plan);
+  plan.work.partials = pieces.take<T>(bytes.partials);
+  plan.work.rotations = pieces.take<T>(bytes.rotations);
+  plan.work.in_columns = pieces.take<int>(bytes.columns);
+  plan.work.out_columns = pieces.take<int>(bytes.columns);
+  plan.work.rotated = pieces.take<int>(bytes.rotated);
+}
+
+template <class T>
+void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::int64_t items,
+                       int round, cudaStream_t stream) {
+  const GramWork<T>& gram = plan.work;
+  if (!gram.solve_forms_gram())
+    launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
+                          "gram_partials", G, gram, round);
+  launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G, gram,
+                        round);
+  launch_after_previous(gram_apply<T>, items * (plan.w_tiles + plan.v_tiles), gram_apply_threads,
+                        gram_apply_shared_bytes<T>, 1, stream, "gram_apply", G, gram, round, plan.w_tiles,
+                        plan.v_tiles);
+}
+
+template <class T>
+void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, cudaStream_t stream) {
+  launch_after_previous(gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs, gram_threads,
+                        gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, plan.test_groups);
+}
+
+#define ROOFLAB_INSTANTIATE(T)                                                                     \
+  template void set_gram_positions<T>(GlobalState<T>&);                                          \
+  template GramPlan<T> plan_gram<T>(const GlobalState<T>&, bool);                                \
+  template std::size_t gram_scratch_bytes<T>(const GramPlan<T>&);                                \
+  template void take_gram_scratch<T>(GramPlan<T>&, ScratchPieces&);                              \
+  template void launch_gram_round<T>(const GlobalState<T>&, const GramPlan<T>&, std::int64_t, int, \
+                                     cudaStream_t);                                              \
+  template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, cudaStream_t);
+ROOFLAB_INSTANTIATE(float)
+ROOFLAB_INSTANTIATE(double)
+#undef ROOFLAB_INSTANTIATE
+
+}  // namespace rooflab::jacobi

@@ -1,0 +1,247 @@
+// run_global: drives the global-memory schedules (global rounds, blocked, Gram, fused, cluster).
+// It plans the problem's positions and each schedule's shapes, carves the scratch out of one
+// allocation, loads the matrices, queues the sweeps (the host waits once a sweep for the count of
+// matrices still sweeping, the next sweep already queued behind it) and writes the results. The
+// kernels live in each schedule's file (global_schedule.cuh lists what they offer).
+#include <algorithm>
+#include <cstdint>
+
+#include "core/pinned_buffer.hpp"
+#include "core/stream_mark.hpp"
+#include "svd/global_schedule.cuh"
+
+namespace rooflab::jacobi {
+namespace {
+
+// What run_global decided for a problem: the schedule's family and each family's plan.
+template <class T>
+struct GlobalPlan {
+  GlobalSchedule schedule;
+  bool blocked = false;  // blocked or blocked_persistent
+  bool gram = false;     // gram, gram_fused or gram_cluster
+  BlockedPlan blocked_plan;
+  GramPlan<T> gram_plan;
+  // A sweep's rounds: over pairs of blocks in the blocked and Gram schedules, else of columns.
+  int rounds(const GlobalState<T>& G) const { return blocked || gram ? G.block_positions : G.positions; }
+};
+
+// The positions of the ordering and every shape the schedule takes: the blocked layout, the Gram
+// round scratch, the cluster of the whole iteration where every matrix's cluster fits on the GPU
+// at once, and the fused round where every pair of a round has its cluster on the GPU at once
+// (else the three kernels a round): blocks of one chunk of rows if such clusters fit, else of two.
+template <class T>
+GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
+  GlobalPlan<T> plan;
+  plan.schedule = schedule;
+  plan.blocked = schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
+  plan.gram = schedule == GlobalSchedule::gram || schedule == GlobalSchedule::gram_fused ||
+              schedule == GlobalSchedule::gram_cluster;
+  if (plan.blocked)
+    plan.blocked_plan = plan_blocked(G);
+  else if (plan.gram)
+    set_gram_positions(G);
+  else
+    G.positions = G.N + (G.N & 1);
+  plan.gram_plan = plan_gram(G, plan.gram);
+  if (schedule == GlobalSchedule::gram_cluster)
+    plan.gram_plan.cluster = cluster_sweeps_shape<T>(G.M, G.N, G.P.uv, G.P.batch);
+  if (current_device_features().clusters() &&
+      (schedule == GlobalSchedule::gram_fused ||
+       (schedule == GlobalSchedule::gram_cluster && plan.gram_plan.cluster.pairs == 0)))
+    plan.gram_plan.fused = choose_fused_shape<T>(G.M, G.N, G.P.uv, plan.gram_plan.pairs);
+  return plan;
+}
+
+// One allocation for all of the scratch, carved into aligned pieces: G's arrays, each sweep's
+// count of matrices that sweep on, then the Gram round scratch.
+struct ScratchSizes {
+  std::size_t w, v, column, pos, word, integer, count;
+  std::size_t total(std::size_t gram) const {
+    return w + v + 3 * column + pos + 3 * word + 6 * integer + count + gram;
+  }
+};
+template <class T>
+ScratchSizes scratch_sizes(const GlobalState<T>& G) {
+  const std::int64_t batch = G.P.batch;
+  return {aligned(sizeof(T) * G.ldw * G.N * batch),         aligned(sizeof(T) * G.ldv * G.N * batch),
+          aligned(sizeof(T) * G.positions * batch),         aligned(sizeof(int) * G.positions * batch),
+          aligned(sizeof(unsigned long long) * batch),      aligned(sizeof(int) * batch),
+          aligned(sizeof(unsigned) * G.P.max_sweeps)};
+}
+// Returns each sweep's count of matrices that sweep on.
+template <class T>
+unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes& size,
+                        const StreamBuffer& scratch) {
+  ScratchPieces pieces(scratch);
+  G.W = pieces.take<T>(size.w);
+  G.V = pieces.take<T>(size.v);
+  G.norms = pieces.take<T>(size.column);
+  G.coefficients = pieces.take<T>(size.column);
+  G.error_scales = pieces.take<T>(size.column);
+  G.pos = pieces.take<int>(size.pos);
+  G.max_bits = pieces.take<unsigned long long>(size.word);
+  G.off_bits = pieces.take<unsigned long long>(size.word);
+  G.test_bits = pieces.take<unsigned long long>(size.word);
+  G.exponent = pieces.take<int>(size.integer);
+  G.active = pieces.take<int>(size.integer);
+  G.sweeps = pieces.take<int>(size.integer);
+  G.converged = pieces.take<int>(size.integer);
+  G.bad = pieces.take<int>(size.integer);
+  G.test_arrivals = pieces.take<int>(size.integer);
+  unsigned* const sweep_counts = pieces.take<unsigned>(size.count);
+  take_gram_scratch(gram, pieces);
+  return sweep_counts;
+}
+
+// The host-driven sweeps. The host queues each sweep and stops when one ends with no matrix left
+// sweeping. So that the GPU does not idle while the host waits for that count and then launches,
+// sweep s + 1 is queued before the host reads sweep s's count: its start (in the Gram schedule its
+// first round) copies the count to page-locked memory and marks the stream, its next rounds follow,
+// and the host waits for the mark, then queues the rest of the sweep or stops (those rounds then
+// return at once: no matrix is active). Every sweep counts into its own counter, zeroed beforehand.
+template <class T>
+class SweepQueue {
+ public:
+  SweepQueue(GlobalState<T>& G, const GlobalPlan<T>& plan, unsigned* sweep_counts, int cooperative_blocks,
+             cudaStream_t stream)
+      : G_(G), plan_(plan), sweep_counts_(sweep_counts), cooperative_blocks_(cooperative_blocks),
+        stream_(stream), counted_("svd") {
+    ROOFLAB_CUDA("svd", "mapping page-locked host memory for the device",
+                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&G_.published_count), published().data(), 0));
+    sort_chunks_ = (G.positions + sort_columns - 1) / sort_columns;
+  }
+
+  // Every sweep, until one leaves no matrix sweeping or the sweeps run out.
+  void run() {
+    int queued = queue_sweep_start(0);
+    for (int sweep = 0;; ++sweep) {
+      queue_sweep_rest(queued);
+      if (sweep + 1 == G_.P.max_sweeps) break;
+      queued = queue_sweep_start(sweep + 1);
+      counted_.wait();
+      if (*static_cast<volatile unsigned*>(published().data()) == 0) break;
+    }
+  }
+
+ private:
+  static constexpr int rounds_ahead = 2;
+
+  static PinnedBuffer<unsigned>& published() {
+    thread_local PinnedBuffer<unsigned> count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+    return count;
+  }
+
+  // A sweep's rounds, first .. last - 1, in the schedule's kernels.
+  void queue_rounds(int first, int last) {
+    const GramPlan<T>& gram = plan_.gram_plan;
+    for (int round = first; round < last; ++round) {
+      if (plan_.blocked) {
+        launch_blocked_round(G_, plan_.blocked_plan, round, stream_);
+      } else if (plan_.gram) {
+        const std::int64_t items = std::int64_t(G_.P.batch) * pairs_in_round(round, G_.block_positions);
+        if (items == 0) continue;
+        if (gram.fused.cluster > 0)
+          launch_fused_round(G_, gram.fused, items, round, stream_);
+        else
+          launch_gram_round(G_, gram, items, round, stream_);
+      } else {
+        launch_global_round(G_, round, stream_);
+      }
+    }
+  }
+
+  // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
+  // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
+  // sorted the positions and the first round publishes the count: the mark follows that round.
+  int queue_sweep_start(int sweep) {
+    G_.active_count = sweep_counts_ + sweep;
+    G_.previous_count = sweep > 0 ? sweep_counts_ + sweep - 1 : nullptr;
+    if (plan_.schedule == GlobalSchedule::launch_per_sweep &&
+        launch_sweep_cooperatively(G_, cooperative_blocks_, stream_)) {
+      counted_.record(stream_);
+      return -1;
+    }
+    int queued = 0;
+    if (plan_.gram && sweep > 0)
+      queue_rounds(0, ++queued);
+    else
+      launch_sweep_start(G_, sort_chunks_, stream_);
+    counted_.record(stream_);
+    const int ahead = std::min(queued + rounds_ahead, plan_.rounds(G_));
+    queue_rounds(queued, ahead);
+    return ahead;
+  }
+
+  // The sweep's other rounds and its end; in the Gram schedule the end comes with the all-pairs
+  // test of the matrices whose sweep met only small off-diagonals (it returns at once for the
+  // others).
+  void queue_sweep_rest(int queued) {
+    if (queued < 0) return;
+    queue_rounds(queued, plan_.rounds(G_));
+    if (plan_.gram)
+      launch_all_pairs_test(G_, plan_.gram_plan, stream_);
+    else
+      launch_sweep_end(G_, stream_);
+  }
+
+  GlobalState<T>& G_;
+  const GlobalPlan<T>& plan_;
+  unsigned* sweep_counts_;
+  int cooperative_blocks_;
+  cudaStream_t stream_;
+  StreamMark counted_;
+  int sort_chunks_ = 0;
+};
+
+}  // namespace
+
+template <class T>
+void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report& report,
+                cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  if (problem.batch == 0) return;
+  GlobalState<T> G;
+  G.P = problem;
+  G.report = report;
+  G.M = std::max(problem.m, problem.n);
+  G.N = std::min(problem.m, problem.n);
+  G.ldw = shared_leading_dimension(G.M);
+  G.ldv = problem.uv ? shared_leading_dimension(G.N) : 0;
+  const std::int64_t batch = problem.batch;
+  GlobalPlan<T> plan = plan_global(G, schedule);
+  const bool in_one_cluster = plan.gram_plan.cluster.pairs > 0;
+
+  const ScratchSizes size = scratch_sizes(G);
+  StreamBuffer scratch(size.total(gram_scratch_bytes(plan.gram_plan)), stream, op);
+  unsigned* const sweep_counts = carve_scratch(G, plan.gram_plan, size, scratch);
+  const int sort_chunks = (G.positions + sort_columns - 1) / sort_columns;
+  require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+  ROOFLAB_CUDA(op, "zeroing the sweeps' counts of matrices still sweeping",
+               cudaMemsetAsync(sweep_counts, 0, size.count, stream));
+  ROOFLAB_CUDA(op, "zeroing the matrices' largest cosines", cudaMemsetAsync(G.off_bits, 0, size.word, stream));
+  load_scaled(G, stream);
+  if (!in_one_cluster) launch_column_norms(G, false, stream);  // the cluster's sweeps neither sort nor track norms
+
+  // The persistent blocked kernel: the whole iteration in one cooperative launch where its blocks
+  // can all be resident (else per-round launches).
+  int persistent_blocks = 0;
+  if (schedule == GlobalSchedule::blocked_persistent)
+    persistent_blocks = persistent_blocked_blocks(G, plan.blocked_plan);
+  if (persistent_blocks > 0 &&
+      !launch_blocked_persistent(G, plan.blocked_plan, persistent_blocks, sweep_counts, stream))
+    persistent_blocks = 0;
+  const int cooperative_blocks =
+      schedule == GlobalSchedule::launch_per_sweep ? cooperative_sweep_blocks(G) : 0;
+
+  SweepQueue<T> sweeps(G, plan, sweep_counts, cooperative_blocks, stream);
+  if (in_one_cluster)
+    launch_cluster_sweeps(G, plan.gram_plan.cluster, stream);
+  else if (persistent_blocks == 0)
+    sweeps.run();
+  write_results(G, in_one_cluster, stream);  // the cluster's sweeps leave sigma and U themselves
+}
+
+template void run_global<float>(const Problem<float>&, GlobalSchedule, const Report&, cudaStream_t);
+template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&, cudaStream_t);
+
+}  // namespace rooflab::jacobi
