@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 38's matrix in one go: rooflab's production histogram beside CUB for every input
+# The distribution table in one go: rooflab's production histogram beside CUB for every input
 # distribution at both bin mappings, each checked against the CPU reference, then one merged
 # results file and a markdown table with the issue's targets.
 #
@@ -19,7 +19,7 @@
 # on the CPU: 1 GiB of bytes is the longest) and HISTOGRAM_REPS timed runs of 0.1-0.5 ms (CUB
 # at 65536 bins on one hot bin: a few ms) after HISTOGRAM_WARMUP. About 2.5 minutes in all.
 #
-# Targets (issue 38), "% read" being the share of the measured streaming-read bandwidth:
+# Targets, "% read" being the share of the measured streaming-read bandwidth:
 #   256 bins (int32, float, uint8)  >= 90% and never slower than CUB
 #   4096 bins                       uniform >= 80%, every other distribution >= 60%
 #   65536 bins                      uniform >= 50% (no target for the others)

@@ -26,7 +26,8 @@ expect_one_line_error "'xml' is not a format" bench add --format xml
 expect_one_line_error "'nosuchop' is not an op" list nosuchop
 expect_one_line_error "does not fit in 64 bits" bench add --n 2^64
 expect_one_line_error "seed" bench add --seed minus-one
-expect_one_line_error "'zipf' is not a distribution" bench histogram --dist zipf
+expect_one_line_error "'lognormal' is not a distribution" bench histogram --dist lognormal
+expect_one_line_error "'uniform:weird' is not a distribution" bench histogram --dist uniform:weird
 expect_one_line_error "'--bins': must be at least 1" bench histogram --bins 0
 expect_one_line_error "'--bins': must be in \[1, 2^24\]" bench histogram --bins 2^25
 expect_one_line_error "'int8' is not a type of this op" bench transpose --dtype int8

@@ -25,7 +25,7 @@
 //   and a range test per value, no division, no branch on the common path.
 // Double precision (fast_bin_double in even_bins.cuh, every other case): the same idea in double.
 //
-// Integer edges (integer_edge_bin; issue 38's one-bin-per-integer mapping, lo = 0, hi = bins):
+// Integer edges (integer_edge_bin; the one-bin-per-integer mapping, lo = 0, hi = bins):
 //   where lo is an integer and the bin width w = (hi - lo) / bins is exactly 2^s, every edge is an
 //   integer, and both evaluations above put every integer that lies on an edge (all of them at
 //   w = 1) next to an integer t: near the edge, so to the rule, for every value. There the rule

@@ -4,7 +4,7 @@
 // function of the seed, i and the input's shape). The check bins the values the device drew
 // (downloaded), so a generator that uses pow() need not give the host's bits.
 //
-// Bin mappings (issue 38: contention takes a different path by mapping):
+// Bin mappings:
 //   scaled    the type's own bounds, many values to a bin: int32 [-10^6, 2 * 10^6), float and
 //             double [0, 1), uint8 [0, 256). Distributions that spread values spread them over
 //             the counted range and a sixteenth of it on each side (a ninth of uniform values

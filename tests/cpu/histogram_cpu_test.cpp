@@ -224,7 +224,7 @@ std::int64_t wrong_integer_edge_bins(double lo, double hi, int bins, int edges, 
 }
 
 TEST(HistogramIntegerEdges, TakenWhereEveryEdgeIsAnIntegerAPowerOfTwoApart) {
-  // One bin per integer (issue 38's identity mapping) and widths 2^s, for each type's limits.
+  // One bin per integer (the identity mapping) and widths 2^s, for each type's limits.
   auto rule = detail::make_even_bins(256, 0, 256);
   EXPECT_TRUE(rule.integer_edges_int && rule.integer_edges_float && rule.integer_edges_double);
   EXPECT_EQ(rule.width_shift, 0);
