@@ -18,12 +18,30 @@ DType parse_dtype(const std::string& text, const std::vector<DType>& allowed, DT
 
 template <class T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<std::int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<std::uint32_t>() { return DType::u32; }
-template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::i64;
+}
+template <>
+constexpr DType dtype_of<std::uint32_t>() {
+  return DType::u32;
+}
+template <>
+constexpr DType dtype_of<std::uint8_t>() {
+  return DType::u8;
+}
 
 // fn(T{}) with T the C++ type of `dtype`.
 template <class Fn>

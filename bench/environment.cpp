@@ -21,7 +21,8 @@ double Environment::ceiling_value(Ceiling ceiling) const {
 double Environment::least_seconds(const Model& model) const {
   const double ceiling = ceiling_value(model.ceiling);
   if (ceilings.launch_seconds <= 0 || ceiling <= 0) return 0;
-  return ceilings.launch_seconds + (is_compute_ceiling(model.ceiling) ? model.flops : model.bytes) / ceiling;
+  return ceilings.launch_seconds +
+         (is_compute_ceiling(model.ceiling) ? model.flops : model.bytes) / ceiling;
 }
 
 std::string utc_now_iso8601() {

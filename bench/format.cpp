@@ -42,7 +42,8 @@ std::string ceiling_short(const std::string& ceiling) {
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -70,34 +71,33 @@ std::string human_time(double ms) {
 
 nlohmann::json to_json(const Environment& environment) {
   const DeviceInfo& d = environment.device;
-  return {
-      {"device",
-       {{"name", d.name},
-        {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-        {"sm_count", d.sm_count},
-        {"l2_bytes", d.l2_bytes},
-        {"sm_clock_mhz", d.sm_clock_khz / 1000.0},
-        {"memory_clock_mhz", d.memory_clock_khz / 1000.0},
-        {"memory_bus_bits", d.memory_bus_bits},
-        {"global_memory_bytes", d.global_memory_bytes},
-        {"driver", cuda_version_string(d.driver_version)},
-        {"runtime", cuda_version_string(d.runtime_version)},
-        {"kernels", describe_kernel_build(environment.features)},
-        {"dispatch_arch", environment.features.arch},
-        {"shared_per_block_bytes", environment.features.shared_per_block}}},
-      {"ceilings",
-       {{"theoretical_bandwidth_gbps", d.theoretical_bandwidth() * 1e-9},
-        {"copy_bandwidth_gbps", environment.ceilings.copy_bandwidth * 1e-9},
-        {"read_bandwidth_gbps", environment.ceilings.read_bandwidth * 1e-9},
-        {"fp32_peak_gflops", d.fp32_peak() * 1e-9},
-        {"fp64_peak_gflops", d.fp64_peak() * 1e-9},
-        {"host_to_device_gbps", environment.ceilings.host_to_device_bandwidth * 1e-9},
-        {"measured_with_bytes", environment.ceilings.buffer_bytes},
-        {"host_to_device_measured_with_bytes", environment.ceilings.host_buffer_bytes},
-        {"launch_us", environment.ceilings.launch_seconds * 1e6}}},
-      {"commit", environment.commit},
-      {"date", environment.date},
-      {"rooflab", environment.version}};
+  return {{"device",
+           {{"name", d.name},
+            {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+            {"sm_count", d.sm_count},
+            {"l2_bytes", d.l2_bytes},
+            {"sm_clock_mhz", d.sm_clock_khz / 1000.0},
+            {"memory_clock_mhz", d.memory_clock_khz / 1000.0},
+            {"memory_bus_bits", d.memory_bus_bits},
+            {"global_memory_bytes", d.global_memory_bytes},
+            {"driver", cuda_version_string(d.driver_version)},
+            {"runtime", cuda_version_string(d.runtime_version)},
+            {"kernels", describe_kernel_build(environment.features)},
+            {"dispatch_arch", environment.features.arch},
+            {"shared_per_block_bytes", environment.features.shared_per_block}}},
+          {"ceilings",
+           {{"theoretical_bandwidth_gbps", d.theoretical_bandwidth() * 1e-9},
+            {"copy_bandwidth_gbps", environment.ceilings.copy_bandwidth * 1e-9},
+            {"read_bandwidth_gbps", environment.ceilings.read_bandwidth * 1e-9},
+            {"fp32_peak_gflops", d.fp32_peak() * 1e-9},
+            {"fp64_peak_gflops", d.fp64_peak() * 1e-9},
+            {"host_to_device_gbps", environment.ceilings.host_to_device_bandwidth * 1e-9},
+            {"measured_with_bytes", environment.ceilings.buffer_bytes},
+            {"host_to_device_measured_with_bytes", environment.ceilings.host_buffer_bytes},
+            {"launch_us", environment.ceilings.launch_seconds * 1e6}}},
+          {"commit", environment.commit},
+          {"date", environment.date},
+          {"rooflab", environment.version}};
 }
 
 nlohmann::json to_json(const Row& row) {
@@ -171,9 +171,9 @@ Row row_from_json(const nlohmann::json& json) {
 
 std::string markdown_tables(const nlohmann::json& results, const std::string& op) {
   const auto& environment = results.at("environment");
-  const std::string provenance =
-      fmt::format("{}, commit {}, {}", environment.at("device").at("name").get<std::string>(),
-                  environment.at("commit").get<std::string>(), environment.at("date").get<std::string>());
+  const std::string provenance = fmt::format(
+      "{}, commit {}, {}", environment.at("device").at("name").get<std::string>(),
+      environment.at("commit").get<std::string>(), environment.at("date").get<std::string>());
   std::string text;
   for (const auto& run : results.at("runs")) {
     if (!op.empty() && run.at("op") != op) continue;
@@ -181,10 +181,13 @@ std::string markdown_tables(const nlohmann::json& results, const std::string& op
                         run.at("problem").get<std::string>(), provenance);
     if (const auto& model = run.at("model"); model.contains("least_time_ms")) {
       const std::string launch =
-          model.contains("launch_us") ? ", " + human_time(model.at("launch_us").get<double>() * 1e-3) + "," : "";
-      text += fmt::format("Least time of one kernel: {} (the launch{} plus the model at the {}).\n\n",
-                          human_time(model.at("least_time_ms").get<double>()), launch,
-                          model.at("ceiling").get<std::string>());
+          model.contains("launch_us")
+              ? ", " + human_time(model.at("launch_us").get<double>() * 1e-3) + ","
+              : "";
+      text +=
+          fmt::format("Least time of one kernel: {} (the launch{} plus the model at the {}).\n\n",
+                      human_time(model.at("least_time_ms").get<double>()), launch,
+                      model.at("ceiling").get<std::string>());
     }
     text += markdown_header(run.at("model").at("ceiling")) + "\n";
     for (const auto& row : run.at("rows")) text += markdown_row(row_from_json(row)) + "\n";
@@ -215,11 +218,13 @@ struct ComparedRun {
 };
 
 // The compared runs of every op (or of `op` only), in the order the files first name them.
-std::vector<ComparedRun> compared_runs(const std::vector<ResultsFile>& files, const std::string& op) {
+std::vector<ComparedRun> compared_runs(const std::vector<ResultsFile>& files,
+                                       const std::string& op) {
   std::vector<ComparedRun> compared;
   std::map<std::tuple<std::string, std::string, int>, std::size_t> index;
   for (std::size_t f = 0; f < files.size(); ++f) {
-    std::map<std::pair<std::string, std::string>, int> seen;  // this file's runs of each problem so far
+    std::map<std::pair<std::string, std::string>, int>
+        seen;  // this file's runs of each problem so far
     for (const auto& run : files[f].results.at("runs")) {
       const std::string run_op = run.at("op");
       if (!op.empty() && run_op != op) continue;
@@ -228,7 +233,8 @@ std::vector<ComparedRun> compared_runs(const std::vector<ResultsFile>& files, co
       const int occurrence = seen[{run_op, key}]++;
       const auto [place, added] = index.try_emplace({run_op, key, occurrence}, compared.size());
       if (added)
-        compared.push_back({run_op, problem, occurrence, std::vector<const nlohmann::json*>(files.size())});
+        compared.push_back(
+            {run_op, problem, occurrence, std::vector<const nlohmann::json*>(files.size())});
       compared[place->second].runs[f] = &run;
     }
   }
@@ -240,14 +246,18 @@ std::vector<ComparedRun> compared_runs(const std::vector<ResultsFile>& files, co
 std::string compared_cells(const std::optional<Row>& row) {
   if (!row) return fmt::format("{} | {}", absent, absent);
   if (row->status == Status::skipped) return "skipped | ";
-  if (row->status == Status::failed) return row->expected_failure.empty() ? "FAILED | " : "FAILED (by design) | ";
+  if (row->status == Status::failed)
+    return row->expected_failure.empty() ? "FAILED | " : "FAILED (by design) | ";
   return fmt::format("{} | {:.1f}%", human_time(row->median_ms), row->percent_of_ceiling);
 }
 
 // A file's time for a rung over the first file's: below 1, the file is faster.
 std::string time_ratio(const std::optional<Row>& row, const std::optional<Row>& first) {
-  const auto timed = [](const std::optional<Row>& r) { return r && r->status == Status::ok && r->median_ms > 0; };
-  return timed(row) && timed(first) ? fmt::format("{:.3g}", row->median_ms / first->median_ms) : absent;
+  const auto timed = [](const std::optional<Row>& r) {
+    return r && r->status == Status::ok && r->median_ms > 0;
+  };
+  return timed(row) && timed(first) ? fmt::format("{:.3g}", row->median_ms / first->median_ms)
+                                    : absent;
 }
 
 std::string compared_table(const ComparedRun& compared, const std::vector<std::string>& labels) {
@@ -262,7 +272,8 @@ std::string compared_table(const ComparedRun& compared, const std::vector<std::s
     const auto& model = run.at("model");
     ceilings.insert(model.at("ceiling").get<std::string>());
     if (model.contains("least_time_ms"))
-      least_times.push_back(fmt::format("{} {}", labels[f], human_time(model.at("least_time_ms").get<double>())));
+      least_times.push_back(
+          fmt::format("{} {}", labels[f], human_time(model.at("least_time_ms").get<double>())));
     for (const auto& json : run.at("rows")) {
       Row row = row_from_json(json);
       rungs.try_emplace({row.rung, row.name}, files).first->second[f] = std::move(row);
@@ -273,8 +284,8 @@ std::string compared_table(const ComparedRun& compared, const std::vector<std::s
       compared.occurrence ? fmt::format(" (run {} of this problem)", compared.occurrence + 1) : "";
   std::string text = fmt::format("#### {}: {}{}\n\n", compared.op, compared.problem, again);
   if (!least_times.empty())
-    text += fmt::format("Least time of one kernel (the launch plus the model at the {}): {}.\n\n", ceiling,
-                        fmt::join(least_times, ", "));
+    text += fmt::format("Least time of one kernel (the launch plus the model at the {}): {}.\n\n",
+                        ceiling, fmt::join(least_times, ", "));
   text += "| # | variant |";
   for (std::size_t f = 0; f < files; ++f)
     text += fmt::format(" {} median | % of {} |", labels[f], ceiling) +
@@ -283,10 +294,13 @@ std::string compared_table(const ComparedRun& compared, const std::vector<std::s
   for (std::size_t f = 0; f < files; ++f) text += f ? "---:|---:|---:|" : "---:|---:|";
   text += "\n";
   for (const auto& [rung, rows] : rungs) {
-    const Row& named = **std::find_if(rows.begin(), rows.end(), [](const auto& row) { return row.has_value(); });
-    text += fmt::format("| {} | {} |", rung.first, named.vendor ? named.name + " (vendor)" : named.name);
+    const Row& named =
+        **std::find_if(rows.begin(), rows.end(), [](const auto& row) { return row.has_value(); });
+    text += fmt::format("| {} | {} |", rung.first,
+                        named.vendor ? named.name + " (vendor)" : named.name);
     for (std::size_t f = 0; f < files; ++f)
-      text += " " + compared_cells(rows[f]) + " |" + (f ? " " + time_ratio(rows[f], rows[0]) + " |" : "");
+      text += " " + compared_cells(rows[f]) + " |" +
+              (f ? " " + time_ratio(rows[f], rows[0]) + " |" : "");
     text += "\n";
   }
   return text + "\n";
@@ -306,12 +320,14 @@ std::vector<std::string> results_labels(const std::vector<ResultsFile>& files) {
       if (count[labels[i]] > 1) labels[i] += more(i);
   };
   tell_apart([&](std::size_t i) {
-    const std::string kernels = files[i].results.at("environment").at("device").value("kernels", "");
+    const std::string kernels =
+        files[i].results.at("environment").at("device").value("kernels", "");
     return kernels.empty() ? std::string() : " (" + kernels + ")";
   });
   // The file's name, or its path where two files of that name are given.
   std::map<std::string, int> names;
-  for (const ResultsFile& file : files) ++names[std::filesystem::path(file.path).filename().string()];
+  for (const ResultsFile& file : files)
+    ++names[std::filesystem::path(file.path).filename().string()];
   tell_apart([&](std::size_t i) {
     const std::string name = std::filesystem::path(files[i].path).filename().string();
     return " [" + (names[name] > 1 ? files[i].path : name) + "]";
@@ -323,18 +339,21 @@ std::string markdown_comparison(const std::vector<ResultsFile>& files, const std
   const std::vector<std::string> labels = results_labels(files);
   const std::vector<ComparedRun> compared = compared_runs(files, op);
   std::string text =
-      "Side by side: each file's median time and percent of its own device's measured ceiling, and each "
+      "Side by side: each file's median time and percent of its own device's measured ceiling, and "
+      "each "
       "later file's time over the first file's (below 1: faster).\n\n";
   for (std::size_t f = 0; f < files.size(); ++f) {
     const auto& environment = files[f].results.at("environment");
     const auto& device = environment.at("device");
     text += fmt::format("- {}: {}", labels[f], device.at("name").get<std::string>());
-    if (const std::string kernels = device.value("kernels", ""); !kernels.empty()) text += ", " + kernels;
+    if (const std::string kernels = device.value("kernels", ""); !kernels.empty())
+      text += ", " + kernels;
     if (const int arch = device.value("dispatch_arch", 0); arch > 0)
       text += fmt::format(", dispatch for sm_{}", arch);
     text += fmt::format(", commit {}, {} ({})", environment.at("commit").get<std::string>(),
                         environment.at("date").get<std::string>(), files[f].path);
-    if (std::none_of(compared.begin(), compared.end(), [&](const ComparedRun& run) { return run.runs[f]; }))
+    if (std::none_of(compared.begin(), compared.end(),
+                     [&](const ComparedRun& run) { return run.runs[f]; }))
       text += op.empty() ? "; no runs" : fmt::format("; no runs of '{}'", op);
     text += "\n";
   }
@@ -362,7 +381,8 @@ nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
     nlohmann::json item = to_json(run);
     if (const double least = environment.least_seconds(run.model); least > 0) {
       item["model"]["least_time_ms"] = least * 1e3;
-      item["model"]["launch_us"] = environment.ceilings.launch_seconds * 1e6;  // merged files keep one environment
+      item["model"]["launch_us"] =
+          environment.ceilings.launch_seconds * 1e6;  // merged files keep one environment
     }
     list.push_back(item);
   }
@@ -374,9 +394,9 @@ nlohmann::json results_json(const Environment& environment, std::uint64_t seed,
 }
 
 std::string table_header(const std::string& ceiling) {
-  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9} {:>7} {:>9} {:>8} {:>9}  {}",
-                     "#", "variant", "median", "min", "max", "GB/s",
-                     "%" + ceiling_short(ceiling), "GFLOP/s", "vs prev", "vs CPU", "check");
+  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9} {:>7} {:>9} {:>8} {:>9}  {}", "#",
+                     "variant", "median", "min", "max", "GB/s", "%" + ceiling_short(ceiling),
+                     "GFLOP/s", "vs prev", "vs CPU", "check");
 }
 
 std::string table_row(const Row& row) {
@@ -386,11 +406,11 @@ std::string table_row(const Row& row) {
   if (row.status == Status::failed)
     return fmt::format("{:>3}  {:<22} {}: {} ({})", row.rung, name, failed_text(row), row.note,
                        check_text(row));
-  return fmt::format("{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}{}",
-                     row.rung, name, human_time(row.median_ms), human_time(row.min_ms),
-                     human_time(row.max_ms), row.gbps, row.percent_of_ceiling, row.gflops,
-                     speedup(row.speedup_vs_previous), speedup(row.speedup_vs_cpu), check_text(row),
-                     row.note.empty() ? "" : "  " + row.note);
+  return fmt::format(
+      "{:>3}  {:<22} {:>10} {:>10} {:>10} {:>9.1f} {:>6.1f}% {:>9.1f} {:>8} {:>9}  {}{}", row.rung,
+      name, human_time(row.median_ms), human_time(row.min_ms), human_time(row.max_ms), row.gbps,
+      row.percent_of_ceiling, row.gflops, speedup(row.speedup_vs_previous),
+      speedup(row.speedup_vs_cpu), check_text(row), row.note.empty() ? "" : "  " + row.note);
 }
 
 std::string markdown_header(const std::string& ceiling) {
@@ -421,33 +441,41 @@ std::string csv_header() {
 }
 
 std::string csv_row(const Row& row) {
-  return fmt::format("{},{},{},{},{},{},{},{},{:.6g},{:.3g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
-                     "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g},{}",
-                     csv_field(row.op), csv_field(row.problem), row.rung, csv_field(row.name),
-                     row.vendor, row.cpu, status_name(row.status), csv_field(row.note), row.error,
-                     row.tolerance, row.reps, row.median_ms, row.min_ms, row.max_ms, row.bytes,
-                     row.flops, row.gbps, row.gflops, csv_field(row.ceiling),
-                     row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu,
-                     csv_field(row.expected_failure));
+  return fmt::format(
+      "{},{},{},{},{},{},{},{},{:.6g},{:.3g},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
+      "{:.6g},{:.6g},{},{:.4g},{:.4g},{:.4g},{}",
+      csv_field(row.op), csv_field(row.problem), row.rung, csv_field(row.name), row.vendor, row.cpu,
+      status_name(row.status), csv_field(row.note), row.error, row.tolerance, row.reps,
+      row.median_ms, row.min_ms, row.max_ms, row.bytes, row.flops, row.gbps, row.gflops,
+      csv_field(row.ceiling), row.percent_of_ceiling, row.speedup_vs_previous, row.speedup_vs_cpu,
+      csv_field(row.expected_failure));
 }
 
 RowWriter::RowWriter(std::ostream& out, Format format, const Environment& environment,
                      std::uint64_t seed, bool same_inputs)
-    : out_(out), format_(format), environment_(environment), seed_(seed), same_inputs_(same_inputs) {}
+    : out_(out),
+      format_(format),
+      environment_(environment),
+      seed_(seed),
+      same_inputs_(same_inputs) {}
 
 void RowWriter::begin_run(const std::string& op, const std::string& problem, const Model& model) {
   runs_.push_back(Run{op, problem, model, {}});
   const std::string ceiling = ceiling_name(model.ceiling);
-  std::string title = fmt::format("{}: {} on {} | model {:.4g} MB, {:.4g} MFLOP | {} {:.1f} {}", op,
-                                  problem, environment_.device.name, model.bytes * 1e-6,
-                                  model.flops * 1e-6, ceiling, environment_.ceiling_value(model.ceiling) * 1e-9,
-                                  is_compute_ceiling(model.ceiling) ? "GFLOP/s" : "GB/s");
+  std::string title =
+      fmt::format("{}: {} on {} | model {:.4g} MB, {:.4g} MFLOP | {} {:.1f} {}", op, problem,
+                  environment_.device.name, model.bytes * 1e-6, model.flops * 1e-6, ceiling,
+                  environment_.ceiling_value(model.ceiling) * 1e-9,
+                  is_compute_ceiling(model.ceiling) ? "GFLOP/s" : "GB/s");
   if (const double least = environment_.least_seconds(model); least > 0)
-    title += fmt::format(" | least time {} (launch {} + the model at the ceiling)", human_time(least * 1e3),
+    title += fmt::format(" | least time {} (launch {} + the model at the ceiling)",
+                         human_time(least * 1e3),
                          human_time(environment_.ceilings.launch_seconds * 1e3));
   switch (format_) {
     case Format::table: out_ << "\n" << title << "\n" << table_header(ceiling) << std::endl; break;
-    case Format::md: out_ << "\n### " << title << "\n\n" << markdown_header(ceiling) << std::endl; break;
+    case Format::md:
+      out_ << "\n### " << title << "\n\n" << markdown_header(ceiling) << std::endl;
+      break;
     case Format::csv:
       if (!csv_header_written_) out_ << csv_header() << std::endl;
       csv_header_written_ = true;
@@ -472,8 +500,8 @@ void RowWriter::finish() {
     out_ << results_json(environment_, seed_, runs_, same_inputs_).dump(2) << std::endl;
   if (format_ == Format::table)
     out_ << "(* vendor library; check: error <= tolerance against the CPU reference; seed " << seed_
-         << (same_inputs_ ? ", the same inputs for every rung" : "") << ", commit " << environment_.commit
-         << ")" << std::endl;
+         << (same_inputs_ ? ", the same inputs for every rung" : "") << ", commit "
+         << environment_.commit << ")" << std::endl;
 }
 
 }  // namespace rooflab::bench

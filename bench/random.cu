@@ -18,8 +18,10 @@ template <class T>
 __global__ void fill_floating(T* out, std::int64_t n, std::uint64_t seed) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    if constexpr (sizeof(T) == 4) out[i] = random_float(seed, i);
-    else out[i] = random_double(seed, i);
+    if constexpr (sizeof(T) == 4)
+      out[i] = random_float(seed, i);
+    else
+      out[i] = random_double(seed, i);
   }
 }
 

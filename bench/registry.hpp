@@ -33,7 +33,13 @@ struct Problem {
 
 // Which measured ceiling a row is compared against. host_transfer_bandwidth is the measured
 // pinned host-to-device copy rate: what host-device transfers are bounded by (not HBM).
-enum class Ceiling { copy_bandwidth, read_bandwidth, fp32_peak, fp64_peak, host_transfer_bandwidth };
+enum class Ceiling {
+  copy_bandwidth,
+  read_bandwidth,
+  fp32_peak,
+  fp64_peak,
+  host_transfer_bandwidth
+};
 const char* ceiling_name(Ceiling ceiling);
 // Whether the ceiling is a rate of flops (a peak) rather than of bytes.
 bool is_compute_ceiling(Ceiling ceiling);
@@ -79,7 +85,8 @@ struct Variant {
   std::function<void(Workspace&, cudaStream_t)> run;
   // Optional. Restores the state the rung must start from (say, managed pages back on the host
   // for a first-touch rung) before every run the runner makes: validation, warm-up and each timed
-  // repetition. It is outside the timed region: work it queues on `stream` precedes the start event.
+  // repetition. It is outside the timed region: work it queues on `stream` precedes the start
+  // event.
   std::function<void(Workspace&, cudaStream_t)> prepare = {};
   // Optional. What the rung reports about itself once timed (occupancy and registers, what its own
   // clock read), shown in the row's note next to the time.
@@ -144,9 +151,9 @@ inline std::string no_limit(const Problem&) { return {}; }
 #define ROOFLAB_CONCAT_INNER(a, b) a##b
 #define ROOFLAB_CONCAT(a, b) ROOFLAB_CONCAT_INNER(a, b)
 // Registers at static-initialization time; the lab is linked as object files so nothing is dropped.
-#define ROOFLAB_OP(...)                                                                   \
-  static const bool ROOFLAB_CONCAT(rooflab_op_registered_, __LINE__) =                    \
+#define ROOFLAB_OP(...)                                                \
+  static const bool ROOFLAB_CONCAT(rooflab_op_registered_, __LINE__) = \
       ::rooflab::bench::registry().add_op(__VA_ARGS__)
-#define ROOFLAB_VARIANT(...)                                                              \
-  static const bool ROOFLAB_CONCAT(rooflab_variant_registered_, __LINE__) =               \
+#define ROOFLAB_VARIANT(...)                                                \
+  static const bool ROOFLAB_CONCAT(rooflab_variant_registered_, __LINE__) = \
       ::rooflab::bench::registry().add_variant(__VA_ARGS__)

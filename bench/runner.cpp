@@ -141,7 +141,8 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
 
   Stream stream;
   L2Flush flush(std::size_t(environment_.device.l2_bytes));
-  std::unique_ptr<Workspace> workspace;  // built on first use: skipped-only ladders allocate nothing
+  std::unique_ptr<Workspace>
+      workspace;  // built on first use: skipped-only ladders allocate nothing
 
   std::vector<Row> rows;
   std::uint64_t seed = options_.seed;

@@ -12,10 +12,10 @@
 namespace rooflab::bench {
 
 struct RunOptions {
-  int reps = 20;        // timed repetitions (fewer when a variant would exceed the time budget)
-  int warmup = 2;       // untimed runs before timing
-  bool hot = false;     // true: keep L2 warm between repetitions
-  bool ignore_limits = false;  // true: run variants beyond their size limits too
+  int reps = 20;     // timed repetitions (fewer when a variant would exceed the time budget)
+  int warmup = 2;    // untimed runs before timing
+  bool hot = false;  // true: keep L2 warm between repetitions
+  bool ignore_limits = false;     // true: run variants beyond their size limits too
   std::vector<std::string> only;  // rung numbers or names; empty: every variant
   std::uint64_t seed = 1;         // inputs of variant i are drawn with seed + i
   // true: every variant's inputs are drawn with seed, so all of them solve the same problem (for
@@ -37,7 +37,8 @@ struct Row {
   bool cpu = false;
   Status status = Status::ok;
   std::string note;  // why skipped, what failed, or what the variant reports about itself
-  std::string expected_failure;  // the variant's reason to fail by design (Variant::expected_failure)
+  std::string
+      expected_failure;  // the variant's reason to fail by design (Variant::expected_failure)
   double error = 0;
   double tolerance = 0;
   int reps = 0;
@@ -48,7 +49,7 @@ struct Row {
   double flops = 0;  // model
   double gbps = 0;
   double gflops = 0;
-  std::string ceiling;           // which ceiling % refers to
+  std::string ceiling;  // which ceiling % refers to
   double percent_of_ceiling = 0;
   double speedup_vs_previous = 0;  // 0: nothing earlier to compare with
   double speedup_vs_cpu = 0;

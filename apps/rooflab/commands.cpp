@@ -58,13 +58,14 @@ void require_rungs_exist(const bench::Registry& registry, const std::string& op,
                          const std::vector<std::string>& only) {
   const std::vector<const bench::Variant*> ladder = registry.variants(op);
   for (const std::string& wanted : only) {
-    const bool found = std::any_of(ladder.begin(), ladder.end(), [&](const bench::Variant* variant) {
-      return bench::selected(*variant, {wanted});
-    });
+    const bool found = std::any_of(
+        ladder.begin(), ladder.end(),
+        [&](const bench::Variant* variant) { return bench::selected(*variant, {wanted}); });
     if (found || ladder.empty()) continue;
     require(false, "bench", "--only",
-            fmt::format("'{}' is not a rung of {} (numbers {} to {} or names; rooflab list {} shows them)",
-                        wanted, op, ladder.front()->rung, ladder.back()->rung, op));
+            fmt::format(
+                "'{}' is not a rung of {} (numbers {} to {} or names; rooflab list {} shows them)",
+                wanted, op, ladder.front()->rung, ladder.back()->rung, op));
   }
 }
 
@@ -89,7 +90,8 @@ void require_gpu() {
   if (!why.empty()) throw NoDevice(why);
 }
 
-std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry) {
+std::vector<bench::Problem> to_problems(const BenchRequest& request,
+                                        const bench::Registry& registry) {
   const bench::Op& op = registry.op(request.op);
   const bool sizes_given = !(request.n.empty() && request.rows.empty() && request.cols.empty() &&
                              request.m.empty() && request.batch.empty() && request.bins.empty());
@@ -107,16 +109,20 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench
     for (const SizeOption& option : size_options) {
       if ((request.*option.text).empty()) continue;
       require(problem.*option.value > 0, "bench", option.flag, "must be at least 1");
-      require(std::count(op.size_options.begin(), op.size_options.end(), option.flag) > 0, "bench", option.flag,
+      require(std::count(op.size_options.begin(), op.size_options.end(), option.flag) > 0, "bench",
+              option.flag,
               fmt::format("does not apply to {} ({} takes {})", op.name, op.name,
-                          op.size_options.empty() ? "no size" : fmt::format("{}", fmt::join(op.size_options, ", "))));
+                          op.size_options.empty()
+                              ? "no size"
+                              : fmt::format("{}", fmt::join(op.size_options, ", "))));
     }
     problems.push_back(problem);
   } else {
     problems = op.report_problems(false);
   }
   // Every op draws random inputs; another class would be silently ignored.
-  require(request.matrix.empty() || request.matrix == "random" || op.takes_matrix_class, "bench", "--matrix",
+  require(request.matrix.empty() || request.matrix == "random" || op.takes_matrix_class, "bench",
+          "--matrix",
           "'" + request.matrix + "' applies to " + ops_taking_matrix_class(registry) + " only; " +
               request.op + " draws its own random inputs");
   for (bench::Problem& problem : problems) {
@@ -133,9 +139,10 @@ std::string version_text() {
   int runtime = 0, driver = 0;
   if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
   if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
-  return fmt::format("rooflab {} (commit {}), CUDA runtime {}, {}", bench::build_version(),
-                     bench::build_commit(), runtime ? cuda_version_string(runtime) : "unknown",
-                     driver ? "NVIDIA driver for CUDA " + cuda_version_string(driver) : "no NVIDIA driver");
+  return fmt::format(
+      "rooflab {} (commit {}), CUDA runtime {}, {}", bench::build_version(), bench::build_commit(),
+      runtime ? cuda_version_string(runtime) : "unknown",
+      driver ? "NVIDIA driver for CUDA " + cuda_version_string(driver) : "no NVIDIA driver");
 }
 
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op) {
@@ -150,8 +157,11 @@ void list(std::ostream& out, const bench::Registry& registry, const std::string&
   const bench::Op& definition = registry.op(op);
   out << definition.name << ": " << definition.summary << "\n";
   for (const bench::Variant* variant : registry.variants(op)) {
-    const char* kind = variant->vendor ? "vendor" : variant->where == bench::Where::cpu ? "cpu" : "gpu";
-    out << fmt::format("{:>3}  {:<22} {:<6} {}\n", variant->rung, variant->name, kind, variant->idea);
+    const char* kind = variant->vendor                       ? "vendor"
+                       : variant->where == bench::Where::cpu ? "cpu"
+                                                             : "gpu";
+    out << fmt::format("{:>3}  {:<22} {:<6} {}\n", variant->rung, variant->name, kind,
+                       variant->idea);
   }
   if (!definition.takes_matrix_class) return;
   out << "input classes (--matrix CLASS, default random):\n";
@@ -176,9 +186,11 @@ CheckedResults read_results(const std::string& path, const std::string& op) {
   try {
     checked.file.results = nlohmann::json::parse(stream);
     checked.tables = bench::markdown_tables(checked.file.results, op);
-    for (const auto& run : checked.file.results.at("runs")) checked.ops.insert(run.at("op").get<std::string>());
+    for (const auto& run : checked.file.results.at("runs"))
+      checked.ops.insert(run.at("op").get<std::string>());
   } catch (const nlohmann::json::exception& error) {
-    throw UsageError("rooflab: '" + path + "' is not a rooflab results file (" + error.what() + ")");
+    throw UsageError("rooflab: '" + path + "' is not a rooflab results file (" + error.what() +
+                     ")");
   }
   return checked;
 }
@@ -189,14 +201,17 @@ std::string ops_text(const std::set<std::string>& ops) {
 
 }  // namespace
 
-void table(std::ostream& out, const std::vector<std::string>& results_paths, const std::string& op) {
+void table(std::ostream& out, const std::vector<std::string>& results_paths,
+           const std::string& op) {
   std::vector<CheckedResults> checked;
   for (const std::string& path : results_paths) checked.push_back(read_results(path, op));
-  const auto has_op = [&](const CheckedResults& results) { return op.empty() || results.ops.count(op) > 0; };
+  const auto has_op = [&](const CheckedResults& results) {
+    return op.empty() || results.ops.count(op) > 0;
+  };
   if (checked.size() == 1) {
     if (!has_op(checked[0]))
-      throw UsageError(fmt::format("rooflab table: '{}' has no runs of '{}' ({})", results_paths[0], op,
-                                   ops_text(checked[0].ops)));
+      throw UsageError(fmt::format("rooflab table: '{}' has no runs of '{}' ({})", results_paths[0],
+                                   op, ops_text(checked[0].ops)));
     out << checked[0].tables;
     return;
   }
@@ -204,14 +219,16 @@ void table(std::ostream& out, const std::vector<std::string>& results_paths, con
     std::vector<std::string> each;
     for (const CheckedResults& results : checked)
       each.push_back(fmt::format("'{}': {}", results.file.path, ops_text(results.ops)));
-    throw UsageError(fmt::format("rooflab table: no file has runs of '{}' ({})", op, fmt::join(each, "; ")));
+    throw UsageError(
+        fmt::format("rooflab table: no file has runs of '{}' ({})", op, fmt::join(each, "; ")));
   }
   std::vector<bench::ResultsFile> files;
   for (CheckedResults& results : checked) files.push_back(std::move(results.file));
   try {
     out << bench::markdown_comparison(files, op);
   } catch (const nlohmann::json::exception& error) {
-    throw UsageError(fmt::format("rooflab table: cannot put these results side by side ({})", error.what()));
+    throw UsageError(
+        fmt::format("rooflab table: cannot put these results side by side ({})", error.what()));
   }
 }
 
@@ -220,14 +237,16 @@ std::string info_text(const bench::Environment& environment) {
   const double sm_mhz = d.sm_clock_khz / 1e3;
   const double memory_mhz = d.memory_clock_khz / 1e3;
   std::string text;
-  text += fmt::format("device           {} (compute capability {}.{})\n", d.name, d.cc_major, d.cc_minor);
+  text += fmt::format("device           {} (compute capability {}.{})\n", d.name, d.cc_major,
+                      d.cc_minor);
   text += fmt::format("                 {} SMs, {:.1f} MB L2, {:.1f} GiB memory\n", d.sm_count,
                       d.l2_bytes / 1e6, d.global_memory_bytes / double(1 << 30));
   const DeviceFeatures& features = environment.features;
-  text += fmt::format("kernels          {}; thread-block clusters and programmatic launch: {}; shared "
-                      "memory {} KB a block (opt-in), {} KB an SM\n",
-                      describe_kernel_build(features), features.clusters() ? "yes" : "no (before sm_90)",
-                      features.shared_per_block / 1024, features.shared_per_sm / 1024);
+  text += fmt::format(
+      "kernels          {}; thread-block clusters and programmatic launch: {}; shared "
+      "memory {} KB a block (opt-in), {} KB an SM\n",
+      describe_kernel_build(features), features.clusters() ? "yes" : "no (before sm_90)",
+      features.shared_per_block / 1024, features.shared_per_sm / 1024);
   text += fmt::format("clocks           SM {:.0f} MHz, memory {:.0f} MHz, bus {} bits\n", sm_mhz,
                       memory_mhz, d.memory_bus_bits);
   text += fmt::format("versions         driver {}, runtime {}, rooflab {} ({})\n",
@@ -256,18 +275,20 @@ std::string info_text(const bench::Environment& environment) {
       "busy work (the floor under every timed kernel)\n",
       environment.ceilings.launch_seconds * 1e6);
   if (fp32_cores_per_sm(d.cc_major, d.cc_minor) == 0)
-    text += fmt::format("peaks            unknown: rooflab has no core counts for compute capability {}.{} "
-                        "(the compute-bound rungs report no % of ceiling)\n",
-                        d.cc_major, d.cc_minor);
+    text += fmt::format(
+        "peaks            unknown: rooflab has no core counts for compute capability {}.{} "
+        "(the compute-bound rungs report no % of ceiling)\n",
+        d.cc_major, d.cc_minor);
   text += fmt::format("fp32 peak        {:.1f} TFLOP/s = {} SMs x {} cores x 2 flop x {:.0f} MHz\n",
                       d.fp32_peak() * 1e-12, d.sm_count, fp32_cores_per_sm(d.cc_major, d.cc_minor),
                       sm_mhz);
   text += fmt::format("fp64 peak        {:.1f} TFLOP/s = {} SMs x {} cores x 2 flop x {:.0f} MHz\n",
                       d.fp64_peak() * 1e-12, d.sm_count, fp64_cores_per_sm(d.cc_major, d.cc_minor),
                       sm_mhz);
-  text += fmt::format("ridge point      {:.1f} flop/byte in fp32 (peak / copy bandwidth): below it a "
-                      "kernel is memory-bound\n",
-                      d.fp32_peak() / environment.ceilings.copy_bandwidth);
+  text += fmt::format(
+      "ridge point      {:.1f} flop/byte in fp32 (peak / copy bandwidth): below it a "
+      "kernel is memory-bound\n",
+      d.fp32_peak() / environment.ceilings.copy_bandwidth);
   return text;
 }
 
@@ -296,7 +317,8 @@ int bench(std::ostream& out, const BenchRequest& request) {
   require_gpu();
   const bench::Environment environment = bench::make_environment();
   bench::Runner runner(registry, environment, request.options);
-  bench::RowWriter writer(out, format, environment, request.options.seed, request.options.same_inputs);
+  bench::RowWriter writer(out, format, environment, request.options.seed,
+                          request.options.same_inputs);
   std::vector<bench::Run> runs;
   int failures = 0;
   for (const bench::Problem& problem : problems)
@@ -323,10 +345,11 @@ std::string minutes_and_seconds(double seconds) {
 }  // namespace
 
 std::string progress_line(int index, int total, const std::string& what, double elapsed_seconds) {
-  std::string line = fmt::format("rooflab report: ladder {} of {} ({}); {} elapsed", index, total, what,
-                                 minutes_and_seconds(elapsed_seconds));
+  std::string line = fmt::format("rooflab report: ladder {} of {} ({}); {} elapsed", index, total,
+                                 what, minutes_and_seconds(elapsed_seconds));
   if (index > 1)
-    line += ", about " + minutes_and_seconds(elapsed_seconds / (index - 1) * (total - index + 1)) + " left";
+    line += ", about " + minutes_and_seconds(elapsed_seconds / (index - 1) * (total - index + 1)) +
+            " left";
   return line;
 }
 
@@ -340,32 +363,38 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   out << info_text(environment);
 
   bench::Runner runner(registry, environment, options);
-  bench::RowWriter writer(out, bench::Format::table, environment, options.seed, options.same_inputs);
+  bench::RowWriter writer(out, bench::Format::table, environment, options.seed,
+                          options.same_inputs);
   std::vector<bench::Run> runs;
   int failures = 0;
   std::vector<std::pair<std::string, bench::Problem>> ladders;
   for (const std::string& op : registry.op_names())
-    for (const bench::Problem& problem : registry.op(op).report_problems(quick)) ladders.emplace_back(op, problem);
+    for (const bench::Problem& problem : registry.op(op).report_problems(quick))
+      ladders.emplace_back(op, problem);
   // Progress on stderr, so that the tables on stdout stay as they are: the report takes minutes.
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < ladders.size(); ++i) {
     const auto& [op, problem] = ladders[i];
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cerr << progress_line(int(i + 1), int(ladders.size()), op + ", " + registry.op(op).describe(registry.op(op).resolve(problem)),
-                               elapsed)
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << progress_line(
+                     int(i + 1), int(ladders.size()),
+                     op + ", " + registry.op(op).describe(registry.op(op).resolve(problem)),
+                     elapsed)
               << std::endl;
     run_one(runner, writer, registry, op, problem, &runs, &failures);
   }
   writer.finish();
 
   const fs::path results = fs::path(directory) / "results.json";
-  std::ofstream(results) << bench::results_json(environment, options.seed, runs, options.same_inputs).dump(2)
-                         << "\n";
+  std::ofstream(results)
+      << bench::results_json(environment, options.seed, runs, options.same_inputs).dump(2) << "\n";
 
   std::ofstream markdown(fs::path(directory) / "report.md");
-  markdown << "# rooflab report\n\n" << environment.date << ", commit " << environment.commit
-           << ", seed " << options.seed << (options.same_inputs ? ", the same inputs for every rung" : "")
-           << "\n\n```\n" << info_text(environment) << "```\n";
+  markdown << "# rooflab report\n\n"
+           << environment.date << ", commit " << environment.commit << ", seed " << options.seed
+           << (options.same_inputs ? ", the same inputs for every rung" : "") << "\n\n```\n"
+           << info_text(environment) << "```\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const bench::Run& run = runs[i];
     markdown << "\n## " << run.op << ": " << run.problem << "\n\n"
@@ -376,7 +405,8 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   markdown << "\n## Roofline\n\n![every measured variant on the roofline](roofline.png)\n";
   std::set<std::string> ops;
   for (const bench::Run& run : runs) ops.insert(run.op);
-  for (const std::string& op : ops)  // the per-op charts name each op's fastest rung and vendor rung
+  for (const std::string& op :
+       ops)  // the per-op charts name each op's fastest rung and vendor rung
     markdown << "\n![" << op << " on the roofline](roofline-" << op << ".png)\n";
 
   const fs::path plot = fs::path(ROOFLAB_SOURCE_DIR) / "scripts" / "plot.py";
@@ -384,8 +414,10 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   const std::string command = "python3 '" + plot.string() + "' ladder" + arguments +
                               " && python3 '" + plot.string() + "' roofline" + arguments;
   if (!fs::exists(plot) || std::system(command.c_str()) != 0)
-    out << "rooflab: charts not drawn (needs python3 with matplotlib and " << plot.string() << ")\n";
-  out << "report written to " << directory << " (report.md, results.json, ladder-*.png, roofline*.png)\n";
+    out << "rooflab: charts not drawn (needs python3 with matplotlib and " << plot.string()
+        << ")\n";
+  out << "report written to " << directory
+      << " (report.md, results.json, ladder-*.png, roofline*.png)\n";
   return failures;
 }
 
@@ -423,8 +455,8 @@ SvdInput svd_input(const cpu::NpyArray& array, const std::string& path) {
 }
 
 // rows x k column-major blocks of a packed batch, in C order of (batch, rows, k) or (rows, k).
-std::vector<double> c_order(const std::vector<double>& packed, std::int64_t batch, std::int64_t rows,
-                            std::int64_t k) {
+std::vector<double> c_order(const std::vector<double>& packed, std::int64_t batch,
+                            std::int64_t rows, std::int64_t k) {
   std::vector<double> out(packed.size());
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t i = 0; i < rows; ++i)
@@ -438,7 +470,8 @@ int run_svd_command(std::ostream& out, const SvdInput& input, cpu::NpyType type,
                     const std::string& prefix) {
   const int B = input.batch, m = input.m, n = input.n, k = std::min(m, n);
   std::vector<T> host_a(input.packed.begin(), input.packed.end());
-  DeviceBuffer<T> A(host_a), S(std::size_t(k) * B), U(std::size_t(m) * k * B), V(std::size_t(n) * k * B);
+  DeviceBuffer<T> A(host_a), S(std::size_t(k) * B), U(std::size_t(m) * k * B),
+      V(std::size_t(n) * k * B);
   std::vector<SvdInfo> info(B);
   if (input.stack)
     svd_batched<T>(A.data(), m, n, B, S.data(), U.data(), V.data(), info.data());
@@ -452,26 +485,32 @@ int run_svd_command(std::ostream& out, const SvdInput& input, cpu::NpyType type,
     most_sweeps = std::max(most_sweeps, info[b].sweeps);
     unconverged += !info[b].converged;
     cpu::Matrix a = cpu::zeros(m, n), left = cpu::zeros(m, k), right = cpu::zeros(n, k);
-    for (std::size_t e = 0; e < a.values.size(); ++e) a.values[e] = double(host_a[b * a.values.size() + e]);
-    for (std::size_t e = 0; e < left.values.size(); ++e) left.values[e] = u[b * left.values.size() + e];
-    for (std::size_t e = 0; e < right.values.size(); ++e) right.values[e] = v[b * right.values.size() + e];
-    const std::vector<double> values(s.begin() + std::ptrdiff_t(b) * k, s.begin() + std::ptrdiff_t(b + 1) * k);
+    for (std::size_t e = 0; e < a.values.size(); ++e)
+      a.values[e] = double(host_a[b * a.values.size() + e]);
+    for (std::size_t e = 0; e < left.values.size(); ++e)
+      left.values[e] = u[b * left.values.size() + e];
+    for (std::size_t e = 0; e < right.values.size(); ++e)
+      right.values[e] = v[b * right.values.size() + e];
+    const std::vector<double> values(s.begin() + std::ptrdiff_t(b) * k,
+                                     s.begin() + std::ptrdiff_t(b + 1) * k);
     const double ulp = std::numeric_limits<T>::epsilon();
     // svd_accuracy's residual is ||A - U S V^T||_1 / (||A||_1 max(m, n) ulp).
-    worst_residual = std::max(worst_residual,
-                              cpu::svd_accuracy(a, values, left, right, ulp).residual * std::max(m, n) * ulp);
+    worst_residual =
+        std::max(worst_residual,
+                 cpu::svd_accuracy(a, values, left, right, ulp).residual * std::max(m, n) * ulp);
   }
   const char* type_name = type == cpu::NpyType::float32 ? "float32" : "float64";
   if (input.stack)
-    out << fmt::format("svd of {} matrices of {} x {} {}: at most {} sweeps, {}; largest residual "
-                       "||A - U S V^T||_1 / ||A||_1 = {:.3g}\n",
-                       B, m, n, type_name, most_sweeps,
-                       unconverged ? fmt::format("{} not converged", unconverged) : "all converged",
-                       worst_residual);
+    out << fmt::format(
+        "svd of {} matrices of {} x {} {}: at most {} sweeps, {}; largest residual "
+        "||A - U S V^T||_1 / ||A||_1 = {:.3g}\n",
+        B, m, n, type_name, most_sweeps,
+        unconverged ? fmt::format("{} not converged", unconverged) : "all converged",
+        worst_residual);
   else
-    out << fmt::format("svd of {} x {} {}: {} sweeps, {}; residual ||A - U S V^T||_1 / ||A||_1 = {:.3g}\n",
-                       m, n, type_name, most_sweeps, unconverged ? "NOT converged" : "converged",
-                       worst_residual);
+    out << fmt::format(
+        "svd of {} x {} {}: {} sweeps, {}; residual ||A - U S V^T||_1 / ||A||_1 = {:.3g}\n", m, n,
+        type_name, most_sweeps, unconverged ? "NOT converged" : "converged", worst_residual);
   if (prefix.empty()) return unconverged ? 3 : 0;
 
   using Shape = std::vector<std::int64_t>;
@@ -484,7 +523,8 @@ int run_svd_command(std::ostream& out, const SvdInput& input, cpu::NpyType type,
                  c_order(std::vector<double>(u.begin(), u.end()), B, m, k));
   cpu::write_npy(prefix + "_V.npy", shaped({n, k}), type,
                  c_order(std::vector<double>(v.begin(), v.end()), B, n, k));
-  out << "wrote " << prefix << "_S.npy, " << prefix << "_U.npy, " << prefix << "_V.npy (A = U diag(S) V^T)\n";
+  out << "wrote " << prefix << "_S.npy, " << prefix << "_U.npy, " << prefix
+      << "_V.npy (A = U diag(S) V^T)\n";
   return unconverged ? 3 : 0;
 }
 
@@ -499,7 +539,8 @@ int svd_command(std::ostream& out, const std::string& in, const std::string& pre
   }
   const SvdInput input = svd_input(array, in);
   require_gpu();
-  if (array.type == cpu::NpyType::float32) return run_svd_command<float>(out, input, array.type, prefix);
+  if (array.type == cpu::NpyType::float32)
+    return run_svd_command<float>(out, input, array.type, prefix);
   return run_svd_command<double>(out, input, array.type, prefix);
 }
 

@@ -32,13 +32,15 @@ struct BenchRequest {
 // Without any size option, the op's report problems (its tables), each with --dtype if given.
 // A size of 0, a size option the op does not read and an --only naming no rung of the op are
 // rejected too (rooflab::Error).
-std::vector<bench::Problem> to_problems(const BenchRequest& request, const bench::Registry& registry);
+std::vector<bench::Problem> to_problems(const BenchRequest& request,
+                                        const bench::Registry& registry);
 
 // `rooflab --version`: the version, the git commit of the build and the CUDA runtime (and the
 // driver's CUDA version, or that there is none). Needs no GPU.
 std::string version_text();
 
-// `rooflab list [OP]`: works without a GPU; an unknown op is a UsageError naming the ops. An op that takes --matrix lists the classes too.
+// `rooflab list [OP]`: works without a GPU; an unknown op is a UsageError naming the ops. An op
+// that takes --matrix lists the classes too.
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op);
 // `rooflab table RESULTS.json... [--op OP]`: markdown tables from a results file (no GPU needed),
 // or from several side by side (bench::markdown_comparison). An op with no runs in the file, or in
@@ -55,7 +57,8 @@ int bench(std::ostream& out, const BenchRequest& request);
 // the second on, an estimate of what is left at the average time per ladder so far.
 std::string progress_line(int index, int total, const std::string& what, double elapsed_seconds);
 
-int report(std::ostream& out, const std::string& directory, bool quick, const bench::RunOptions& options);
+int report(std::ostream& out, const std::string& directory, bool quick,
+           const bench::RunOptions& options);
 
 // `rooflab svd --in A.npy [--out PREFIX]`: the SVD of a float32 or float64 matrix (rank 2, m x n)
 // or stack (rank 3, b x m x n) read from .npy, in C or Fortran order; writes PREFIX_S.npy,

@@ -32,9 +32,10 @@ void add_run_options(CLI::App* command, rooflab::bench::RunOptions& options, std
   command->add_flag("--ignore-limits", options.ignore_limits,
                     "also run rungs beyond their size limits (slow rungs; you accept the wait)");
   command->add_option("--seed", seed, "seed of the random inputs (default: drawn at start)");
-  command->add_flag("--same-inputs", options.same_inputs,
-                    "every rung gets the same random inputs (default: each its own draw); for methods "
-                    "whose work depends on the input, such as the svd's sweeps");
+  command->add_flag(
+      "--same-inputs", options.same_inputs,
+      "every rung gets the same random inputs (default: each its own draw); for methods "
+      "whose work depends on the input, such as the svd's sweeps");
 }
 
 std::string command_names(CLI::App& app) {
@@ -61,11 +62,13 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace rooflab;
-  CLI::App app{"rooflab: GPU primitives, each optimization ladder validated and measured against "
-               "the GPU's limits and the vendor libraries."};
+  CLI::App app{
+      "rooflab: GPU primitives, each optimization ladder validated and measured against "
+      "the GPU's limits and the vendor libraries."};
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", [] { return app::version_text(); },
-                       "the version, the git commit and the CUDA runtime, then exit");
+  app.set_version_flag(
+      "--version", [] { return app::version_text(); },
+      "the version, the git commit and the CUDA runtime, then exit");
 
   std::string info_format = "table";
   auto* info_command = app.add_subcommand("info", "the device and its measured ceilings");
@@ -80,10 +83,11 @@ int main(int argc, char** argv) {
   auto* table_command = app.add_subcommand(
       "table", "markdown tables from a results file, or from several side by side (no GPU needed)");
   table_command
-      ->add_option("RESULTS", table_paths,
-                   "results .json files written by bench or report; with two or more, each op and problem "
-                   "gets one table: every file's median and % of its ceiling per rung, the later files' "
-                   "time over the first's, and a dash where a file lacks the rung")
+      ->add_option(
+          "RESULTS", table_paths,
+          "results .json files written by bench or report; with two or more, each op and problem "
+          "gets one table: every file's median and % of its ceiling per rung, the later files' "
+          "time over the first's, and a dash where a file lacks the rung")
       ->required();
   table_command->add_option("--op", table_op, "only this op's runs");
 
@@ -102,19 +106,23 @@ int main(int argc, char** argv) {
   bench_command->add_option("--dist", request.dist,
                             "histogram: input values, uniform, equal, sorted, zipf, hot or normal, "
                             "with :identity for one bin per integer (default :scaled)");
-  bench_command->add_option("--matrix", request.matrix,
-                            "svd, svd-batched: the input matrices' class, default random (rooflab list svd "
-                            "describes each): " + cpu::svd_matrix_class_names());
+  bench_command->add_option(
+      "--matrix", request.matrix,
+      "svd, svd-batched: the input matrices' class, default random (rooflab list svd "
+      "describes each): " +
+          cpu::svd_matrix_class_names());
   bench_command->add_option("--only", only, "rungs to run, by number or name, comma-separated");
   bench_command->add_option("--format", request.format, "table, csv, json or md");
-  bench_command->add_option("--out", request.out,
-                            "also write the results to this file (.json, .csv, .md choose the format)");
+  bench_command->add_option(
+      "--out", request.out,
+      "also write the results to this file (.json, .csv, .md choose the format)");
   add_run_options(bench_command, request.options, seed);
 #if ROOFLAB_HAVE_DISTRIBUTED
   int gpus = 0;  // --gpus N: the sharded ops over N GPUs (src/distributed/lab), not the registry
-  bench_command->add_option("--gpus", gpus,
-                            std::string("run OP sharded over this many GPUs (NCCL; OP: ") +
-                                dist::lab::sharded_bench_ops() + "), --n elements a rank (default 2^30)")
+  bench_command
+      ->add_option("--gpus", gpus,
+                   std::string("run OP sharded over this many GPUs (NCCL; OP: ") +
+                       dist::lab::sharded_bench_ops() + "), --n elements a rank (default 2^30)")
       ->check(CLI::Range(1, 1024));
 #endif
 
@@ -122,15 +130,16 @@ int main(int argc, char** argv) {
   bool quick = false;
   bench::RunOptions report_options;
   std::string report_seed;
-  auto* report_command =
-      app.add_subcommand("report", "every ladder at its report sizes: report.md, results.json, charts");
+  auto* report_command = app.add_subcommand(
+      "report", "every ladder at its report sizes: report.md, results.json, charts");
   report_command->add_option("--out", report_directory, "output directory");
   report_command->add_flag("--quick", quick, "smaller sizes, for a fast look");
   add_run_options(report_command, report_options, report_seed);
 
   std::string svd_in, svd_out;
   auto* svd_command = app.add_subcommand(
-      "svd", "SVD of a float32/float64 .npy matrix (m, n) or stack (b, m, n): PREFIX_S, _U, _V.npy");
+      "svd",
+      "SVD of a float32/float64 .npy matrix (m, n) or stack (b, m, n): PREFIX_S, _U, _V.npy");
   svd_command->add_option("--in", svd_in, "the .npy file (C or Fortran order)")->required();
   svd_command->add_option("--out", svd_out, "write PREFIX_S.npy, PREFIX_U.npy, PREFIX_V.npy");
 
@@ -144,7 +153,8 @@ int main(int argc, char** argv) {
     return app.exit(version);
   } catch (const CLI::ParseError& error) {
     if (const std::string command = unknown_command(app, argc, argv); !command.empty()) {
-      std::cerr << "rooflab: '" << command << "' is not a command (the commands: " << command_names(app)
+      std::cerr << "rooflab: '" << command
+                << "' is not a command (the commands: " << command_names(app)
                 << "; see rooflab --help)\n";
       return 2;
     }
@@ -182,7 +192,8 @@ int main(int argc, char** argv) {
       app::require_gpu();
       app::info(std::cout, bench::make_environment(), format);
 #if ROOFLAB_HAVE_DISTRIBUTED
-      // The interconnect ladder where there is an interconnect (the table form only: json stays one object).
+      // The interconnect ladder where there is an interconnect (the table form only: json stays one
+      // object).
       if (const int count = dist::lab::visible_gpus(); count > 1 && format == bench::Format::table)
         dist::lab::interconnect_table(std::cout, count);
 #endif
@@ -195,7 +206,8 @@ int main(int argc, char** argv) {
         dist::lab::ShardedBenchOptions sharded;
         sharded.op = request.op;
         sharded.gpus = gpus;
-        sharded.n_per_rank = usage([&] { return request.n.empty() ? 0 : bench::parse_size(request.n, "--n"); });
+        sharded.n_per_rank =
+            usage([&] { return request.n.empty() ? 0 : bench::parse_size(request.n, "--n"); });
         sharded.reps = request.options.reps;
         sharded.format = request.format;
         sharded.out = request.out;

@@ -67,7 +67,7 @@ class DeviceBuffer {
  private:
   void release() noexcept {
     if (data_ != nullptr) cudaFree(data_);  // a destructor cannot report; cudaFree only fails
-    data_ = nullptr;                         // after an earlier error that was already reported
+    data_ = nullptr;                        // after an earlier error that was already reported
   }
   void require_same_size(std::size_t count) const;
 
@@ -104,7 +104,9 @@ class StreamBuffer {
 
   void* data() const noexcept { return data_; }
   template <class T>
-  T* as() const noexcept { return static_cast<T*>(data_); }
+  T* as() const noexcept {
+    return static_cast<T*>(data_);
+  }
   std::size_t bytes() const noexcept { return bytes_; }
 
  private:

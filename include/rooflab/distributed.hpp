@@ -38,7 +38,8 @@ using rooflab::detail::is_one_of_v;
 // Compiled for float, double, int32_t, int64_t, uint32_t with Sum, Min, Max (reduce, reduce_rows,
 // scans) and uint8_t, int32_t, float, double (histogram): src/distributed/library/.
 template <class T, class Op>
-void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream);
+void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op,
+                   cudaStream_t stream);
 template <class T, class Op>
 void reduce_rows_shards(ncclComm_t comm, const T* in, std::int64_t rows, std::int64_t cols, T* out,
                         Op op, cudaStream_t stream);
@@ -61,8 +62,9 @@ template <class T, class Op = Sum>
 void reduce(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op = {},
             cudaStream_t stream = nullptr) {
   using Element = detail::element_type_t<T>;
-  static_assert(detail::reducible_v<Element> && rooflab::detail::is_one_of_v<Op, Sum, Min, Max>,
-                "rooflab::dist::reduce takes float, double, int32, int64, uint32 with Sum, Min, Max");
+  static_assert(
+      detail::reducible_v<Element> && rooflab::detail::is_one_of_v<Op, Sum, Min, Max>,
+      "rooflab::dist::reduce takes float, double, int32, int64, uint32 with Sum, Min, Max");
   detail::reduce_shards(comm, reinterpret_cast<const Element*>(in), n,
                         reinterpret_cast<Element*>(out), op, stream);
 }
@@ -75,8 +77,9 @@ template <class T, class Op = Sum>
 void reduce_rows(ncclComm_t comm, const T* in, std::int64_t rows, std::int64_t cols, T* out,
                  Op op = {}, cudaStream_t stream = nullptr) {
   using Element = detail::element_type_t<T>;
-  static_assert(detail::reducible_v<Element> && rooflab::detail::is_one_of_v<Op, Sum, Min, Max>,
-                "rooflab::dist::reduce_rows takes float, double, int32, int64, uint32 with Sum, Min, Max");
+  static_assert(
+      detail::reducible_v<Element> && rooflab::detail::is_one_of_v<Op, Sum, Min, Max>,
+      "rooflab::dist::reduce_rows takes float, double, int32, int64, uint32 with Sum, Min, Max");
   detail::reduce_rows_shards(comm, reinterpret_cast<const Element*>(in), rows, cols,
                              reinterpret_cast<Element*>(out), op, stream);
 }
@@ -112,8 +115,8 @@ void histogram_even(ncclComm_t comm, const T* in, std::int64_t n, int bins, doub
   using Element = detail::element_type_t<T>;
   static_assert(detail::is_one_of_v<Element, std::uint8_t, std::int32_t, float, double>,
                 "rooflab::dist::histogram_even takes uint8, int32, float and double values");
-  detail::histogram_even_shards(comm, reinterpret_cast<const Element*>(in), n, bins, lo, hi,
-                                counts, stream);
+  detail::histogram_even_shards(comm, reinterpret_cast<const Element*>(in), n, bins, lo, hi, counts,
+                                stream);
 }
 
 }  // namespace rooflab::dist

@@ -10,7 +10,7 @@
 namespace rooflab::detail {
 namespace limits = ::cuda::std;
 namespace traits = ::cuda::std;
-}
+}  // namespace rooflab::detail
 #else
 #include <limits>
 #include <type_traits>
@@ -18,7 +18,7 @@ namespace traits = ::cuda::std;
 namespace rooflab::detail {
 namespace limits = ::std;
 namespace traits = ::std;
-}
+}  // namespace rooflab::detail
 #endif
 
 namespace rooflab {
@@ -28,7 +28,9 @@ namespace rooflab {
 // overflow would not be.
 struct Sum {
   template <class T>
-  ROOFLAB_OPERATOR_QUALIFIERS static constexpr T identity() { return T(0); }
+  ROOFLAB_OPERATOR_QUALIFIERS static constexpr T identity() {
+    return T(0);
+  }
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const {
     if constexpr (detail::traits::is_integral_v<T> && detail::traits::is_signed_v<T>) {
@@ -43,21 +45,27 @@ struct Sum {
 struct Min {
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS static constexpr T identity() {
-    return detail::limits::numeric_limits<T>::has_infinity ? detail::limits::numeric_limits<T>::infinity()
-                                                : detail::limits::numeric_limits<T>::max();
+    return detail::limits::numeric_limits<T>::has_infinity
+               ? detail::limits::numeric_limits<T>::infinity()
+               : detail::limits::numeric_limits<T>::max();
   }
   template <class T>
-  ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const { return b < a ? b : a; }
+  ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
 };
 
 struct Max {
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS static constexpr T identity() {
-    return detail::limits::numeric_limits<T>::has_infinity ? -detail::limits::numeric_limits<T>::infinity()
-                                                : detail::limits::numeric_limits<T>::lowest();
+    return detail::limits::numeric_limits<T>::has_infinity
+               ? -detail::limits::numeric_limits<T>::infinity()
+               : detail::limits::numeric_limits<T>::lowest();
   }
   template <class T>
-  ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const { return a < b ? b : a; }
+  ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
 };
 
 }  // namespace rooflab

@@ -40,8 +40,8 @@ void reduce_rows_elements(const T* in, std::int64_t rows, std::int64_t cols, T* 
 
 template <class T, class Op>
 inline constexpr bool library_reduces_v =
-    is_one_of_v<T, float, double, std::int32_t, std::int64_t, std::uint32_t> &&
-    is_one_of_v<Op, Sum, Min, Max>;
+    is_one_of_v<T, float, double, std::int32_t, std::int64_t, std::uint32_t>&&
+        is_one_of_v<Op, Sum, Min, Max>;
 
 // A plain C++ caller can only use what the library compiled: anything else is a compile-time
 // error here rather than a link error. nvcc callers may have included rooflab.cuh, whose templates

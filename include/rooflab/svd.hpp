@@ -6,7 +6,7 @@
 namespace rooflab {
 
 struct SvdOptions {
-  double tol = 0;        // 0: the per-type default; else at least the type's epsilon
+  double tol = 0;  // 0: the per-type default; else at least the type's epsilon
   int max_sweeps = 30;
   bool compute_uv = true;
 };

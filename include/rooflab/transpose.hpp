@@ -11,8 +11,8 @@ namespace rooflab {
 namespace detail {
 // The library's entry point: a transpose only moves bytes, so one implementation per element
 // size serves every type of that size.
-void transpose_bytes(const void* in, std::int64_t rows, std::int64_t cols, std::size_t element_bytes,
-                     void* out, cudaStream_t stream);
+void transpose_bytes(const void* in, std::int64_t rows, std::int64_t cols,
+                     std::size_t element_bytes, void* out, cudaStream_t stream);
 }  // namespace detail
 
 // in: rows x cols row-major; out: cols x rows row-major. Any trivially copyable T of 1, 2, 4, 8
@@ -25,9 +25,9 @@ template <class T>
 void transpose(const T* in, std::int64_t rows, std::int64_t cols, T* out,
                cudaStream_t stream = nullptr) {
   static_assert(std::is_trivially_copyable_v<T>, "rooflab::transpose moves raw bytes");
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 ||
-                    sizeof(T) == 16,
-                "rooflab::transpose supports elements of 1, 2, 4, 8 or 16 bytes");
+  static_assert(
+      sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16,
+      "rooflab::transpose supports elements of 1, 2, 4, 8 or 16 bytes");
   detail::transpose_bytes(in, rows, cols, sizeof(T), out, stream);
 }
 

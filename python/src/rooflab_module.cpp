@@ -57,10 +57,11 @@ class OnDevice {
 // A stream of another device fails at launch with "invalid resource handle"; this names it.
 void require_stream_on_device(Address stream, int device, const char* op) {
   int stream_device = 0;
-  ROOFLAB_CUDA(op, "finding the stream's device", cudaStreamGetDevice(as_stream(stream), &stream_device));
+  ROOFLAB_CUDA(op, "finding the stream's device",
+               cudaStreamGetDevice(as_stream(stream), &stream_device));
   rooflab::require(stream_device == device, op, "stream",
-                   "belongs to device " + std::to_string(stream_device) + ", the arrays are on device " +
-                       std::to_string(device));
+                   "belongs to device " + std::to_string(stream_device) +
+                       ", the arrays are on device " + std::to_string(device));
 }
 
 // Runs `work` with the calling thread on `device`, the stream checked, and the GIL released so
@@ -76,19 +77,26 @@ void run_on(int device, Address stream, const char* op, Work&& work) {
 // The package's names of the element types (NumPy's).
 template <class T>
 constexpr std::string_view dtype_name = "";
-template <> constexpr std::string_view dtype_name<float> = "float32";
-template <> constexpr std::string_view dtype_name<double> = "float64";
-template <> constexpr std::string_view dtype_name<std::int32_t> = "int32";
-template <> constexpr std::string_view dtype_name<std::int64_t> = "int64";
-template <> constexpr std::string_view dtype_name<std::uint32_t> = "uint32";
-template <> constexpr std::string_view dtype_name<std::uint8_t> = "uint8";
+template <>
+constexpr std::string_view dtype_name<float> = "float32";
+template <>
+constexpr std::string_view dtype_name<double> = "float64";
+template <>
+constexpr std::string_view dtype_name<std::int32_t> = "int32";
+template <>
+constexpr std::string_view dtype_name<std::int64_t> = "int64";
+template <>
+constexpr std::string_view dtype_name<std::uint32_t> = "uint32";
+template <>
+constexpr std::string_view dtype_name<std::uint8_t> = "uint8";
 
 // Calls f with a value of the one of Types that `dtype` names; the package has checked the dtype,
 // so another name is a package bug, reported all the same.
 template <class... Types, class F>
 void with_element(const std::string& dtype, const char* op, const char* argument, F&& f) {
   const bool known = ((dtype == dtype_name<Types> && (f(Types{}), true)) || ...);
-  if (!known) throw rooflab::Error(op, argument, "has dtype " + dtype + ", which " + op + " does not take");
+  if (!known)
+    throw rooflab::Error(op, argument, "has dtype " + dtype + ", which " + op + " does not take");
 }
 
 template <class F>
@@ -96,7 +104,8 @@ void with_reduction(std::string_view name, const char* op, F&& f) {
   if (name == "sum") return f(rooflab::Sum{});
   if (name == "min") return f(rooflab::Min{});
   if (name == "max") return f(rooflab::Max{});
-  throw rooflab::Error(op, "op", "is '" + std::string(name) + "'; it must be 'sum', 'min' or 'max'");
+  throw rooflab::Error(op, "op",
+                       "is '" + std::string(name) + "'; it must be 'sum', 'min' or 'max'");
 }
 
 // The element types the library compiles reductions and scans for.
@@ -105,8 +114,8 @@ void with_reduce_element(const std::string& dtype, const char* op, F&& f) {
   with_element<float, double, std::int32_t, std::int64_t, std::uint32_t>(dtype, op, "x", f);
 }
 
-void reduce(const std::string& dtype, const std::string& op_name, Address in, std::int64_t n, Address out,
-            int device, Address stream) {
+void reduce(const std::string& dtype, const std::string& op_name, Address in, std::int64_t n,
+            Address out, int device, Address stream) {
   constexpr const char* op = "reduce";
   run_on(device, stream, op, [&] {
     with_reduce_element(dtype, op, [&](auto zero) {
@@ -118,8 +127,8 @@ void reduce(const std::string& dtype, const std::string& op_name, Address in, st
   });
 }
 
-void reduce_rows(const std::string& dtype, const std::string& op_name, Address in, std::int64_t rows,
-                 std::int64_t cols, Address out, int device, Address stream) {
+void reduce_rows(const std::string& dtype, const std::string& op_name, Address in,
+                 std::int64_t rows, std::int64_t cols, Address out, int device, Address stream) {
   constexpr const char* op = "reduce_rows";
   run_on(device, stream, op, [&] {
     with_reduce_element(dtype, op, [&](auto zero) {
@@ -132,7 +141,8 @@ void reduce_rows(const std::string& dtype, const std::string& op_name, Address i
 }
 
 template <bool Inclusive>
-void scan(const std::string& dtype, Address in, Address out, std::int64_t n, int device, Address stream) {
+void scan(const std::string& dtype, Address in, Address out, std::int64_t n, int device,
+          Address stream) {
   constexpr const char* op = Inclusive ? "inclusive_scan" : "exclusive_scan";
   run_on(device, stream, op, [&] {
     with_reduce_element(dtype, op, [&](auto zero) {
@@ -145,13 +155,14 @@ void scan(const std::string& dtype, Address in, Address out, std::int64_t n, int
   });
 }
 
-void histogram_even(const std::string& dtype, Address in, std::int64_t n, int bins, double lo, double hi,
-                    Address counts, int device, Address stream) {
+void histogram_even(const std::string& dtype, Address in, std::int64_t n, int bins, double lo,
+                    double hi, Address counts, int device, Address stream) {
   constexpr const char* op = "histogram_even";
   run_on(device, stream, op, [&] {
     with_element<std::uint8_t, std::int32_t, float, double>(dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
-      rooflab::histogram_even(at<const T>(in), n, bins, lo, hi, at<std::uint64_t>(counts), as_stream(stream));
+      rooflab::histogram_even(at<const T>(in), n, bins, lo, hi, at<std::uint64_t>(counts),
+                              as_stream(stream));
     });
   });
 }
@@ -161,20 +172,28 @@ struct Bytes16 {
   std::uint64_t words[2];
 };
 
-void transpose(int element_bytes, Address in, std::int64_t rows, std::int64_t cols, Address out, int device,
-               Address stream) {
+void transpose(int element_bytes, Address in, std::int64_t rows, std::int64_t cols, Address out,
+               int device, Address stream) {
   constexpr const char* op = "transpose";
   run_on(device, stream, op, [&] {
     const cudaStream_t s = as_stream(stream);
     switch (element_bytes) {
-      case 1: return rooflab::transpose(at<const std::uint8_t>(in), rows, cols, at<std::uint8_t>(out), s);
-      case 2: return rooflab::transpose(at<const std::uint16_t>(in), rows, cols, at<std::uint16_t>(out), s);
-      case 4: return rooflab::transpose(at<const std::uint32_t>(in), rows, cols, at<std::uint32_t>(out), s);
-      case 8: return rooflab::transpose(at<const std::uint64_t>(in), rows, cols, at<std::uint64_t>(out), s);
+      case 1:
+        return rooflab::transpose(at<const std::uint8_t>(in), rows, cols, at<std::uint8_t>(out), s);
+      case 2:
+        return rooflab::transpose(at<const std::uint16_t>(in), rows, cols, at<std::uint16_t>(out),
+                                  s);
+      case 4:
+        return rooflab::transpose(at<const std::uint32_t>(in), rows, cols, at<std::uint32_t>(out),
+                                  s);
+      case 8:
+        return rooflab::transpose(at<const std::uint64_t>(in), rows, cols, at<std::uint64_t>(out),
+                                  s);
       case 16: return rooflab::transpose(at<const Bytes16>(in), rows, cols, at<Bytes16>(out), s);
       default:
-        throw rooflab::Error(op, "x", "has elements of " + std::to_string(element_bytes) +
-                                          " bytes; transpose takes 1, 2, 4, 8 or 16");
+        throw rooflab::Error(op, "x",
+                             "has elements of " + std::to_string(element_bytes) +
+                                 " bytes; transpose takes 1, 2, 4, 8 or 16");
     }
   });
 }
@@ -189,9 +208,10 @@ rooflab::SvdOptions svd_options(bool compute_uv, double tol, int max_sweeps) {
 
 // One column-major m x n matrix (the library's convention; the package passes a row-major array
 // as its transpose). Returns (sweeps, converged, off).
-std::tuple<int, bool, double> svd(const std::string& dtype, Address a, int m, int n, int lda, Address s,
-                                  Address u, int ldu, Address v, int ldv, bool compute_uv, double tol,
-                                  int max_sweeps, int device, Address stream) {
+std::tuple<int, bool, double> svd(const std::string& dtype, Address a, int m, int n, int lda,
+                                  Address s, Address u, int ldu, Address v, int ldv,
+                                  bool compute_uv, double tol, int max_sweeps, int device,
+                                  Address stream) {
   rooflab::SvdInfo info;
   run_on(device, stream, "svd", [&] {
     with_element<float, double>(dtype, "svd", "a", [&](auto zero) {
@@ -215,8 +235,9 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::size_t count, Fill fill) {
 
 // `batch` packed column-major m x n matrices. Returns NumPy arrays (sweeps, converged, off), one
 // entry per matrix.
-nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int batch, Address s, Address u,
-                      Address v, bool compute_uv, double tol, int max_sweeps, int device, Address stream) {
+nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int batch, Address s,
+                      Address u, Address v, bool compute_uv, double tol, int max_sweeps, int device,
+                      Address stream) {
   std::vector<rooflab::SvdInfo> info(std::size_t(batch > 0 ? batch : 0));
   run_on(device, stream, "svd", [&] {
     with_element<float, double>(dtype, "svd", "a", [&](auto zero) {
@@ -225,9 +246,10 @@ nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int bat
                            svd_options(compute_uv, tol, max_sweeps), as_stream(stream));
     });
   });
-  return nb::make_tuple(to_numpy<std::int32_t>(info.size(), [&](std::size_t i) { return info[i].sweeps; }),
-                        to_numpy<bool>(info.size(), [&](std::size_t i) { return info[i].converged; }),
-                        to_numpy<double>(info.size(), [&](std::size_t i) { return info[i].off; }));
+  return nb::make_tuple(
+      to_numpy<std::int32_t>(info.size(), [&](std::size_t i) { return info[i].sweeps; }),
+      to_numpy<bool>(info.size(), [&](std::size_t i) { return info[i].converged; }),
+      to_numpy<double>(info.size(), [&](std::size_t i) { return info[i].off; }));
 }
 
 // Device memory for results the caller's framework cannot allocate itself (JAX, Numba, any other
@@ -236,10 +258,12 @@ nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int bat
 // stream on the device, when the last holder of the result lets it go.
 class DeviceMemory {
  public:
-  DeviceMemory(std::size_t bytes, int device, Address stream, const std::string& op) : device_(device) {
+  DeviceMemory(std::size_t bytes, int device, Address stream, const std::string& op)
+      : device_(device) {
     OnDevice on_device(device, op.c_str());
     // An empty result still gets an address: some consumers take a null one for no array at all.
-    ROOFLAB_CUDA(op.c_str(), "allocating " + rooflab::detail::describe_bytes(bytes) + " of device memory",
+    ROOFLAB_CUDA(op.c_str(),
+                 "allocating " + rooflab::detail::describe_bytes(bytes) + " of device memory",
                  cudaMallocAsync(&data_, bytes > 0 ? bytes : 1, as_stream(stream)));
   }
   ~DeviceMemory() {
@@ -263,9 +287,10 @@ constexpr int dlpack_cuda = 2;  // DLPack's kDLCUDA
 
 // A DLPack capsule of rooflab-owned memory (nanobind exports an ndarray without a framework as
 // one), holding `memory` (the DeviceMemory's Python object) until the last consumer is done.
-nb::ndarray<> export_dlpack(nb::handle memory, Address address, const std::vector<std::size_t>& shape,
-                            const std::vector<std::int64_t>& strides, std::uint8_t code, std::uint8_t bits,
-                            int device) {
+nb::ndarray<> export_dlpack(nb::handle memory, Address address,
+                            const std::vector<std::size_t>& shape,
+                            const std::vector<std::int64_t>& strides, std::uint8_t code,
+                            std::uint8_t bits, int device) {
   nb::dlpack::dtype dtype;
   dtype.code = code;
   dtype.bits = bits;
@@ -306,8 +331,9 @@ int pointer_device(Address address, const std::string& op, const std::string& ar
   cudaPointerAttributes attributes{};
   ROOFLAB_CUDA(op.c_str(), "finding the memory behind argument '" + argument + "'",
                cudaPointerGetAttributes(&attributes, at<const void>(address)));
-  rooflab::require(attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged,
-                   op.c_str(), argument.c_str(), "is not CUDA device memory (a host array?)");
+  rooflab::require(
+      attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged,
+      op.c_str(), argument.c_str(), "is not CUDA device memory (a host array?)");
   return attributes.device;
 }
 
@@ -316,7 +342,8 @@ void stream_wait(int device, Address waiting, Address on, const std::string& op)
   nb::gil_scoped_release release;
   OnDevice on_device(device, op.c_str());
   cudaEvent_t event = nullptr;
-  ROOFLAB_CUDA(op.c_str(), "creating an event", cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  ROOFLAB_CUDA(op.c_str(), "creating an event",
+               cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   cudaError_t status = cudaEventRecord(event, as_stream(on));
   if (status == cudaSuccess) status = cudaStreamWaitEvent(as_stream(waiting), event, 0);
   cudaEventDestroy(event);  // its resources go once the wait no longer needs them
@@ -356,12 +383,12 @@ NB_MODULE(_rooflab, m) {
 
   using namespace nb::literals;
   m.def("reduce", &reduce, "dtype"_a, "op"_a, "x"_a, "n"_a, "out"_a, "device"_a, "stream"_a);
-  m.def("reduce_rows", &reduce_rows, "dtype"_a, "op"_a, "x"_a, "rows"_a, "cols"_a, "out"_a, "device"_a,
-        "stream"_a);
+  m.def("reduce_rows", &reduce_rows, "dtype"_a, "op"_a, "x"_a, "rows"_a, "cols"_a, "out"_a,
+        "device"_a, "stream"_a);
   m.def("inclusive_scan", &scan<true>, "dtype"_a, "x"_a, "out"_a, "n"_a, "device"_a, "stream"_a);
   m.def("exclusive_scan", &scan<false>, "dtype"_a, "x"_a, "out"_a, "n"_a, "device"_a, "stream"_a);
-  m.def("histogram_even", &histogram_even, "dtype"_a, "x"_a, "n"_a, "bins"_a, "lo"_a, "hi"_a, "counts"_a,
-        "device"_a, "stream"_a);
+  m.def("histogram_even", &histogram_even, "dtype"_a, "x"_a, "n"_a, "bins"_a, "lo"_a, "hi"_a,
+        "counts"_a, "device"_a, "stream"_a);
   m.def("transpose", &transpose, "element_bytes"_a, "x"_a, "rows"_a, "cols"_a, "out"_a, "device"_a,
         "stream"_a);
   m.def("svd", &svd, "dtype"_a, "a"_a, "m"_a, "n"_a, "lda"_a, "s"_a, "u"_a, "ldu"_a, "v"_a, "ldv"_a,
@@ -370,10 +397,11 @@ NB_MODULE(_rooflab, m) {
         "compute_uv"_a, "tol"_a, "max_sweeps"_a, "device"_a, "stream"_a);
 
   nb::class_<DeviceMemory>(m, "DeviceMemory")
-      .def(nb::init<std::size_t, int, Address, const std::string&>(), "bytes"_a, "device"_a, "stream"_a, "op"_a)
+      .def(nb::init<std::size_t, int, Address, const std::string&>(), "bytes"_a, "device"_a,
+           "stream"_a, "op"_a)
       .def_prop_ro("address", &DeviceMemory::address);
-  m.def("export_dlpack", &export_dlpack, "memory"_a, "address"_a, "shape"_a, "strides"_a, "code"_a, "bits"_a,
-        "device"_a);
+  m.def("export_dlpack", &export_dlpack, "memory"_a, "address"_a, "shape"_a, "strides"_a, "code"_a,
+        "bits"_a, "device"_a);
   m.def("describe_dlpack", &describe_dlpack, "array"_a, "writable"_a);
   m.def("pointer_device", &pointer_device, "address"_a, "op"_a, "argument"_a);
   m.def("stream_wait", &stream_wait, "device"_a, "waiting"_a, "on"_a, "op"_a);

@@ -49,7 +49,9 @@ Op vector_add_op(std::string name, std::string summary, int default_log2, int qu
       [](const Problem& problem) {
         return Model{12.0 * double(problem.n), double(problem.n), Ceiling::copy_bandwidth};
       },
-      [](const Problem& problem) -> std::unique_ptr<Workspace> { return std::make_unique<W>(problem.n); },
+      [](const Problem& problem) -> std::unique_ptr<Workspace> {
+        return std::make_unique<W>(problem.n);
+      },
       [default_log2, quick_log2](bool quick) {
         Problem problem;
         problem.n = std::int64_t(1) << (quick ? quick_log2 : default_log2);

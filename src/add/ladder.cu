@@ -66,23 +66,23 @@ ROOFLAB_VARIANT(Variant{
       detail::check_launch("bench add", "add_grid_stride");
     })});
 
-ROOFLAB_VARIANT(Variant{
-    "add", 2, "contiguous-chunk", "8 neighbouring elements per thread: 8 lines per warp load",
-    Where::gpu, false, no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t stream) {
-      const std::int64_t threads = (w.n + chunk - 1) / chunk;
-      const auto blocks = unsigned((threads + add_threads - 1) / add_threads);
-      add_contiguous_chunk<<<blocks, add_threads, 0, stream>>>(w.a.data(), w.b.data(),
-                                                               w.out.data(), w.n);
-      detail::check_launch("bench add", "add_contiguous_chunk");
-    })});
+ROOFLAB_VARIANT(Variant{"add", 2, "contiguous-chunk",
+                        "8 neighbouring elements per thread: 8 lines per warp load", Where::gpu,
+                        false, no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t stream) {
+                          const std::int64_t threads = (w.n + chunk - 1) / chunk;
+                          const auto blocks = unsigned((threads + add_threads - 1) / add_threads);
+                          add_contiguous_chunk<<<blocks, add_threads, 0, stream>>>(
+                              w.a.data(), w.b.data(), w.out.data(), w.n);
+                          detail::check_launch("bench add", "add_contiguous_chunk");
+                        })});
 
-ROOFLAB_VARIANT(Variant{
-    "add", 3, "float4", "16-byte loads and stores: a quarter of the instructions",
-    Where::gpu, false, no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t stream) {
-      add_float4<<<filling_grid(), add_threads, 0, stream>>>(w.a.data(), w.b.data(), w.out.data(),
-                                                             w.n);
-      detail::check_launch("bench add", "add_float4");
-    })});
+ROOFLAB_VARIANT(Variant{"add", 3, "float4",
+                        "16-byte loads and stores: a quarter of the instructions", Where::gpu,
+                        false, no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t stream) {
+                          add_float4<<<filling_grid(), add_threads, 0, stream>>>(
+                              w.a.data(), w.b.data(), w.out.data(), w.n);
+                          detail::check_launch("bench add", "add_float4");
+                        })});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -39,8 +39,8 @@ cudaMemPool_t scratch_pool(const char* op) {
 }  // namespace detail
 
 void throw_size_mismatch(std::size_t expected, std::size_t got) {
-  throw Error("DeviceBuffer", "host", "holds " + std::to_string(got) + " elements, the buffer " +
-                                          std::to_string(expected));
+  throw Error("DeviceBuffer", "host",
+              "holds " + std::to_string(got) + " elements, the buffer " + std::to_string(expected));
 }
 
 StreamBuffer::StreamBuffer(std::size_t bytes, cudaStream_t stream, const char* op)

@@ -20,9 +20,16 @@ SharedMemory shared_memory_of_arch(int arch) {
   constexpr int kb = 1024;
   switch (arch) {
     case 75: return {64 * kb, 64 * kb};
-    case 80: case 87: return {163 * kb, 164 * kb};
-    case 86: case 89: case 120: case 121: return {99 * kb, 100 * kb};
-    case 90: case 100: case 103: case 110: return {227 * kb, 228 * kb};
+    case 80:
+    case 87: return {163 * kb, 164 * kb};
+    case 86:
+    case 89:
+    case 120:
+    case 121: return {99 * kb, 100 * kb};
+    case 90:
+    case 100:
+    case 103:
+    case 110: return {227 * kb, 228 * kb};
     default: return {};
   }
 }
@@ -60,9 +67,11 @@ int parse_treat_as_sm(const char* value) {
   const bool digits = text.size() <= 3 && text.find_first_not_of("0123456789") == std::string::npos;
   const int arch = digits ? std::atoi(value) : 0;
   if (arch < 75)
-    throw Error("device_features", "ROOFLAB_TREAT_AS_SM",
-                "must be a compute capability from 7.5 on written as 10 x major + minor (75, 80, 86, "
-                "89, 90, ...), got '" + text + "'");
+    throw Error(
+        "device_features", "ROOFLAB_TREAT_AS_SM",
+        "must be a compute capability from 7.5 on written as 10 x major + minor (75, 80, 86, "
+        "89, 90, ...), got '" +
+            text + "'");
   return arch;
 }
 
@@ -72,7 +81,8 @@ std::string describe_kernel_build(const DeviceFeatures& features) {
   std::string text = features.kernel_arch == features.binary_arch
                          ? "sm_" + machine + " code from compute_" + compiled
                          : "compute_" + compiled + " PTX, compiled by the driver for sm_" + machine;
-  if (features.treat_as > 0) text += ", planned as sm_" + std::to_string(features.arch) + " (ROOFLAB_TREAT_AS_SM)";
+  if (features.treat_as > 0)
+    text += ", planned as sm_" + std::to_string(features.arch) + " (ROOFLAB_TREAT_AS_SM)";
   return text;
 }
 

@@ -23,18 +23,20 @@ DeviceFeatures query_features(int device) {
                cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   ROOFLAB_CUDA(op, "reading the compute capability" + of_device,
                cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  ROOFLAB_CUDA(op, "reading the opt-in shared memory per block" + of_device,
-               cudaDeviceGetAttribute(&shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  ROOFLAB_CUDA(op, "reading the shared memory per SM" + of_device,
-               cudaDeviceGetAttribute(&shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  ROOFLAB_CUDA(
+      op, "reading the opt-in shared memory per block" + of_device,
+      cudaDeviceGetAttribute(&shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  ROOFLAB_CUDA(
+      op, "reading the shared memory per SM" + of_device,
+      cudaDeviceGetAttribute(&shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   // ptxVersion is the virtual architecture the kernel was compiled from (its __CUDA_ARCH__);
   // binaryVersion the machine code's, the device's own when the driver compiled PTX.
   cudaFuncAttributes attributes{};
   ROOFLAB_CUDA(op, "reading which architecture the library's kernels were built for" + of_device,
                cudaFuncGetAttributes(&attributes, feature_probe));
   return plan_device_features(10 * major + minor, attributes.ptxVersion, attributes.binaryVersion,
-                              parse_treat_as_sm(std::getenv("ROOFLAB_TREAT_AS_SM")), shared_per_block,
-                              shared_per_sm);
+                              parse_treat_as_sm(std::getenv("ROOFLAB_TREAT_AS_SM")),
+                              shared_per_block, shared_per_sm);
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ namespace rooflab {
 
 struct DeviceFeatures {
   int device_arch = 0;  // the device's compute capability, 10 x major + minor
-  int kernel_arch = 0;  // the virtual architecture the loaded kernels came from (__CUDA_ARCH__ / 10)
+  int kernel_arch =
+      0;  // the virtual architecture the loaded kernels came from (__CUDA_ARCH__ / 10)
   int binary_arch = 0;  // the architecture of the machine code that runs (the device's after a JIT)
   int treat_as = 0;     // ROOFLAB_TREAT_AS_SM, 0 where unset
   int arch = 0;         // what the dispatch plans for: the least of the three above

@@ -22,17 +22,38 @@ double DeviceInfo::fp64_peak() const {
 
 int fp32_cores_per_sm(int cc_major, int cc_minor) {
   switch (cc_major * 10 + cc_minor) {
-    case 70: case 72: case 75: case 80: return 64;
-    case 86: case 87: case 89: case 90: case 100: case 103: case 110: case 120: case 121: return 128;
+    case 70:
+    case 72:
+    case 75:
+    case 80: return 64;
+    case 86:
+    case 87:
+    case 89:
+    case 90:
+    case 100:
+    case 103:
+    case 110:
+    case 120:
+    case 121: return 128;
     default: return 0;
   }
 }
 
 int fp64_cores_per_sm(int cc_major, int cc_minor) {
   switch (cc_major * 10 + cc_minor) {
-    case 70: case 80: return 32;
-    case 90: case 100: case 103: return 64;
-    case 72: case 75: case 86: case 87: case 89: case 110: case 120: case 121: return 2;
+    case 70:
+    case 80: return 32;
+    case 90:
+    case 100:
+    case 103: return 64;
+    case 72:
+    case 75:
+    case 86:
+    case 87:
+    case 89:
+    case 110:
+    case 120:
+    case 121: return 2;
     default: return 0;
   }
 }

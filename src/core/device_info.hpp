@@ -22,7 +22,7 @@ struct DeviceInfo {
   int memory_bus_bits = 0;
   std::size_t global_memory_bytes = 0;
   int shared_memory_per_block_optin = 0;
-  int driver_version = 0;   // e.g. 13000 for 13.0
+  int driver_version = 0;  // e.g. 13000 for 13.0
   int runtime_version = 0;
 
   // The lecture's arithmetic, clock x transfers per clock x bus width / 8, with the clock the

@@ -24,8 +24,9 @@ std::string cuda_device_unavailable_reason() {
   if (status == cudaErrorInsufficientDriver) {
     int runtime_version = 0;
     cudaRuntimeGetVersion(&runtime_version);
-    return "no CUDA device (the NVIDIA driver supports CUDA " + cuda_version_string(driver_version) +
-           ", older than this build's CUDA " + cuda_version_string(runtime_version) + ")";
+    return "no CUDA device (the NVIDIA driver supports CUDA " +
+           cuda_version_string(driver_version) + ", older than this build's CUDA " +
+           cuda_version_string(runtime_version) + ")";
   }
   if (status == cudaSuccess || status == cudaErrorNoDevice)
     return "no CUDA device (the NVIDIA driver finds none)";

@@ -16,7 +16,8 @@ __global__ void stream_read_words(const uint4* __restrict__ in, std::size_t coun
   unsigned fold = 0;
   for (; i + 3 * stride < count; i += 4 * stride) {
     const uint4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
-    fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
+            d.z ^ d.w;
   }
   for (; i < count; i += stride) fold ^= in[i].x ^ in[i].y ^ in[i].z ^ in[i].w;
   if (fold == 0x9E3779B9u) *sink = fold;

@@ -42,14 +42,16 @@ void check_cublas(cublasStatus_t status, const char* op, const char* call) {
 
 void check_cusolver(cusolverStatus_t status, const char* op, const char* call) {
   if (status == CUSOLVER_STATUS_SUCCESS) return;
-  throw Error(op, "", std::string(call) + " failed", "cusolverStatus " + std::to_string(int(status)));
+  throw Error(op, "", std::string(call) + " failed",
+              "cusolverStatus " + std::to_string(int(status)));
 }
 
 cublasHandle_t cublas_handle(cudaStream_t stream) {
   thread_local HandlePerDevice<cublasHandle_t, void (*)(cublasHandle_t*, const char*),
-                         void (*)(cublasHandle_t)>
-      handles([](cublasHandle_t* handle, const char* op) { ROOFLAB_CUBLAS(op, cublasCreate(handle)); },
-              [](cublasHandle_t handle) { cublasDestroy(handle); });
+                               void (*)(cublasHandle_t)>
+      handles(
+          [](cublasHandle_t* handle, const char* op) { ROOFLAB_CUBLAS(op, cublasCreate(handle)); },
+          [](cublasHandle_t handle) { cublasDestroy(handle); });
   const cublasHandle_t handle = handles.get("cublas_handle");
   ROOFLAB_CUBLAS("cublas_handle", cublasSetStream(handle, stream));
   return handle;
@@ -57,8 +59,9 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
 
 cusolverDnHandle_t cusolver_handle(cudaStream_t stream) {
   thread_local HandlePerDevice<cusolverDnHandle_t, void (*)(cusolverDnHandle_t*, const char*),
-                         void (*)(cusolverDnHandle_t)>
-      handles([](cusolverDnHandle_t* handle, const char* op) { ROOFLAB_CUSOLVER(op, cusolverDnCreate(handle)); },
+                               void (*)(cusolverDnHandle_t)>
+      handles([](cusolverDnHandle_t* handle,
+                 const char* op) { ROOFLAB_CUSOLVER(op, cusolverDnCreate(handle)); },
               [](cusolverDnHandle_t handle) { cusolverDnDestroy(handle); });
   const cusolverDnHandle_t handle = handles.get("cusolver_handle");
   ROOFLAB_CUSOLVER("cusolver_handle", cusolverDnSetStream(handle, stream));

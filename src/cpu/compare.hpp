@@ -11,7 +11,7 @@
 namespace rooflab::cpu {
 
 struct Comparison {
-  double max_error = 0;          // max over elements of |out - ref| / max(|ref|, floor)
+  double max_error = 0;           // max over elements of |out - ref| / max(|ref|, floor)
   std::int64_t worst_index = -1;  // where max_error was, or the first NaN
   double worst_output = 0;
   double worst_reference = 0;

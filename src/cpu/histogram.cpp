@@ -11,7 +11,8 @@ int even_bin(double v, double lo, double hi, int bins) {
 }
 
 template <class T>
-void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi, std::uint64_t* counts) {
+void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi,
+                      std::uint64_t* counts) {
   std::fill(counts, counts + bins, 0);
   for (std::int64_t i = 0; i < n; ++i) {
     const int bin = even_bin(double(in[i]), lo, hi, bins);
@@ -19,8 +20,10 @@ void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double h
   }
 }
 
-template void histogram_serial(const std::uint8_t*, std::int64_t, int, double, double, std::uint64_t*);
-template void histogram_serial(const std::int32_t*, std::int64_t, int, double, double, std::uint64_t*);
+template void histogram_serial(const std::uint8_t*, std::int64_t, int, double, double,
+                               std::uint64_t*);
+template void histogram_serial(const std::int32_t*, std::int64_t, int, double, double,
+                               std::uint64_t*);
 template void histogram_serial(const float*, std::int64_t, int, double, double, std::uint64_t*);
 template void histogram_serial(const double*, std::int64_t, int, double, double, std::uint64_t*);
 

@@ -18,17 +18,20 @@ int even_bin(double v, double lo, double hi, int bins);
 
 // The CPU baseline (seed 000's CPU loop): one core, one pass; counts[0, bins) overwritten.
 template <class T>
-void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi, std::uint64_t* counts);
+void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi,
+                      std::uint64_t* counts);
 
 // The reference: counts of the n values value(0), ..., value(n - 1) (of type T), on every core.
 // Bytes are counted by value and folded into bins at the end (the rule applied to all 256
 // values), everything else binned one by one.
 template <class T, class Value>
-std::vector<std::uint64_t> histogram_reference(std::int64_t n, int bins, double lo, double hi, Value value) {
+std::vector<std::uint64_t> histogram_reference(std::int64_t n, int bins, double lo, double hi,
+                                               Value value) {
   constexpr bool bytes = std::is_same_v<T, std::uint8_t>;
   const std::size_t slots = bytes ? 256 : std::size_t(bins);
   // One partial histogram per thread, as many threads as 256 MB of partials allow.
-  const std::int64_t most_parts = std::max<std::int64_t>(1, (std::int64_t(1) << 25) / std::int64_t(slots));
+  const std::int64_t most_parts =
+      std::max<std::int64_t>(1, (std::int64_t(1) << 25) / std::int64_t(slots));
   const int parts = int(std::max<std::int64_t>(
       1, std::min<std::int64_t>({std::int64_t(cpu_threads()), most_parts, n / (1 << 16)})));
   std::vector<std::vector<std::uint64_t>> partial(parts, std::vector<std::uint64_t>(slots, 0));

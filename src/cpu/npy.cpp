@@ -58,7 +58,8 @@ std::vector<std::int64_t> parse_shape(const std::string& tuple, const std::strin
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       std::int64_t value = 0;
       while (i < tuple.size() && std::isdigit(static_cast<unsigned char>(tuple[i]))) {
-        if (value > (std::numeric_limits<std::int64_t>::max() - 9) / 10) fail(path, "shape too large");
+        if (value > (std::numeric_limits<std::int64_t>::max() - 9) / 10)
+          fail(path, "shape too large");
         value = value * 10 + (tuple[i++] - '0');
       }
       if (i < tuple.size() && tuple[i] == 'L') ++i;  // Python 2's long suffix
@@ -120,11 +121,13 @@ NpyArray read_npy(const std::string& path) {
   std::size_t header_length = 0, header_start = 0;
   if (major == 1) {
     if (content.size() < 10) fail(path, "truncated header");
-    header_length = static_cast<unsigned char>(content[8]) | static_cast<unsigned char>(content[9]) << 8;
+    header_length = static_cast<unsigned char>(content[8]) | static_cast<unsigned char>(content[9])
+                                                                 << 8;
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (content.size() < 12) fail(path, "truncated header");
-    for (int b = 3; b >= 0; --b) header_length = header_length << 8 | static_cast<unsigned char>(content[8 + b]);
+    for (int b = 3; b >= 0; --b)
+      header_length = header_length << 8 | static_cast<unsigned char>(content[8 + b]);
     header_start = 12;
   } else {
     fail(path, "format version " + std::to_string(major) + " is not 1, 2 or 3");
@@ -141,17 +144,19 @@ NpyArray read_npy(const std::string& path) {
   else
     fail(path, "dtype '" + descr + "' is not float32 or float64 little-endian ('<f4', '<f8')");
   const std::string order = value_of(header, "fortran_order", path);
-  if (order != "True" && order != "False") fail(path, "fortran_order is '" + order + "', not True or False");
+  if (order != "True" && order != "False")
+    fail(path, "fortran_order is '" + order + "', not True or False");
   array.fortran_order = order == "True";
   const std::string shape = value_of(header, "shape", path);
   if (shape.empty() || shape.front() != '(') fail(path, "shape '" + shape + "' is not a tuple");
   array.shape = parse_shape(shape, path);
 
-  const std::size_t data_bytes = std::size_t(product(array.shape, path)) * element_bytes(array.type);
+  const std::size_t data_bytes =
+      std::size_t(product(array.shape, path)) * element_bytes(array.type);
   const std::size_t data_start = header_start + header_length;
   if (content.size() - data_start < data_bytes)
-    fail(path, "holds " + std::to_string(content.size() - data_start) + " bytes of data, its shape needs " +
-                   std::to_string(data_bytes));
+    fail(path, "holds " + std::to_string(content.size() - data_start) +
+                   " bytes of data, its shape needs " + std::to_string(data_bytes));
   array.bytes.assign(content.begin() + std::ptrdiff_t(data_start),
                      content.begin() + std::ptrdiff_t(data_start + data_bytes));
   return array;

@@ -24,7 +24,8 @@ struct NpyArray {
 
 NpyArray read_npy(const std::string& path);
 
-// Writes values (in C order for `shape`) as `type`, format version 1.0 (2.0 if the header needs it).
+// Writes values (in C order for `shape`) as `type`, format version 1.0 (2.0 if the header needs
+// it).
 void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, NpyType type,
                const std::vector<double>& values);
 

@@ -16,7 +16,8 @@ inline int cpu_threads() { return std::max(1u, std::thread::hardware_concurrency
 template <class Body>
 void parallel_ranges(std::int64_t n, Body body, std::int64_t min_per_part = 1 << 16) {
   min_per_part = std::max<std::int64_t>(1, min_per_part);
-  const int parts = int(std::max<std::int64_t>(1, std::min<std::int64_t>(cpu_threads(), n / min_per_part)));
+  const int parts =
+      int(std::max<std::int64_t>(1, std::min<std::int64_t>(cpu_threads(), n / min_per_part)));
   if (parts == 1) {
     body(std::int64_t(0), n, 0);
     return;

@@ -40,7 +40,8 @@ std::uint64_t stream_for(std::uint64_t seed, Purpose purpose) {
 }
 
 void require_lapack(lapack_int info, const char* routine) {
-  if (info != 0) throw std::runtime_error(std::string(routine) + " failed with info " + std::to_string(info));
+  if (info != 0)
+    throw std::runtime_error(std::string(routine) + " failed with info " + std::to_string(info));
 }
 
 // Elements first ... first + m n - 1 of stream `seed` as an m x n matrix, in the grid of the
@@ -48,8 +49,8 @@ void require_lapack(lapack_int info, const char* routine) {
 Matrix stream_matrix(int m, int n, std::uint64_t seed, std::uint64_t first, bool single) {
   Matrix a = zeros(m, n);
   for (std::size_t e = 0; e < a.values.size(); ++e)
-    a.values[e] =
-        single ? double(bench::random_float(seed, first + e)) : bench::random_double(seed, first + e);
+    a.values[e] = single ? double(bench::random_float(seed, first + e))
+                         : bench::random_double(seed, first + e);
   return a;
 }
 
@@ -74,8 +75,9 @@ Matrix random_orthonormal_columns(int rows, int cols, std::uint64_t seed) {
   require_lapack(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, rows, cols, q.values.data(), rows, tau.data()),
                  "LAPACKE_dgeqrf");
   for (int j = 0; j < cols; ++j) signs[j] = q(j, j) < 0 ? -1 : 1;
-  require_lapack(LAPACKE_dorgqr(LAPACK_COL_MAJOR, rows, cols, cols, q.values.data(), rows, tau.data()),
-                 "LAPACKE_dorgqr");
+  require_lapack(
+      LAPACKE_dorgqr(LAPACK_COL_MAJOR, rows, cols, cols, q.values.data(), rows, tau.data()),
+      "LAPACKE_dorgqr");
   for (int j = 0; j < cols; ++j)
     for (int i = 0; i < rows; ++i) q(i, j) *= signs[j];
   return q;
@@ -115,7 +117,8 @@ std::vector<double> dlatms_spectrum(int mode, int k, double cond, std::uint64_t 
       case 3: d[i] = std::pow(cond, -t); break;
       case 4: d[i] = 1 - t * (1 - 1 / cond); break;
       case 5: {
-        const double uniform = 0.5 * (1 + bench::random_double(stream_for(seed, Purpose::spectrum), i));
+        const double uniform =
+            0.5 * (1 + bench::random_double(stream_for(seed, Purpose::spectrum), i));
         d[i] = std::exp(-std::log(cond) * uniform);
       }
     }
@@ -142,7 +145,8 @@ Matrix diagonal_class(int m, int n, std::uint64_t seed, const Precision&) {
   Matrix a = zeros(m, n);
   for (int i = 0; i < std::min(m, n); ++i) {
     // One draw of six outcomes: a sign and a magnitude of 1, 2 or 3.
-    const std::int64_t outcome = bench::random_integer(stream_for(seed, Purpose::diagonal), i, 0, 5);
+    const std::int64_t outcome =
+        bench::random_integer(stream_for(seed, Purpose::diagonal), i, 0, 5);
     a(i, i) = double(outcome / 2 + 1) * (outcome % 2 ? -1 : 1);
   }
   return a;
@@ -238,23 +242,28 @@ const std::vector<Definition>& definitions() {
       {{"random", "entries uniform in [-1, 1) (the bench's default)"}, random_class},
       {{"zero", "all zeros"}, zero_class},
       {{"identity", "ones on the diagonal"}, identity_class},
-      {{"diagonal", "diagonal, random signs, magnitudes 1, 2 or 3 (many exact ties)"}, diagonal_class},
+      {{"diagonal", "diagonal, random signs, magnitudes 1, 2 or 3 (many exact ties)"},
+       diagonal_class},
       {{"rank-1", "X Y^T with X m x 1 and Y n x 1 random"}, rank_1_class},
       {{"rank-2", "X Y^T of rank min(2, m, n), X and Y random"}, rank_2_class},
       {{"rank-quarter", "X Y^T of rank max(1, min(m, n) / 4)"}, rank_quarter_class},
       {{"rank-minus-1", "X Y^T of rank min(m, n) - 1"}, rank_minus_1_class},
       {{"rank-1-integer",
-        "A(i, j) = (i + 1) (j + 2) / 2: exactly rank one, exact entries (known to break one-sided Jacobi)"},
+        "A(i, j) = (i + 1) (j + 2) / 2: exactly rank one, exact entries (known to break one-sided "
+        "Jacobi)"},
        rank_1_integer_class},
-      {{"duplicated-columns", "r = max(1, n / 2) random columns, column j a copy of column j mod r"},
+      {{"duplicated-columns",
+        "r = max(1, n / 2) random columns, column j a copy of column j mod r"},
        duplicated_columns_class},
       {{"zero-columns", "random, every odd column zero"}, zero_columns_class},
       {{"zero-rows", "random, every odd row zero"}, zero_rows_class},
       {{"mode1", "U diag(d) V^T, LAPACK dlatms mode 1: d = (1, 1/c, ..., 1/c), c = 1/sqrt(eps)"},
        dlatms_class<1, false>},
       {{"mode2", "dlatms mode 2: d = (1, ..., 1, 1/c), c = 1/sqrt(eps)"}, dlatms_class<2, false>},
-      {{"mode3", "dlatms mode 3: d geometric from 1 to 1/c, c = 1/sqrt(eps)"}, dlatms_class<3, false>},
-      {{"mode4", "dlatms mode 4: d arithmetic from 1 to 1/c, c = 1/sqrt(eps)"}, dlatms_class<4, false>},
+      {{"mode3", "dlatms mode 3: d geometric from 1 to 1/c, c = 1/sqrt(eps)"},
+       dlatms_class<3, false>},
+      {{"mode4", "dlatms mode 4: d arithmetic from 1 to 1/c, c = 1/sqrt(eps)"},
+       dlatms_class<4, false>},
       {{"mode5", "dlatms mode 5: d log-uniform in [1/c, 1], largest 1, c = 1/sqrt(eps)"},
        dlatms_class<5, false>},
       {{"mode1-eps", "mode1 with c = 1/eps"}, dlatms_class<1, true>},
@@ -262,14 +271,19 @@ const std::vector<Definition>& definitions() {
       {{"mode3-eps", "mode3 with c = 1/eps"}, dlatms_class<3, true>},
       {{"mode4-eps", "mode4 with c = 1/eps (LAPACK ddrvbd's type 3)"}, dlatms_class<4, true>},
       {{"mode5-eps", "mode5 with c = 1/eps"}, dlatms_class<5, true>},
-      {{"scaled-tiny", "mode4-eps times underflow / eps (LAPACK ddrvbd's type 4)"}, scaled_tiny_class},
-      {{"scaled-huge", "mode4-eps times overflow * eps (LAPACK ddrvbd's type 5)"}, scaled_huge_class},
-      {{"graded", "random times diag(10^(-g j / (n - 1))): columns scaled from 1 to 1e-30 (1e-12 in float)"},
+      {{"scaled-tiny", "mode4-eps times underflow / eps (LAPACK ddrvbd's type 4)"},
+       scaled_tiny_class},
+      {{"scaled-huge", "mode4-eps times overflow * eps (LAPACK ddrvbd's type 5)"},
+       scaled_huge_class},
+      {{"graded",
+        "random times diag(10^(-g j / (n - 1))): columns scaled from 1 to 1e-30 (1e-12 in float)"},
        graded_class},
-      {{"clustered", "U diag(d) V^T, d_i = 1 + i eps in the first half, 0.5 (1 + i eps) in the rest"},
+      {{"clustered",
+        "U diag(d) V^T, d_i = 1 + i eps in the first half, 0.5 (1 + i eps) in the rest"},
        clustered_class},
-      {{"mixed", "every 4th matrix of a batch (b % 4 == 0) rank-1-integer, the others random (one matrix: "
-                 "rank-1-integer)"},
+      {{"mixed",
+        "every 4th matrix of a batch (b % 4 == 0) rank-1-integer, the others random (one matrix: "
+        "rank-1-integer)"},
        rank_1_integer_class},
   };
   return all;
@@ -278,13 +292,14 @@ const std::vector<Definition>& definitions() {
 const Definition& definition(const std::string& name) {
   for (const Definition& candidate : definitions())
     if (name == candidate.name_and_description.name) return candidate;
-  throw std::invalid_argument("'" + name + "' is not an SVD matrix class (" + svd_matrix_class_names() + ")");
+  throw std::invalid_argument("'" + name + "' is not an SVD matrix class (" +
+                              svd_matrix_class_names() + ")");
 }
 
 void require_at_least_one_by_one(int m, int n) {
   if (m < 1 || n < 1)
-    throw std::invalid_argument("an SVD test matrix is at least 1 x 1, not " + std::to_string(m) + " x " +
-                                std::to_string(n));
+    throw std::invalid_argument("an SVD test matrix is at least 1 x 1, not " + std::to_string(m) +
+                                " x " + std::to_string(n));
 }
 
 }  // namespace
@@ -326,16 +341,20 @@ std::string svd_batch_member_class(const std::string& name, std::int64_t b) {
 }
 
 template <class T>
-Matrix svd_batch_test_matrix(const std::string& name, int m, int n, std::uint64_t seed, std::int64_t b) {
+Matrix svd_batch_test_matrix(const std::string& name, int m, int n, std::uint64_t seed,
+                             std::int64_t b) {
   const std::string member = svd_batch_member_class(name, b);
   if (member != "random") return svd_test_matrix<T>(member, m, n, seed + std::uint64_t(b));
   require_at_least_one_by_one(m, n);
-  return stream_matrix(m, n, seed, std::uint64_t(b) * std::uint64_t(m) * std::uint64_t(n), sizeof(T) == 4);
+  return stream_matrix(m, n, seed, std::uint64_t(b) * std::uint64_t(m) * std::uint64_t(n),
+                       sizeof(T) == 4);
 }
 
 template Matrix svd_test_matrix<float>(const std::string&, int, int, std::uint64_t);
 template Matrix svd_test_matrix<double>(const std::string&, int, int, std::uint64_t);
-template Matrix svd_batch_test_matrix<float>(const std::string&, int, int, std::uint64_t, std::int64_t);
-template Matrix svd_batch_test_matrix<double>(const std::string&, int, int, std::uint64_t, std::int64_t);
+template Matrix svd_batch_test_matrix<float>(const std::string&, int, int, std::uint64_t,
+                                             std::int64_t);
+template Matrix svd_batch_test_matrix<double>(const std::string&, int, int, std::uint64_t,
+                                              std::int64_t);
 
 }  // namespace rooflab::cpu

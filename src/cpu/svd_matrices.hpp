@@ -42,6 +42,7 @@ std::string svd_batch_member_class(const std::string& name, std::int64_t b);
 // b m n ... (b + 1) m n - 1 of stream `seed`), any other member svd_test_matrix<T>(its class, m,
 // n, seed + b). Matrix 0 is svd_test_matrix<T>(name, m, n, seed).
 template <class T>
-Matrix svd_batch_test_matrix(const std::string& name, int m, int n, std::uint64_t seed, std::int64_t b);
+Matrix svd_batch_test_matrix(const std::string& name, int m, int n, std::uint64_t seed,
+                             std::int64_t b);
 
 }  // namespace rooflab::cpu

@@ -15,7 +15,8 @@ namespace rooflab::cpu {
 namespace {
 
 void require_lapack(lapack_int info, const char* routine) {
-  if (info != 0) throw std::runtime_error(std::string(routine) + " failed with info " + std::to_string(info));
+  if (info != 0)
+    throw std::runtime_error(std::string(routine) + " failed with info " + std::to_string(info));
 }
 
 double one_norm(const Matrix& a) {
@@ -31,7 +32,8 @@ double one_norm(const Matrix& a) {
 // Columns per thread so that each thread gets about 2^16 multiply-adds: a column of these checks
 // costs `work_per_column` of them.
 std::int64_t columns_per_part(std::int64_t work_per_column) {
-  return std::max<std::int64_t>(1, (std::int64_t(1) << 16) / std::max<std::int64_t>(1, work_per_column));
+  return std::max<std::int64_t>(
+      1, (std::int64_t(1) << 16) / std::max<std::int64_t>(1, work_per_column));
 }
 
 // ||I - Q^T Q||_1 for Q with k columns.
@@ -172,17 +174,15 @@ Svd lapack_svd(const Matrix& a) {
   Svd result{std::vector<double>(k), zeros(a.m, k), zeros(a.n, k)};
   Matrix vt = zeros(k, a.n);
   std::vector<double> superb(std::max(1, k - 1));
-  require_lapack(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', a.m, a.n, work.values.data(), a.m,
-                                result.s.data(), result.u.values.data(), a.m, vt.values.data(),
-                                std::max(1, k), superb.data()),
-                 "LAPACKE_dgesvd");
+  require_lapack(
+      LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', a.m, a.n, work.values.data(), a.m, result.s.data(),
+                     result.u.values.data(), a.m, vt.values.data(), std::max(1, k), superb.data()),
+      "LAPACKE_dgesvd");
   result.v = transposed(vt);
   return result;
 }
 
-double SvdAccuracy::worst() const {
-  return std::max({residual, u_orthogonality, v_orthogonality});
-}
+double SvdAccuracy::worst() const { return std::max({residual, u_orthogonality, v_orthogonality}); }
 
 SvdAccuracy svd_accuracy(const Matrix& a, const std::vector<double>& s, const Matrix& u,
                          const Matrix& v, double ulp) {
@@ -208,7 +208,8 @@ SvdAccuracy svd_accuracy(const Matrix& a, const std::vector<double>& s, const Ma
         }
       },
       columns_per_part(std::int64_t(a.m) * k));
-  const double residual_norm = a.n > 0 ? *std::max_element(column_sums.begin(), column_sums.end()) : 0;
+  const double residual_norm =
+      a.n > 0 ? *std::max_element(column_sums.begin(), column_sums.end()) : 0;
   const double a_norm = one_norm(a);
   const double size = std::max(a.m, a.n);
   if (a_norm > 0)

@@ -19,8 +19,8 @@ void transpose_elements(const unsigned char* in, std::int64_t rows, std::int64_t
 
 }  // namespace
 
-void transpose_serial(const void* in, std::int64_t rows, std::int64_t cols, std::size_t element_bytes,
-                      void* out) {
+void transpose_serial(const void* in, std::int64_t rows, std::int64_t cols,
+                      std::size_t element_bytes, void* out) {
   const auto* source = static_cast<const unsigned char*>(in);
   auto* target = static_cast<unsigned char*>(out);
   switch (element_bytes) {

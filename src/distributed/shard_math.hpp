@@ -13,7 +13,8 @@ namespace rooflab::dist {
 inline std::vector<std::int64_t> shard_offsets(const std::vector<std::int64_t>& sizes) {
   std::vector<std::int64_t> offsets(sizes.size() + 1, 0);
   for (std::size_t r = 0; r < sizes.size(); ++r) {
-    if (sizes[r] < 0) throw std::invalid_argument("shard " + std::to_string(r) + " has a negative size");
+    if (sizes[r] < 0)
+      throw std::invalid_argument("shard " + std::to_string(r) + " has a negative size");
     offsets[r + 1] = offsets[r] + sizes[r];
   }
   return offsets;
@@ -22,7 +23,8 @@ inline std::vector<std::int64_t> shard_offsets(const std::vector<std::int64_t>& 
 // `total` elements split over `ranks` as evenly as possible: the first total % ranks shards hold
 // one element more.
 inline std::vector<std::int64_t> even_shard_sizes(std::int64_t total, int ranks) {
-  if (ranks < 1 || total < 0) throw std::invalid_argument("even_shard_sizes: ranks >= 1, total >= 0");
+  if (ranks < 1 || total < 0)
+    throw std::invalid_argument("even_shard_sizes: ranks >= 1, total >= 0");
   std::vector<std::int64_t> sizes(std::size_t(ranks), total / ranks);
   for (std::int64_t r = 0; r < total % ranks; ++r) ++sizes[std::size_t(r)];
   return sizes;
@@ -63,7 +65,9 @@ inline double bus_bandwidth_factor(Collective collective, int ranks) {
   }
 }
 
-inline double algorithm_bandwidth(double bytes, double seconds) { return seconds > 0 ? bytes / seconds : 0; }
+inline double algorithm_bandwidth(double bytes, double seconds) {
+  return seconds > 0 ? bytes / seconds : 0;
+}
 
 inline double bus_bandwidth(Collective collective, int ranks, double bytes, double seconds) {
   return algorithm_bandwidth(bytes, seconds) * bus_bandwidth_factor(collective, ranks);

@@ -75,7 +75,8 @@ inline const DeviceLimits& device_limits(const char* op) {
 // Blocks of `kernel` resident per SM with `threads` threads and `dynamic_shared` bytes, after
 // opting the kernel in to more than the default 48 KB. Cached: every call of the op asks, and
 // the answer never changes for a device.
-inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared, const char* op) {
+inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared,
+                           const char* op) {
   static std::mutex mutex;
   static std::map<std::tuple<int, const void*, int, std::size_t>, int> known;
   static std::map<std::pair<int, const void*>, std::size_t> opted_in;  // the largest size so far
@@ -89,24 +90,26 @@ inline int resident_blocks(const void* kernel, int threads, std::size_t dynamic_
   // (cached, so never re-set) launch configuration relies on.
   std::size_t& allowed = opted_in[{device, kernel}];
   if (dynamic_shared > allowed) {
-    ROOFLAB_CUDA(op,
-                 "letting a counting kernel use " + describe_bytes(dynamic_shared) + " of shared memory",
-                 cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      int(dynamic_shared)));
+    ROOFLAB_CUDA(
+        op, "letting a counting kernel use " + describe_bytes(dynamic_shared) + " of shared memory",
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(dynamic_shared)));
     allowed = dynamic_shared;
   }
   int blocks = 0;
-  ROOFLAB_CUDA(op, "asking how many counting blocks fit on an SM",
-               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
+  ROOFLAB_CUDA(
+      op, "asking how many counting blocks fit on an SM",
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
   if (blocks < 1) throw Error(op, "", "a counting kernel does not fit on this GPU");
   return known.emplace(key, blocks).first->second;
 }
 
 // A persistent grid: every block resident at once, but no more blocks than rounds of work.
 inline unsigned persistent_grid(const void* kernel, int threads, std::size_t dynamic_shared,
-                                std::int64_t vectors, std::int64_t vectors_per_round, const char* op) {
-  const std::int64_t resident =
-      std::int64_t(device_limits(op).sm_count) * resident_blocks(kernel, threads, dynamic_shared, op);
+                                std::int64_t vectors, std::int64_t vectors_per_round,
+                                const char* op) {
+  const std::int64_t resident = std::int64_t(device_limits(op).sm_count) *
+                                resident_blocks(kernel, threads, dynamic_shared, op);
   const std::int64_t rounds = (vectors + vectors_per_round - 1) / vectors_per_round;
   return unsigned(std::max<std::int64_t>(1, std::min(resident, rounds)));
 }
@@ -130,12 +133,12 @@ constexpr int value_loads = 4;  // 16-byte loads per thread per round: 64 bytes 
 // predicated reduction, so the unrolled counting loops carry no branch per value (which would
 // keep the compiler from interleaving the values' instructions), and no result to wait for.
 // The address of a value that is not added may be anything: it is never accessed.
-__device__ __forceinline__ void add_shared_if(bool add, std::uint32_t address, std::uint32_t value) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p red.shared.add.u32 [%1], %2;\n\t}"
-      :
-      : "r"(std::uint32_t(add)), "r"(address), "r"(value)
-      : "memory");
+__device__ __forceinline__ void add_shared_if(bool add, std::uint32_t address,
+                                              std::uint32_t value) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p red.shared.add.u32 [%1], %2;\n\t}"
+               :
+               : "r"(std::uint32_t(add)), "r"(address), "r"(value)
+               : "memory");
 }
 
 __device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
@@ -168,7 +171,8 @@ constexpr int shared_value_blocks_per_sm() {
 
 template <bool Packed>
 __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int words, int bins,
-                                              std::uint32_t keep_at_most, unsigned long long* counts) {
+                                              std::uint32_t keep_at_most,
+                                              unsigned long long* counts) {
   __shared__ std::uint32_t warp_largest[32];
   __syncthreads();
   std::uint32_t largest = 0;
@@ -209,7 +213,8 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
 // thousand on random data) through the rule itself.
 template <class T, bool Packed, BinEvaluation E>
 __global__ void __launch_bounds__(shared_value_threads<Packed>(),
-                                    min_blocks_per_sm(shared_value_threads<Packed>(), shared_value_blocks_per_sm<Packed, E>()))
+                                  min_blocks_per_sm(shared_value_threads<Packed>(),
+                                                    shared_value_blocks_per_sm<Packed, E>()))
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
                         unsigned long long* __restrict__ counts) {
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
@@ -217,13 +222,17 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
   const int words = Packed ? (rule.bins + 1) / 2 : copies * rule.bins;
   for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) block_counts[w] = 0;
   __syncthreads();
-  std::uint32_t* my_counts = block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * rule.bins);
+  std::uint32_t* my_counts =
+      block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * rule.bins);
   const std::uint32_t my_address = shared_address(my_counts);
   // The word and the increment of a bin.
-  const auto word_of = [&](int bin) { return my_address + std::uint32_t(Packed ? bin >> 1 : bin) * 4; };
+  const auto word_of = [&](int bin) {
+    return my_address + std::uint32_t(Packed ? bin >> 1 : bin) * 4;
+  };
   const auto one_of = [](int bin) { return Packed ? 1u << ((bin & 1) * 16) : 1u; };
   const auto add_exactly = [&](T value) {
-    if (const int bin = bin_of(value, rule); bin >= 0) atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
+    if (const int bin = bin_of(value, rule); bin >= 0)
+      atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
   };
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread < split.head) add_exactly(in[thread]);
@@ -261,7 +270,8 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
 #pragma unroll
       for (int s = 0; s < slots; ++s) {
         const T value = data[s / per_vector].lane[s % per_vector];
-        if (valid[s / per_vector] && is_counted(value, rule) && fast_bin<E>(value, rule).near_edge) {
+        if (valid[s / per_vector] && is_counted(value, rule) &&
+            fast_bin<E>(value, rule).near_edge) {
           const int bin = exact_bin(double(value), rule);
           atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
         }
@@ -346,9 +356,10 @@ constexpr int byte_loads = 4;          // 16-byte loads per thread per round
 // the merge during the run is exercised by any input above ~3.3 GB on a 132-SM GPU (the huge
 // test uses 2^32 + 17 bytes), not only by the terabyte a bound near 2^27 would need.
 constexpr int byte_rounds_between_merges = 256;
-static_assert((2 + std::int64_t(byte_rounds_between_merges) * (byte_threads / 32) * byte_loads * 16) * 32 <
-                  (std::int64_t(1) << 32),
-              "a warp's sum of 32 lane counters must fit 32 bits");
+static_assert(
+    (2 + std::int64_t(byte_rounds_between_merges) * (byte_threads / 32) * byte_loads * 16) * 32 <
+        (std::int64_t(1) << 32),
+    "a warp's sum of 32 lane counters must fit 32 bits");
 
 __device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int k) {
   return __byte_perm(word, 0, 0x4440 | k);  // byte k, zero-extended
@@ -358,13 +369,15 @@ __device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int k) {
 // calls it (two barriers).
 __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin_of_value,
                                           unsigned long long* counts) {
-  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32;
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32,
+            warps = int(blockDim.x) / 32;
   __syncthreads();
   for (int value = warp; value < byte_values; value += warps) {
     std::uint32_t& counter = columns[value * 32 + lane];
     const std::uint32_t total = warp_reduce(counter, Sum{});  // lane 0 holds it
     counter = 0;
-    if (lane == 0 && total != 0 && bin_of_value[value] >= 0) add_count(counts, bin_of_value[value], total);
+    if (lane == 0 && total != 0 && bin_of_value[value] >= 0)
+      add_count(counts, bin_of_value[value], total);
   }
   __syncthreads();
 }
@@ -373,12 +386,13 @@ __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin
 // A template only so that the header may define it for the library and the lab alike.
 template <int Loads>
 __global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, byte_blocks_per_sm))
-    count_bytes_in_lane_columns(const std::uint8_t* __restrict__ in, VectorSplit split, EvenBins rule,
-                                unsigned long long* __restrict__ counts) {
+    count_bytes_in_lane_columns(const std::uint8_t* __restrict__ in, VectorSplit split,
+                                EvenBins rule, unsigned long long* __restrict__ counts) {
   extern __shared__ std::uint32_t columns[];  // byte_values x 32
   __shared__ int bin_of_value[byte_values];
   for (int w = int(threadIdx.x); w < byte_values * 32; w += int(blockDim.x)) columns[w] = 0;
-  for (int v = int(threadIdx.x); v < byte_values; v += int(blockDim.x)) bin_of_value[v] = bin_of(std::uint8_t(v), rule);
+  for (int v = int(threadIdx.x); v < byte_values; v += int(blockDim.x))
+    bin_of_value[v] = bin_of(std::uint8_t(v), rule);
   __syncthreads();
   std::uint32_t* const mine = columns + threadIdx.x % 32;
   const auto count = [&](std::uint32_t value) { atomicAdd(mine + value * 32, 1u); };
@@ -422,13 +436,14 @@ __global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, 
 }
 
 // Adds the counts of n >= 1 bytes at `in` (any alignment) to `counts`, binned by `rule`.
-inline void count_bytes(const std::uint8_t* in, std::int64_t n, const EvenBins& rule, unsigned long long* counts,
-                        cudaStream_t stream, const char* op) {
+inline void count_bytes(const std::uint8_t* in, std::int64_t n, const EvenBins& rule,
+                        unsigned long long* counts, cudaStream_t stream, const char* op) {
   const std::size_t shared = std::size_t(byte_values) * 32 * 4;
   const VectorSplit split = split_into_vectors(in, n);
   const auto kernel = count_bytes_in_lane_columns<byte_loads>;
-  const unsigned blocks = persistent_grid(reinterpret_cast<const void*>(kernel), byte_threads, shared,
-                                          split.vectors, std::int64_t(byte_threads) * byte_loads, op);
+  const unsigned blocks =
+      persistent_grid(reinterpret_cast<const void*>(kernel), byte_threads, shared, split.vectors,
+                      std::int64_t(byte_threads) * byte_loads, op);
   kernel<<<blocks, byte_threads, shared, stream>>>(in, split, rule, counts);
   check_launch(op, "count_bytes_in_lane_columns");
 }

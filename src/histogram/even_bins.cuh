@@ -24,7 +24,8 @@ namespace rooflab::detail {
 // The rule as the API states it. The intrinsics round each operation once and keep nvcc from
 // contracting any of them into a fused multiply-add, so the host's plain expression gives the
 // same bits. Not inlined: it is the rare path, and a call keeps the unrolled loops small.
-static __device__ __noinline__ int exact_bin(double v, double lo, double bins_d, double range, int bins) {
+static __device__ __noinline__ int exact_bin(double v, double lo, double bins_d, double range,
+                                             int bins) {
   const double t = __ddiv_rn(__dmul_rn(__dsub_rn(v, lo), bins_d), range);
   const int bin = int(t);  // t >= 0, so truncation is floor
   return bin < bins - 1 ? bin : bins - 1;
@@ -71,10 +72,14 @@ constexpr bool single_precision_type = !std::is_same_v<T, double>;
 // Whether the integer-edge evaluation (even_bins.hpp) may be used for data of type T.
 template <class T>
 __host__ __device__ inline bool integer_edges_for(const EvenBins& rule) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return rule.integer_edges_int;
-  else if constexpr (std::is_same_v<T, float>) return rule.integer_edges_float;
-  else if constexpr (std::is_same_v<T, double>) return rule.integer_edges_double;
-  else return false;
+  if constexpr (std::is_same_v<T, std::int32_t>)
+    return rule.integer_edges_int;
+  else if constexpr (std::is_same_v<T, float>)
+    return rule.integer_edges_float;
+  else if constexpr (std::is_same_v<T, double>)
+    return rule.integer_edges_double;
+  else
+    return false;
 }
 
 // The fast evaluations, chosen per call on the host (a template argument, so that the counting
@@ -97,10 +102,12 @@ inline BinEvaluation choose_bin_evaluation(const EvenBins& rule) {
 // The fast evaluation of a counted value.
 template <BinEvaluation E, class T>
 __device__ __forceinline__ FastBin fast_bin(T v, const EvenBins& rule) {
-  if constexpr (E == BinEvaluation::integer_edges) return FastBin{integer_edge_bin(v, rule), false};
+  if constexpr (E == BinEvaluation::integer_edges)
+    return FastBin{integer_edge_bin(v, rule), false};
   else if constexpr (E == BinEvaluation::single_precision && single_precision_type<T>)
     return fast_bin_single(to_single(v), rule);
-  else return fast_bin_double(double(v), rule);
+  else
+    return fast_bin_double(double(v), rule);
 }
 
 // The bin of a value, or -1 when it is not counted: for code that bins one value at a time
@@ -113,7 +120,8 @@ __device__ __forceinline__ int bin_of(T v, const EvenBins& rule) {
   if constexpr (single_precision_type<T>)
     fast = rule.single_precision ? fast_bin<BinEvaluation::single_precision>(v, rule)
                                  : fast_bin<BinEvaluation::double_precision>(v, rule);
-  else fast = fast_bin<BinEvaluation::double_precision>(v, rule);
+  else
+    fast = fast_bin<BinEvaluation::double_precision>(v, rule);
   return fast.near_edge ? exact_bin(double(v), rule) : fast.bin;
 }
 

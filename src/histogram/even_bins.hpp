@@ -3,12 +3,14 @@
 // single-precision evaluation itself, in plain C++ where nvcc is not compiling: the CPU tests run
 // the very same steps on the host against the rule (the device-only parts are in even_bins.cuh).
 //
-//   a value v with lo <= v < hi falls into bin min(bins - 1, floor((double(v) - lo) * bins / (hi - lo)))
+//   a value v with lo <= v < hi falls into bin
+//     min(bins - 1, floor((double(v) - lo) * bins / (hi - lo)))
 //
 // evaluated in double precision exactly as written; call its quotient q.
 //
 // Single precision (fast_bin_single, int32 and float data where make_even_bins allows it):
-//   t = fl(float(v) * float(scale) + float(1 - lo * scale)), one fused multiply-add, scale = bins / (hi - lo).
+//   t = fl(float(v) * float(scale) + float(1 - lo * scale)), one fused multiply-add,
+//   scale = bins / (hi - lo).
 //   t estimates q + 1; the + 1 keeps t >= 1/2 for every counted value, so that one addition of
 //   2^23 rounded down gives 2^23 + floor(t) exactly (the integer sits in the encoding's low bits,
 //   no conversion instruction), and one more subtraction gives d = t - floor(t) - 1/2 exactly.
@@ -90,7 +92,8 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
   rule.scale = rule.bins_d / rule.range;
   rule.bins = bins;
   // Integers in [lo, hi): from ceil(lo) to ceil(hi) - 1, within int32.
-  const double first = std::max(std::ceil(lo), -2147483648.0), last = std::min(std::ceil(hi) - 1, 2147483647.0);
+  const double first = std::max(std::ceil(lo), -2147483648.0),
+               last = std::min(std::ceil(hi) - 1, 2147483647.0);
   if (first <= last) {
     rule.first_int = std::int32_t(first);
     rule.last_int = std::int32_t(last);
@@ -102,8 +105,8 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
   rule.end_float = float_at_or_above(hi);
   const double largest = std::max(std::fabs(lo), std::fabs(hi));
   if (bins <= (1 << 21) && largest <= 0x1p100 && rule.scale >= 0x1p-100 && rule.scale <= 0x1p100) {
-    const double error =
-        (2 * largest * rule.scale + std::fabs(lo) * rule.scale + bins + 2) * 0x1p-24 * (1 + 0x1p-22);
+    const double error = (2 * largest * rule.scale + std::fabs(lo) * rule.scale + bins + 2) *
+                         0x1p-24 * (1 + 0x1p-22);
     if (2 * error <= 0x1p-8) {
       rule.single_precision = true;
       rule.scale_single = float(rule.scale);
@@ -111,12 +114,13 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
       // The largest float at most 1/2 - 2 error: rounding must not widen the fast band.
       const double limit = 0.5 - 2 * error;
       rule.middle_limit = float(limit);
-      if (double(rule.middle_limit) > limit) rule.middle_limit = std::nextafter(rule.middle_limit, 0.0f);
+      if (double(rule.middle_limit) > limit)
+        rule.middle_limit = std::nextafter(rule.middle_limit, 0.0f);
     }
   }
   // Integer edges: an integer lo and a width of exactly 2^s, s in [0, 31].
-  if (lo == std::floor(lo) && lo >= -2147483648.0 && lo < 2147483648.0 && rule.range <= 4294967296.0 &&
-      rule.range * bins <= 0x1p53) {
+  if (lo == std::floor(lo) && lo >= -2147483648.0 && lo < 2147483648.0 &&
+      rule.range <= 4294967296.0 && rule.range * bins <= 0x1p53) {
     for (int shift = 0; shift < 32; ++shift) {
       if (std::ldexp(rule.bins_d, shift) != rule.range) continue;
       rule.width_shift = shift;
@@ -216,12 +220,13 @@ ROOFLAB_HOST_DEVICE inline FastBin fast_bin_single(float v, const EvenBins& rule
   constexpr float two_to_23 = 0x1p23f;
   constexpr float two_to_23_less_half = 0x1.fffffep22f;  // 2^23 - 1/2, a float
   const float t = fused_multiply_add(v, rule.scale_single, rule.offset_single);
-  const float floor_shifted = add_down(t, two_to_23);  // 2^23 + floor(t)
+  const float floor_shifted = add_down(t, two_to_23);                     // 2^23 + floor(t)
   const float middle = add_nearest(floor_shifted, -two_to_23_less_half);  // floor(t) + 1/2
   const float from_middle = add_nearest(t, -middle);
   FastBin result;
   // In unsigned arithmetic: a value that is not counted may give anything, but no overflow.
-  result.bin = int(std::uint32_t(float_bits(floor_shifted)) - std::uint32_t(float_bits(two_to_23)) - 1u);
+  result.bin =
+      int(std::uint32_t(float_bits(floor_shifted)) - std::uint32_t(float_bits(two_to_23)) - 1u);
   result.near_edge = !(std::fabs(from_middle) < rule.middle_limit);
   return result;
 }

@@ -37,8 +37,8 @@ using detail::VectorSplit;
 
 constexpr const char* op_name = "histogram_even";
 
-void check_arguments(const void* in, std::size_t alignment, std::int64_t n, int bins, double lo, double hi,
-                     const std::uint64_t* counts) {
+void check_arguments(const void* in, std::size_t alignment, std::int64_t n, int bins, double lo,
+                     double hi, const std::uint64_t* counts) {
   require(n >= 0, op_name, "n", "must not be negative, got " + std::to_string(n));
   require(bins >= 1 && bins <= (1 << 24), op_name, "bins",
           "must be in [1, 2^24], got " + std::to_string(bins));
@@ -48,8 +48,9 @@ void check_arguments(const void* in, std::size_t alignment, std::int64_t n, int 
   require(std::isfinite(hi), op_name, "hi", "must be finite");
   require(lo < hi, op_name, "hi", "must be greater than lo");
   // The rule computes (v - lo) * bins / (hi - lo): every step must stay finite.
-  require(std::isfinite(hi - lo) && std::isfinite((hi - lo) * bins) && std::isfinite(bins / (hi - lo)),
-          op_name, "hi", "hi - lo split into that many bins overflows double precision");
+  require(
+      std::isfinite(hi - lo) && std::isfinite((hi - lo) * bins) && std::isfinite(bins / (hi - lo)),
+      op_name, "hi", "hi - lo split into that many bins overflows double precision");
   require(counts != nullptr, op_name, "counts", "is null");
   require(n == 0 || in != nullptr, op_name, "in", "is null");
   require(reinterpret_cast<std::uintptr_t>(in) % alignment == 0, op_name, "in",
@@ -68,26 +69,30 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
     // SM's shared memory holds them (8 copies of 256 bins, 3 of 4096, 1 of 16384).
     constexpr int threads = detail::shared_value_threads<false>();
     const int copies = int(std::max<std::size_t>(
-        1, std::min<std::size_t>(threads / 32, std::size_t(limits.shared_per_sm) / 4 / (bins * 4))));
+        1,
+        std::min<std::size_t>(threads / 32, std::size_t(limits.shared_per_sm) / 4 / (bins * 4))));
     const std::size_t shared = std::size_t(copies) * bins * 4;
     const auto kernel = detail::count_values_shared<T, false, E>;
-    const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
-                                                    split.vectors, threads * detail::value_loads, op_name);
+    const unsigned blocks =
+        detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
+                                split.vectors, threads * detail::value_loads, op_name);
     kernel<<<blocks, threads, shared, stream>>>(in, split, rule, copies, counts);
     detail::check_launch(op_name, "count_values_shared<32-bit>");
   } else if ((bins + 1) / 2 * 4 + 1024 <= std::size_t(limits.shared_per_block)) {  // 1 KB: static
     constexpr int threads = detail::shared_value_threads<true>();
     const std::size_t shared = (bins + 1) / 2 * 4;
     const auto kernel = detail::count_values_shared<T, true, E>;
-    const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
-                                                    split.vectors, threads * detail::value_loads, op_name);
+    const unsigned blocks =
+        detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
+                                split.vectors, threads * detail::value_loads, op_name);
     kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, counts);
     detail::check_launch(op_name, "count_values_shared<16-bit>");
   } else {
     constexpr int threads = detail::global_value_threads;
     const auto kernel = detail::count_values_global<T, E>;
-    const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, 0,
-                                                    split.vectors, threads * detail::value_loads, op_name);
+    const unsigned blocks =
+        detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, 0, split.vectors,
+                                threads * detail::value_loads, op_name);
     kernel<<<blocks, threads, 0, stream>>>(in, split, rule, counts);
     detail::check_launch(op_name, "count_values_global");
   }

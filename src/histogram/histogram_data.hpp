@@ -58,8 +58,12 @@ struct HistogramData;
 
 template <>
 struct HistogramData<std::int32_t> {
-  ROOFLAB_HOST_DEVICE static double lo(Mapping m, int) { return m == Mapping::identity ? 0 : -1000000; }
-  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) { return m == Mapping::identity ? bins : 2000000; }
+  ROOFLAB_HOST_DEVICE static double lo(Mapping m, int) {
+    return m == Mapping::identity ? 0 : -1000000;
+  }
+  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) {
+    return m == Mapping::identity ? bins : 2000000;
+  }
   ROOFLAB_HOST_DEVICE static ValueGrid grid(Mapping m, int bins) {
     if (m == Mapping::identity) return identity_grid(bins);
     return ValueGrid{-1000000, 3000000, -1187500, 3375000};
@@ -74,7 +78,9 @@ template <>
 struct HistogramData<std::uint8_t> {
   // Scaled: every byte counted, one bin per value at 256 bins.
   ROOFLAB_HOST_DEVICE static double lo(Mapping, int) { return 0; }
-  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) { return m == Mapping::identity ? bins : 256; }
+  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) {
+    return m == Mapping::identity ? bins : 256;
+  }
   ROOFLAB_HOST_DEVICE static ValueGrid grid(Mapping m, int bins) {
     return identity_grid(m == Mapping::identity && bins < 256 ? bins : 256);
   }
@@ -87,33 +93,43 @@ struct HistogramData<std::uint8_t> {
 template <>
 struct HistogramData<float> {
   ROOFLAB_HOST_DEVICE static double lo(Mapping, int) { return 0; }
-  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) { return m == Mapping::identity ? bins : 1; }
+  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) {
+    return m == Mapping::identity ? bins : 1;
+  }
   // Scaled: k / 2^23, counted k in [0, 2^23), spread k in [-2^19, 17 * 2^19): [-1/16, 17/16) on
   // a grid every float holds exactly.
   ROOFLAB_HOST_DEVICE static ValueGrid grid(Mapping m, int bins) {
     if (m == Mapping::identity) return identity_grid(bins);
-    return ValueGrid{0, std::uint64_t(1) << 23, -(std::int64_t(1) << 19), 18 * (std::uint64_t(1) << 19)};
+    return ValueGrid{0, std::uint64_t(1) << 23, -(std::int64_t(1) << 19),
+                     18 * (std::uint64_t(1) << 19)};
   }
   ROOFLAB_HOST_DEVICE static float value(std::int64_t k, Mapping m) {
     return m == Mapping::identity ? float(k) : float(k) * (1.0f / float(1 << 23));
   }
-  ROOFLAB_HOST_DEVICE static float equal(Mapping m, int bins) { return m == Mapping::identity ? float(77 % bins) : 0.3f; }
+  ROOFLAB_HOST_DEVICE static float equal(Mapping m, int bins) {
+    return m == Mapping::identity ? float(77 % bins) : 0.3f;
+  }
 };
 
 template <>
 struct HistogramData<double> {
   ROOFLAB_HOST_DEVICE static double lo(Mapping, int) { return 0; }
-  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) { return m == Mapping::identity ? bins : 1; }
+  ROOFLAB_HOST_DEVICE static double hi(Mapping m, int bins) {
+    return m == Mapping::identity ? bins : 1;
+  }
   // Scaled: k / 2^52, counted k in [0, 2^52), spread k in [-2^48, 17 * 2^48): the finest grid
   // doubles hold there.
   ROOFLAB_HOST_DEVICE static ValueGrid grid(Mapping m, int bins) {
     if (m == Mapping::identity) return identity_grid(bins);
-    return ValueGrid{0, std::uint64_t(1) << 52, -(std::int64_t(1) << 48), 18 * (std::uint64_t(1) << 48)};
+    return ValueGrid{0, std::uint64_t(1) << 52, -(std::int64_t(1) << 48),
+                     18 * (std::uint64_t(1) << 48)};
   }
   ROOFLAB_HOST_DEVICE static double value(std::int64_t k, Mapping m) {
     return m == Mapping::identity ? double(k) : double(k) * (1.0 / double(std::int64_t(1) << 52));
   }
-  ROOFLAB_HOST_DEVICE static double equal(Mapping m, int bins) { return m == Mapping::identity ? double(77 % bins) : 0.3; }
+  ROOFLAB_HOST_DEVICE static double equal(Mapping m, int bins) {
+    return m == Mapping::identity ? double(77 % bins) : 0.3;
+  }
 };
 
 // floor(a * b / 2^64): a fraction a / 2^64 of b.
@@ -127,7 +143,8 @@ ROOFLAB_HOST_DEVICE inline std::uint64_t fraction_of(std::uint64_t a, std::uint6
 
 // The grid index of element i of the input: the distributions of the header comment.
 template <class T>
-ROOFLAB_HOST_DEVICE std::int64_t sample_index(std::uint64_t seed, std::uint64_t i, const InputShape& shape) {
+ROOFLAB_HOST_DEVICE std::int64_t sample_index(std::uint64_t seed, std::uint64_t i,
+                                              const InputShape& shape) {
   const ValueGrid grid = HistogramData<T>::grid(shape.mapping, shape.bins);
   const std::uint64_t bits = random_bits(seed, i);
   switch (shape.dist) {
@@ -154,7 +171,8 @@ ROOFLAB_HOST_DEVICE std::int64_t sample_index(std::uint64_t seed, std::uint64_t 
       return grid.first_spread + std::int64_t(fraction_of(random_bits(~seed, i), grid.spread));
     }
     case Distribution::normal: {
-      const std::uint64_t sum = (bits & 0xFFFF) + (bits >> 16 & 0xFFFF) + (bits >> 32 & 0xFFFF) + (bits >> 48);
+      const std::uint64_t sum =
+          (bits & 0xFFFF) + (bits >> 16 & 0xFFFF) + (bits >> 32 & 0xFFFF) + (bits >> 48);
       return grid.first_spread + std::int64_t(fraction_of(sum << 46, grid.spread));  // sum < 2^18
     }
     default:  // uniform; equal does not come here
@@ -163,7 +181,8 @@ ROOFLAB_HOST_DEVICE std::int64_t sample_index(std::uint64_t seed, std::uint64_t 
 }
 
 template <class T>
-ROOFLAB_HOST_DEVICE T sample_histogram_value(std::uint64_t seed, std::uint64_t i, const InputShape& shape) {
+ROOFLAB_HOST_DEVICE T sample_histogram_value(std::uint64_t seed, std::uint64_t i,
+                                             const InputShape& shape) {
   if (shape.dist == Distribution::equal) return HistogramData<T>::equal(shape.mapping, shape.bins);
   return HistogramData<T>::value(sample_index<T>(seed, i, shape), shape.mapping);
 }

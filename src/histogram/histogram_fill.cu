@@ -17,7 +17,8 @@ __global__ void fill_samples(T* out, std::int64_t n, std::uint64_t seed, InputSh
 
 }  // namespace
 
-void fill_histogram_input(DType dtype, void* device, std::int64_t n, std::uint64_t seed, const InputShape& shape) {
+void fill_histogram_input(DType dtype, void* device, std::int64_t n, std::uint64_t seed,
+                          const InputShape& shape) {
   constexpr int threads = 256;
   // Enough blocks to fill any GPU of today; the grid-stride loop covers the rest.
   const auto blocks = unsigned(n / threads < 65536 ? n / threads + 1 : 65536);

@@ -21,15 +21,18 @@ constexpr struct {
 
 DistributionChoice parse_distribution(const std::string& text) {
   const std::size_t colon = text.find(':');
-  const std::string name = text.substr(0, colon), mapping = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const std::string name = text.substr(0, colon),
+                    mapping = colon == std::string::npos ? "" : text.substr(colon + 1);
   DistributionChoice choice;
   bool known = text.empty();
   for (const auto& entry : distribution_names)
     if (name == entry.name) choice.dist = entry.dist, known = true;
   if (!known || (colon != std::string::npos && mapping != "scaled" && mapping != "identity"))
-    throw Error("bench histogram", "--dist",
-                "'" + text + "' is not a distribution: uniform, equal, sorted, zipf, hot or normal, "
-                "optionally followed by :scaled (the default) or :identity (one bin per integer)");
+    throw Error(
+        "bench histogram", "--dist",
+        "'" + text +
+            "' is not a distribution: uniform, equal, sorted, zipf, hot or normal, "
+            "optionally followed by :scaled (the default) or :identity (one bin per integer)");
   if (mapping == "identity") choice.mapping = Mapping::identity;
   return choice;
 }
@@ -70,12 +73,18 @@ InputShape input_shape(const Problem& problem) {
 }  // namespace
 
 HistogramWorkspace::HistogramWorkspace(const Problem& problem)
-    : n(problem.n), bins(int(problem.bins)), dtype(histogram_dtype(problem.dtype)), shape(input_shape(problem)),
+    : n(problem.n),
+      bins(int(problem.bins)),
+      dtype(histogram_dtype(problem.dtype)),
+      shape(input_shape(problem)),
       lo(visit_histogram_type(
-          dtype, [&](auto zero) { return HistogramData<decltype(zero)>::lo(shape.mapping, bins); })),
+          dtype,
+          [&](auto zero) { return HistogramData<decltype(zero)>::lo(shape.mapping, bins); })),
       hi(visit_histogram_type(
-          dtype, [&](auto zero) { return HistogramData<decltype(zero)>::hi(shape.mapping, bins); })),
-      in(std::size_t(n) * element_bytes(dtype)), counts(std::size_t(bins)) {}
+          dtype,
+          [&](auto zero) { return HistogramData<decltype(zero)>::hi(shape.mapping, bins); })),
+      in(std::size_t(n) * element_bytes(dtype)),
+      counts(std::size_t(bins)) {}
 
 void HistogramWorkspace::refill(std::uint64_t seed) {
   fill_histogram_input(dtype, in.data(), n, seed, shape);
@@ -99,18 +108,21 @@ Check HistogramWorkspace::check(Where where) {
   const std::vector<std::uint64_t> reference = visit_histogram_type(dtype, [&](auto zero) {
     using T = decltype(zero);
     const T* values = reinterpret_cast<const T*>(host_in.data());
-    return cpu::histogram_reference<T>(n, bins, lo, hi, [values](std::int64_t i) { return values[i]; });
+    return cpu::histogram_reference<T>(n, bins, lo, hi,
+                                       [values](std::int64_t i) { return values[i]; });
   });
-  const auto comparison =
-      cpu::compare_exact(result.data(), bins, [&](std::int64_t b) { return reference[std::size_t(b)]; });
+  const auto comparison = cpu::compare_exact(
+      result.data(), bins, [&](std::int64_t b) { return reference[std::size_t(b)]; });
   if (comparison.within(0)) return Check{true, 0, 0, "all " + std::to_string(bins) + " bins exact"};
   const auto first = std::size_t(comparison.worst_index);
-  std::string detail = std::to_string(std::int64_t(comparison.max_error)) + " bins differ, the first bin " +
-                       std::to_string(first) + ": got " + std::to_string(result[first]) + ", expected " +
+  std::string detail = std::to_string(std::int64_t(comparison.max_error)) +
+                       " bins differ, the first bin " + std::to_string(first) + ": got " +
+                       std::to_string(result[first]) + ", expected " +
                        std::to_string(reference[first]);
   if (binned_by_cub)
-    detail += " (CUB bins floats as int((v - lo) * float(bins / (hi - lo))), which can differ from the "
-              "double rule at bin edges)";
+    detail +=
+        " (CUB bins floats as int((v - lo) * float(bins / (hi - lo))), which can differ from the "
+        "double rule at bin edges)";
   return Check{false, comparison.max_error, 0, detail};
 }
 
@@ -139,12 +151,13 @@ ROOFLAB_OP(Op{
       return problem;
     },
     [](const Problem& problem) {
-      return "n = " + std::to_string(problem.n) + ", " + problem.dtype + ", " + std::to_string(problem.bins) +
-             " bins, " + problem.dist;
+      return "n = " + std::to_string(problem.n) + ", " + problem.dtype + ", " +
+             std::to_string(problem.bins) + " bins, " + problem.dist;
     },
     [](const Problem& problem) {
-      const double bytes = double(problem.n) * double(element_bytes(histogram_dtype(problem.dtype))) +
-                           double(problem.bins) * sizeof(std::uint64_t);
+      const double bytes =
+          double(problem.n) * double(element_bytes(histogram_dtype(problem.dtype))) +
+          double(problem.bins) * sizeof(std::uint64_t);
       return Model{bytes, 0, Ceiling::read_bandwidth};
     },
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
@@ -173,8 +186,8 @@ ROOFLAB_OP(Op{
 // Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not shown):
 // one core binning and counting value by value.
 ROOFLAB_VARIANT(Variant{
-    "histogram", 0, "cpu-loop", "one CPU core, one pass (in place of seed 000's CPU loop)", Where::cpu, false,
-    at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
+    "histogram", 0, "cpu-loop", "one CPU core, one pass (in place of seed 000's CPU loop)",
+    Where::cpu, false, at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
     on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) {
       w.prepare_host();
       visit_histogram_type(w.dtype, [&](auto zero) {

@@ -33,8 +33,10 @@ decltype(auto) visit_histogram_type(DType dtype, Fn&& fn) {
   }
 }
 
-// Draws n values of `dtype` for seed and shape (shape.n is n) into device memory (histogram_fill.cu).
-void fill_histogram_input(DType dtype, void* device, std::int64_t n, std::uint64_t seed, const InputShape& shape);
+// Draws n values of `dtype` for seed and shape (shape.n is n) into device memory
+// (histogram_fill.cu).
+void fill_histogram_input(DType dtype, void* device, std::int64_t n, std::uint64_t seed,
+                          const InputShape& shape);
 
 class HistogramWorkspace : public Workspace {
  public:
@@ -47,8 +49,12 @@ class HistogramWorkspace : public Workspace {
   void prepare_host();
 
   template <class T>
-  const T* input() const { return reinterpret_cast<const T*>(in.data()); }
-  unsigned long long* device_counts() { return reinterpret_cast<unsigned long long*>(counts.data()); }
+  const T* input() const {
+    return reinterpret_cast<const T*>(in.data());
+  }
+  unsigned long long* device_counts() {
+    return reinterpret_cast<unsigned long long*>(counts.data());
+  }
 
   std::int64_t n;
   int bins;

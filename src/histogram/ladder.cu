@@ -50,7 +50,8 @@ std::function<std::string(const Problem&)> shared_counters_fit(int copies) {
 
 // Every block resident at once, sized by the occupancy of `kernel`.
 template <class Kernel>
-unsigned resident_grid(Kernel kernel, std::size_t shared, std::int64_t items, std::int64_t items_per_round) {
+unsigned resident_grid(Kernel kernel, std::size_t shared, std::int64_t items,
+                       std::int64_t items_per_round) {
   return detail::persistent_grid(reinterpret_cast<const void*>(kernel), rung_threads, shared, items,
                                  items_per_round, op_name);
 }
@@ -85,8 +86,8 @@ __global__ void histogram_naive(const std::int32_t* __restrict__ in, std::int64_
 // Rung 2 — a histogram per block in shared memory (seed 000's hist).
 // The atomics stay in the SM's shared memory, and a block adds its counters to the output once,
 // at the end. A hot bin is still contended by all threads of the block.
-__global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::int64_t n, EvenBins rule,
-                                    unsigned long long* counts) {
+__global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::int64_t n,
+                                    EvenBins rule, unsigned long long* counts) {
   extern __shared__ std::uint32_t block_counts[];
   zero_block_counts(block_counts, rule.bins);
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -98,9 +99,10 @@ __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::in
 
 // Rung 3 — a histogram per warp.
 // Each warp counts into its own copy, so warps never queue on each other's counters; a hot bin
-// is contended by the 32 lanes of one instruction, not by a block. The copies are summed at the end.
-__global__ void histogram_per_warp(const std::int32_t* __restrict__ in, std::int64_t n, EvenBins rule,
-                                   unsigned long long* counts) {
+// is contended by the 32 lanes of one instruction, not by a block. The copies are summed at the
+// end.
+__global__ void histogram_per_warp(const std::int32_t* __restrict__ in, std::int64_t n,
+                                   EvenBins rule, unsigned long long* counts) {
   extern __shared__ std::uint32_t block_counts[];
   zero_block_counts(block_counts, rung_warps * rule.bins);
   std::uint32_t* warp_counts = block_counts + threadIdx.x / 32 * rule.bins;
@@ -128,7 +130,8 @@ __global__ void histogram_vectorized(const std::int32_t* __restrict__ in, detail
   if (thread < split.head)
     if (const int bin = bin_of(in[thread], rule); bin >= 0) atomicAdd(warp_counts + bin, 1u);
   if (thread < split.tail)
-    if (const int bin = bin_of(in[split.tail_start + thread], rule); bin >= 0) atomicAdd(warp_counts + bin, 1u);
+    if (const int bin = bin_of(in[split.tail_start + thread], rule); bin >= 0)
+      atomicAdd(warp_counts + bin, 1u);
   const auto* vectors = reinterpret_cast<const int4*>(in + split.head);
   const std::int64_t round = std::int64_t(blockDim.x) * rung_loads;
   for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
@@ -148,7 +151,8 @@ __global__ void histogram_vectorized(const std::int32_t* __restrict__ in, detail
         const int bin = valid[k] ? bin_of(value, rule) : -1;
         if constexpr (Aggregate) {
           const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
-          if (bin >= 0 && threadIdx.x % 32 == __ffs(same) - 1) atomicAdd(warp_counts + bin, unsigned(__popc(same)));
+          if (bin >= 0 && threadIdx.x % 32 == __ffs(same) - 1)
+            atomicAdd(warp_counts + bin, unsigned(__popc(same)));
         } else if (bin >= 0) {
           atomicAdd(warp_counts + bin, 1u);
         }
@@ -158,7 +162,9 @@ __global__ void histogram_vectorized(const std::int32_t* __restrict__ in, detail
   add_block_counts(block_counts, rung_warps, rule.bins, counts);
 }
 
-std::size_t warp_copies_bytes(const HistogramWorkspace& w) { return std::size_t(rung_warps) * w.bins * 4; }
+std::size_t warp_copies_bytes(const HistogramWorkspace& w) {
+  return std::size_t(rung_warps) * w.bins * 4;
+}
 
 template <bool Aggregate>
 void launch_vectorized(HistogramWorkspace& w, cudaStream_t stream) {
@@ -166,15 +172,17 @@ void launch_vectorized(HistogramWorkspace& w, cudaStream_t stream) {
   const auto* in = w.input<std::int32_t>();
   const detail::VectorSplit split = detail::split_into_vectors(in, w.n);
   const auto kernel = histogram_vectorized<Aggregate>;
-  const unsigned blocks =
-      resident_grid(kernel, warp_copies_bytes(w), split.vectors, std::int64_t(rung_threads) * rung_loads);
-  kernel<<<blocks, rung_threads, warp_copies_bytes(w), stream>>>(in, split, rule_of(w), w.device_counts());
+  const unsigned blocks = resident_grid(kernel, warp_copies_bytes(w), split.vectors,
+                                        std::int64_t(rung_threads) * rung_loads);
+  kernel<<<blocks, rung_threads, warp_copies_bytes(w), stream>>>(in, split, rule_of(w),
+                                                                 w.device_counts());
   detail::check_launch(op_name, "histogram_vectorized");
 }
 
 ROOFLAB_VARIANT(Variant{
     "histogram", 1, "naive-global", "one atomicAdd on the output per value (seed 000's naiveHist)",
-    Where::gpu, false, int32_only, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+    Where::gpu, false, int32_only,
+    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       zero_counts(w, stream);
       const unsigned blocks = current_sm_count() * (2048 / rung_threads);  // one resident wave
       histogram_naive<<<blocks, rung_threads, 0, stream>>>(w.input<std::int32_t>(), w.n, rule_of(w),
@@ -184,12 +192,13 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{
     "histogram", 2, "shared-block", "a histogram per block in shared memory (seed 000's hist)",
-    Where::gpu, false, shared_counters_fit(1), on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+    Where::gpu, false, shared_counters_fit(1),
+    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       zero_counts(w, stream);
       const std::size_t shared = std::size_t(w.bins) * 4;
       const unsigned blocks = resident_grid(histogram_per_block, shared, w.n, rung_threads);
-      histogram_per_block<<<blocks, rung_threads, shared, stream>>>(w.input<std::int32_t>(), w.n, rule_of(w),
-                                                                    w.device_counts());
+      histogram_per_block<<<blocks, rung_threads, shared, stream>>>(w.input<std::int32_t>(), w.n,
+                                                                    rule_of(w), w.device_counts());
       detail::check_launch(op_name, "histogram_per_block");
     })});
 
@@ -198,27 +207,32 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, shared_counters_fit(rung_warps),
     on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       zero_counts(w, stream);
-      const unsigned blocks = resident_grid(histogram_per_warp, warp_copies_bytes(w), w.n, rung_threads);
+      const unsigned blocks =
+          resident_grid(histogram_per_warp, warp_copies_bytes(w), w.n, rung_threads);
       histogram_per_warp<<<blocks, rung_threads, warp_copies_bytes(w), stream>>>(
           w.input<std::int32_t>(), w.n, rule_of(w), w.device_counts());
       detail::check_launch(op_name, "histogram_per_warp");
     })});
 
-ROOFLAB_VARIANT(Variant{
-    "histogram", 4, "vector-loads", "four int4 loads per thread in flight before counting",
-    Where::gpu, false, shared_counters_fit(rung_warps),
-    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) { launch_vectorized<false>(w, stream); })});
+ROOFLAB_VARIANT(Variant{"histogram", 4, "vector-loads",
+                        "four int4 loads per thread in flight before counting", Where::gpu, false,
+                        shared_counters_fit(rung_warps),
+                        on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+                          launch_vectorized<false>(w, stream);
+                        })});
 
-ROOFLAB_VARIANT(Variant{
-    "histogram", 5, "warp-aggregated", "__match_any_sync: one atomic per distinct bin per warp",
-    Where::gpu, false, shared_counters_fit(rung_warps),
-    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) { launch_vectorized<true>(w, stream); })});
+ROOFLAB_VARIANT(Variant{"histogram", 5, "warp-aggregated",
+                        "__match_any_sync: one atomic per distinct bin per warp", Where::gpu, false,
+                        shared_counters_fit(rung_warps),
+                        on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+                          launch_vectorized<true>(w, stream);
+                        })});
 
 // Rung 6 — many bins: the production path's 16-bit counters (see count_values_shared and the
 // comment above flush_large_counters in counting.cuh), run at any bin count for comparison.
 ROOFLAB_VARIANT(Variant{
-    "histogram", 6, "packed-16bit", "16-bit counters two to a word, flushed before they wrap: 2x the bins",
-    Where::gpu, false,
+    "histogram", 6, "packed-16bit",
+    "16-bit counters two to a word, flushed before they wrap: 2x the bins", Where::gpu, false,
     [](const Problem& problem) {
       std::string why = int32_only(problem);
       if (why.empty() && (problem.bins + 1) / 2 * 4 + 1024 > shared_per_block_for_rungs())
@@ -234,13 +248,15 @@ ROOFLAB_VARIANT(Variant{
       const std::size_t shared = std::size_t(w.bins + 1) / 2 * 4;
       using detail::BinEvaluation;
       const BinEvaluation evaluation = detail::choose_bin_evaluation<std::int32_t>(rule);
-      const auto kernel = evaluation == BinEvaluation::integer_edges
-                              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::integer_edges>
-                          : evaluation == BinEvaluation::single_precision
-                              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::single_precision>
-                              : detail::count_values_shared<std::int32_t, true, BinEvaluation::double_precision>;
-      const unsigned blocks = detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
-                                                      split.vectors, threads * detail::value_loads, op_name);
+      const auto kernel =
+          evaluation == BinEvaluation::integer_edges
+              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::integer_edges>
+          : evaluation == BinEvaluation::single_precision
+              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::single_precision>
+              : detail::count_values_shared<std::int32_t, true, BinEvaluation::double_precision>;
+      const unsigned blocks =
+          detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
+                                  split.vectors, threads * detail::value_loads, op_name);
       kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, w.device_counts());
       detail::check_launch(op_name, "count_values_shared<16-bit>");
     })});
@@ -250,7 +266,8 @@ ROOFLAB_VARIANT(Variant{
 // or global counters for many bins, and rung 8's lane-column table for uint8.
 ROOFLAB_VARIANT(Variant{
     "histogram", 7, "production", "rooflab::histogram_even: every type, any n, up to 2^24 bins",
-    Where::gpu, false, no_limit, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+    Where::gpu, false, no_limit,
+    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       visit_histogram_type(w.dtype, [&](auto zero) {
         using T = decltype(zero);
         histogram_even(w.input<T>(), w.n, w.bins, w.lo, w.hi, w.counts.data(), stream);
@@ -268,13 +285,15 @@ std::string bytes_only(const Problem& problem) {
   return "the lane-column table counts bytes (uint8)";
 }
 
-ROOFLAB_VARIANT(Variant{
-    "histogram", 8, "lane-atomics",
-    "uint8: one 256 x 32 table per block, column = lane: conflict-free shared atomics, 48 warps per SM",
-    Where::gpu, false, bytes_only, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
-      zero_counts(w, stream);
-      detail::count_bytes(w.input<std::uint8_t>(), w.n, rule_of(w), w.device_counts(), stream, op_name);
-    })});
+ROOFLAB_VARIANT(Variant{"histogram", 8, "lane-atomics",
+                        "uint8: one 256 x 32 table per block, column = lane: conflict-free shared "
+                        "atomics, 48 warps per SM",
+                        Where::gpu, false, bytes_only,
+                        on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+                          zero_counts(w, stream);
+                          detail::count_bytes(w.input<std::uint8_t>(), w.n, rule_of(w),
+                                              w.device_counts(), stream, op_name);
+                        })});
 
 // CUB's counts are 32-bit ints (its usual use, and its fastest); widened to the lab's uint64.
 __global__ void widen_counts(const int* narrow, std::uint64_t* wide, int bins) {
@@ -304,20 +323,23 @@ void cub_histogram(HistogramWorkspace& w, cudaStream_t stream) {
 
 // CUB HistogramEven: integer samples binned exactly in integers (int levels), floats as
 // (v - lo) * float(bins / (hi - lo)); on the lab's data both agree with the rule.
-ROOFLAB_VARIANT(Variant{
-    "histogram", 20, "cub", "CUB DeviceHistogram::HistogramEven (32-bit counts, widened)", Where::gpu, true,
-    [](const Problem& problem) -> std::string {
-      if (problem.dtype == "double") return "the CUB comparator is built for int32, uint8 and float";
-      if (problem.n >= (std::int64_t(1) << 31)) return "CUB's 32-bit counts could overflow (limit n < 2^31)";
-      return {};
-    },
-    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
-      switch (w.dtype) {
-        case DType::u8: return cub_histogram<std::uint8_t, int>(w, stream);
-        case DType::f32: return cub_histogram<float, float>(w, stream);
-        default: return cub_histogram<std::int32_t, int>(w, stream);
-      }
-    })});
+ROOFLAB_VARIANT(Variant{"histogram", 20, "cub",
+                        "CUB DeviceHistogram::HistogramEven (32-bit counts, widened)", Where::gpu,
+                        true,
+                        [](const Problem& problem) -> std::string {
+                          if (problem.dtype == "double")
+                            return "the CUB comparator is built for int32, uint8 and float";
+                          if (problem.n >= (std::int64_t(1) << 31))
+                            return "CUB's 32-bit counts could overflow (limit n < 2^31)";
+                          return {};
+                        },
+                        on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+                          switch (w.dtype) {
+                            case DType::u8: return cub_histogram<std::uint8_t, int>(w, stream);
+                            case DType::f32: return cub_histogram<float, float>(w, stream);
+                            default: return cub_histogram<std::int32_t, int>(w, stream);
+                          }
+                        })});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -31,7 +31,8 @@ void AtomicsWorkspace::prepare_host() {
 }
 
 Check AtomicsWorkspace::check(Where where) {
-  const std::uint64_t got = where == Where::gpu ? std::uint64_t(counter.download()[0]) : host_counter;
+  const std::uint64_t got =
+      where == Where::gpu ? std::uint64_t(counter.download()[0]) : host_counter;
   std::vector<std::uint64_t> parts(cpu::cpu_threads(), 0);
   cpu::parallel_ranges(n, [&](std::int64_t begin, std::int64_t end, int part) {
     std::uint64_t sum = 0;
@@ -58,7 +59,9 @@ ROOFLAB_OP(Op{
       problem.dtype = "uint32";
       return problem;
     },
-    [](const Problem& problem) { return "n = " + std::to_string(problem.n) + " threads, one counter"; },
+    [](const Problem& problem) {
+      return "n = " + std::to_string(problem.n) + " threads, one counter";
+    },
     [](const Problem& problem) {
       return Model{4.0 * double(problem.n), double(problem.n), Ceiling::read_bandwidth};
     },

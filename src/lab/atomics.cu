@@ -44,7 +44,8 @@ __global__ void count_warp_aggregated(const std::uint32_t* __restrict__ values, 
   const std::int64_t i = std::int64_t(blockIdx.x) * block_threads + threadIdx.x;
   const unsigned value = i < n ? values[i] : 0u;
   const unsigned warp_sum = detail::warp_reduce(value, Sum{});  // lane 0 holds it
-  if (threadIdx.x % 32 == 0 && warp_sum != 0) atomicAdd(counter, static_cast<unsigned long long>(warp_sum));
+  if (threadIdx.x % 32 == 0 && warp_sum != 0)
+    atomicAdd(counter, static_cast<unsigned long long>(warp_sum));
 }
 
 // Rung 4 — block-privatized: atomics on a shared-memory counter, one global atomic per block.
@@ -73,17 +74,26 @@ void launch_count(AtomicsWorkspace& w, cudaStream_t stream) {
   detail::check_launch("bench atomics", "count kernel");
 }
 
-ROOFLAB_VARIANT(Variant{"atomics", 1, "plain-add", "counter += value without atomics: a data race",
-                        Where::gpu, false, no_limit, on<AtomicsWorkspace>(launch_count<count_plain_add>),
-                        {}, {}, "threads overwrite each other's += (a data race)"});
+ROOFLAB_VARIANT(Variant{"atomics",
+                        1,
+                        "plain-add",
+                        "counter += value without atomics: a data race",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        on<AtomicsWorkspace>(launch_count<count_plain_add>),
+                        {},
+                        {},
+                        "threads overwrite each other's += (a data race)"});
 ROOFLAB_VARIANT(Variant{"atomics", 2, "global-atomic", "one atomicAdd per thread on one address",
-                        Where::gpu, false, no_limit, on<AtomicsWorkspace>(launch_count<count_global_atomic>)});
+                        Where::gpu, false, no_limit,
+                        on<AtomicsWorkspace>(launch_count<count_global_atomic>)});
 ROOFLAB_VARIANT(Variant{"atomics", 3, "warp-aggregated", "warp sum first: one atomicAdd per warp",
                         Where::gpu, false, no_limit,
                         on<AtomicsWorkspace>(launch_count<count_warp_aggregated>)});
-ROOFLAB_VARIANT(Variant{"atomics", 4, "block-privatized", "shared-memory atomics, one global atomic per block",
-                        Where::gpu, false, no_limit,
-                        on<AtomicsWorkspace>(launch_count<count_block_privatized>)});
+ROOFLAB_VARIANT(Variant{"atomics", 4, "block-privatized",
+                        "shared-memory atomics, one global atomic per block", Where::gpu, false,
+                        no_limit, on<AtomicsWorkspace>(launch_count<count_block_privatized>)});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -20,7 +20,8 @@ std::vector<std::uint8_t> random_lane_permutation(std::uint64_t seed) {
   return permutation;
 }
 
-CoalescingWorkspace::CoalescingWorkspace(std::int64_t n) : AddWorkspace(n), lane_permutation(lab::warp_size) {}
+CoalescingWorkspace::CoalescingWorkspace(std::int64_t n)
+    : AddWorkspace(n), lane_permutation(lab::warp_size) {}
 
 void CoalescingWorkspace::refill(std::uint64_t seed) {
   AddWorkspace::refill(seed);
@@ -29,14 +30,15 @@ void CoalescingWorkspace::refill(std::uint64_t seed) {
 
 namespace {
 
-ROOFLAB_OP(vector_add_op<CoalescingWorkspace>(
-    "coalescing",
-    "lecture 003's add (out = a + b, n floats) with k elements per thread, strides and permutations",
-    27, 22));
+ROOFLAB_OP(vector_add_op<CoalescingWorkspace>("coalescing",
+                                              "lecture 003's add (out = a + b, n floats) with k "
+                                              "elements per thread, strides and permutations",
+                                              27, 22));
 
 // Rung 0 — the CPU loop, for scale.
-ROOFLAB_VARIANT(Variant{"coalescing", 0, "cpu-loop", "one CPU core, one loop (for scale)", Where::cpu,
-                        false, no_limit, on<CoalescingWorkspace>([](CoalescingWorkspace& w, cudaStream_t) {
+ROOFLAB_VARIANT(Variant{"coalescing", 0, "cpu-loop", "one CPU core, one loop (for scale)",
+                        Where::cpu, false, no_limit,
+                        on<CoalescingWorkspace>([](CoalescingWorkspace& w, cudaStream_t) {
                           w.prepare_host();
                           cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
                         })});

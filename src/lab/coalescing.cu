@@ -34,7 +34,8 @@ __global__ void add_block_stride(const float* __restrict__ a, const float* __res
 // The block owns the same k * 256 elements, but thread t takes k neighbours: at each step the
 // warp's loads are k floats apart, spread over k lines (32 sectors once k >= 8) of which it uses
 // 4 bytes per sector; stores become partial-sector writes. The lecture's slide measured 3.2x at
-// k = 2 (18.6 against 5.8 ms; the lecture says four times); a remark in its questions recalls about 3x at k = 8.
+// k = 2 (18.6 against 5.8 ms; the lecture says four times); a remark in its questions recalls about
+// 3x at k = 8.
 template <int K>
 __global__ void add_contiguous_chunk(const float* __restrict__ a, const float* __restrict__ b,
                                      float* __restrict__ out, std::int64_t n) {
@@ -102,8 +103,8 @@ void launch_warp_permuted(CoalescingWorkspace& w, cudaStream_t stream) {
 
 Variant rung(int number, const char* name, const char* idea,
              void (*launch)(CoalescingWorkspace&, cudaStream_t)) {
-  return Variant{"coalescing", number, name, idea, Where::gpu, false, no_limit,
-                 on<CoalescingWorkspace>(launch)};
+  return Variant{"coalescing", number, name,     idea,
+                 Where::gpu,   false,  no_limit, on<CoalescingWorkspace>(launch)};
 }
 
 ROOFLAB_VARIANT(rung(1, "one-per-thread", "thread t adds element t: each warp load is one line",

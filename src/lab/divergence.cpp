@@ -43,7 +43,8 @@ Check DivergenceWorkspace::check(Where where) {
         return lab::is_heavy(i, spacing) ? lab::heavy_work(y, iterations) : y;
       },
       std::ldexp(1.0, -100));
-  return Check{comparison.within(tolerance), comparison.max_error, tolerance, comparison.describe()};
+  return Check{comparison.within(tolerance), comparison.max_error, tolerance,
+               comparison.describe()};
 }
 
 namespace {
@@ -70,7 +71,8 @@ ROOFLAB_OP(Op{
     },
     [](const Problem& problem) {
       const double heavy = double((problem.n + spacing_of(problem) - 1) / spacing_of(problem));
-      return Model{8.0 * double(problem.n), 2.0 * lab::heavy_iterations * heavy, Ceiling::fp32_peak};
+      return Model{8.0 * double(problem.n), 2.0 * lab::heavy_iterations * heavy,
+                   Ceiling::fp32_peak};
     },
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
       return std::make_unique<DivergenceWorkspace>(problem.n, spacing_of(problem));
@@ -89,13 +91,12 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — every CPU core, the branch per element (a CPU core has no lanes to keep in step).
-ROOFLAB_VARIANT(Variant{"divergence", 0, "cpu-parallel", "all CPU cores, one element at a time",
-                        Where::cpu, false, no_limit,
-                        on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t) {
-                          w.prepare_host();
-                          cpu::heavy_or_copy(w.host_in.data(), w.host_out.data(), w.n, w.spacing,
-                                             w.iterations);
-                        })});
+ROOFLAB_VARIANT(Variant{
+    "divergence", 0, "cpu-parallel", "all CPU cores, one element at a time", Where::cpu, false,
+    no_limit, on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t) {
+      w.prepare_host();
+      cpu::heavy_or_copy(w.host_in.data(), w.host_out.data(), w.n, w.spacing, w.iterations);
+    })});
 
 }  // namespace
 }  // namespace rooflab::bench

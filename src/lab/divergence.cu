@@ -49,23 +49,25 @@ __global__ void heavy_by_warp(const float* __restrict__ in, float* __restrict__ 
     out[i] = y;
 }
 
-ROOFLAB_VARIANT(Variant{
-    "divergence", 1, "lane-branch", "thread i takes element i: heavy and light lanes share warps",
-    Where::gpu, false, no_limit, on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t stream) {
-      heavy_by_lane<<<blocks_for(w.n), block_threads, 0, stream>>>(w.in.data(), w.out.data(), w.n,
-                                                                    w.spacing, w.iterations);
-      detail::check_launch("bench divergence", "heavy_by_lane");
-    })});
+ROOFLAB_VARIANT(Variant{"divergence", 1, "lane-branch",
+                        "thread i takes element i: heavy and light lanes share warps", Where::gpu,
+                        false, no_limit,
+                        on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t stream) {
+                          heavy_by_lane<<<blocks_for(w.n), block_threads, 0, stream>>>(
+                              w.in.data(), w.out.data(), w.n, w.spacing, w.iterations);
+                          detail::check_launch("bench divergence", "heavy_by_lane");
+                        })});
 
-ROOFLAB_VARIANT(Variant{
-    "divergence", 2, "warp-branch", "heavy elements in whole warps (vs prev = divergence slowdown)",
-    Where::gpu, false, no_limit, on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t stream) {
-      const std::int64_t tile = std::int64_t(lab::warp_size) * w.spacing;
-      const std::int64_t threads = (w.n + tile - 1) / tile * tile;
-      heavy_by_warp<<<blocks_for(threads), block_threads, 0, stream>>>(w.in.data(), w.out.data(), w.n,
-                                                                        w.spacing, w.iterations);
-      detail::check_launch("bench divergence", "heavy_by_warp");
-    })});
+ROOFLAB_VARIANT(Variant{"divergence", 2, "warp-branch",
+                        "heavy elements in whole warps (vs prev = divergence slowdown)", Where::gpu,
+                        false, no_limit,
+                        on<DivergenceWorkspace>([](DivergenceWorkspace& w, cudaStream_t stream) {
+                          const std::int64_t tile = std::int64_t(lab::warp_size) * w.spacing;
+                          const std::int64_t threads = (w.n + tile - 1) / tile * tile;
+                          heavy_by_warp<<<blocks_for(threads), block_threads, 0, stream>>>(
+                              w.in.data(), w.out.data(), w.n, w.spacing, w.iterations);
+                          detail::check_launch("bench divergence", "heavy_by_warp");
+                        })});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -40,7 +40,8 @@ Check OccupancyWorkspace::check(Where where) {
   const double tolerance = passes * std::ldexp(1.0, -24);
   const auto comparison = cpu::compare_relative(
       result.data(), n, [&](std::int64_t i) { return reference[std::size_t(i)]; }, 1.0);
-  return Check{comparison.within(tolerance), comparison.max_error, tolerance, comparison.describe()};
+  return Check{comparison.within(tolerance), comparison.max_error, tolerance,
+               comparison.describe()};
 }
 
 std::string describe(const LaunchFacts& facts) {
@@ -61,8 +62,8 @@ ROOFLAB_OP(Op{
       return problem;
     },
     [](const Problem& problem) {
-      return "n = " + std::to_string(problem.n) + ", float, " + std::to_string(lab::smoothing_passes) +
-             " passes";
+      return "n = " + std::to_string(problem.n) + ", float, " +
+             std::to_string(lab::smoothing_passes) + " passes";
     },
     [](const Problem& problem) {
       // Each element is read and written once, and takes an add and a multiply per pass.
@@ -81,8 +82,9 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — every CPU core, a tile at a time.
-ROOFLAB_VARIANT(Variant{"occupancy", 0, "cpu-parallel", "all CPU cores, one tile at a time", Where::cpu,
-                        false, no_limit, on<OccupancyWorkspace>([](OccupancyWorkspace& w, cudaStream_t) {
+ROOFLAB_VARIANT(Variant{"occupancy", 0, "cpu-parallel", "all CPU cores, one tile at a time",
+                        Where::cpu, false, no_limit,
+                        on<OccupancyWorkspace>([](OccupancyWorkspace& w, cudaStream_t) {
                           w.prepare_host();
                           cpu::smooth_tiles(w.host_in.data(), w.host_out.data(), w.n, w.passes);
                         })});

@@ -21,8 +21,9 @@ constexpr std::int64_t tile_elements = std::int64_t(lab::tile_rows) * lab::warp_
 // so the kernel wants 32 registers for data alone plus addresses and temporaries; the loop is
 // where a spilled value costs a local-memory load and store on every pass.
 template <int Block>
-__device__ __forceinline__ void smooth_tile_column(const float* __restrict__ in, float* __restrict__ out,
-                                                   std::int64_t n, int passes) {
+__device__ __forceinline__ void smooth_tile_column(const float* __restrict__ in,
+                                                   float* __restrict__ out, std::int64_t n,
+                                                   int passes) {
   const std::int64_t warp = (std::int64_t(blockIdx.x) * Block + threadIdx.x) / lab::warp_size;
   const std::int64_t first = warp * tile_elements + threadIdx.x % lab::warp_size;
   float x[lab::tile_rows];
@@ -43,14 +44,16 @@ __device__ __forceinline__ void smooth_tile_column(const float* __restrict__ in,
 // an SM, so it may use at most 65536 / (Block x MinBlocks) registers per thread.
 template <int Block, int MinBlocks>
 __global__ void __launch_bounds__(Block, MinBlocks)
-    smooth_tiles_bounded(const float* __restrict__ in, float* __restrict__ out, std::int64_t n, int passes) {
+    smooth_tiles_bounded(const float* __restrict__ in, float* __restrict__ out, std::int64_t n,
+                         int passes) {
   smooth_tile_column<Block>(in, out, n, passes);
 }
 
 // __maxnreg__(Registers): the per-kernel form of nvcc's -maxrregcount.
 template <int Block, int Registers>
 __global__ void __launch_bounds__(Block) __maxnreg__(Registers)
-    smooth_tiles_capped(const float* __restrict__ in, float* __restrict__ out, std::int64_t n, int passes) {
+    smooth_tiles_capped(const float* __restrict__ in, float* __restrict__ out, std::int64_t n,
+                        int passes) {
   smooth_tile_column<Block>(in, out, n, passes);
 }
 
@@ -70,8 +73,9 @@ LaunchFacts facts_of(SmoothKernel kernel, int block_threads) {
                                                              block_threads, 0));
   int device = 0, threads_per_sm = 0;
   ROOFLAB_CUDA(op, "finding the current device", cudaGetDevice(&device));
-  ROOFLAB_CUDA(op, "reading the threads an SM holds",
-               cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  ROOFLAB_CUDA(
+      op, "reading the threads an SM holds",
+      cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   facts.occupancy = double(facts.blocks_per_sm) * block_threads / threads_per_sm;
   return facts;
 }
@@ -97,9 +101,11 @@ std::map<std::string, LaunchFacts (*)()>& facts_by_rung() {
 template <SmoothKernel Kernel, int Block>
 Variant smooth_rung(int number, const char* name, const char* idea) {
   facts_by_rung()[name] = &smooth_facts<Kernel, Block>;
-  return Variant{"occupancy", number, name, idea, Where::gpu, false, no_limit,
-                 on<OccupancyWorkspace>(launch_smooth<Kernel, Block>), {},
-                 [](Workspace&) { return describe(smooth_facts<Kernel, Block>()); }};
+  return Variant{"occupancy", number,
+                 name,        idea,
+                 Where::gpu,  false,
+                 no_limit,    on<OccupancyWorkspace>(launch_smooth<Kernel, Block>),
+                 {},          [](Workspace&) { return describe(smooth_facts<Kernel, Block>()); }};
 }
 
 // Rungs 1-6 — the block size, 32 to 1024 threads, registers left to the compiler.
@@ -110,11 +116,14 @@ Variant smooth_rung(int number, const char* name, const char* idea) {
 // (here, the add-and-halve chain's own parallelism) is the limit.
 ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<32, 1>, 32>(
     1, "block-32", "32 threads per block: the 32-blocks-per-SM limit caps occupancy")));
-ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<64, 1>, 64>(2, "block-64", "64 threads per block")));
-ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<128, 1>, 128>(3, "block-128", "128 threads per block")));
+ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<64, 1>, 64>(2, "block-64",
+                                                              "64 threads per block")));
+ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<128, 1>, 128>(3, "block-128",
+                                                                "128 threads per block")));
 ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<256, 1>, 256>(
     4, "block-256", "256 threads per block, registers as the compiler likes")));
-ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<512, 1>, 512>(5, "block-512", "512 threads per block")));
+ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<512, 1>, 512>(5, "block-512",
+                                                                "512 threads per block")));
 ROOFLAB_VARIANT((smooth_rung<smooth_tiles_bounded<1024, 1>, 1024>(
     6, "block-1024", "1024 threads per block: at most 64 registers each")));
 

@@ -28,10 +28,10 @@ class OccupancyWorkspace : public Workspace {
 // What the compiler and the occupancy calculator say about one rung's kernel.
 struct LaunchFacts {
   int block_threads = 0;
-  int registers = 0;             // per thread (cudaFuncAttributes::numRegs)
-  std::size_t local_bytes = 0;   // per thread: spilled registers live here (localSizeBytes)
-  int blocks_per_sm = 0;         // cudaOccupancyMaxActiveBlocksPerMultiprocessor
-  double occupancy = 0;          // resident threads / the SM's maximum
+  int registers = 0;            // per thread (cudaFuncAttributes::numRegs)
+  std::size_t local_bytes = 0;  // per thread: spilled registers live here (localSizeBytes)
+  int blocks_per_sm = 0;        // cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  double occupancy = 0;         // resident threads / the SM's maximum
 };
 
 // The facts of the occupancy rung named `rung` (throws rooflab::Error for another name).

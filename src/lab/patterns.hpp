@@ -24,7 +24,9 @@ ROOFLAB_LAB_HD constexpr int strided_offset(int r, int stride) {
 // Divergence: in every group of 32 elements, `heavy_per_warp` of them need the heavy work, evenly
 // spaced (16: every second element, seed 000's threadIdx.x % 2; 1: one element, lecture 003's
 // single busy thread). spacing = 32 / heavy_per_warp, a power of two.
-ROOFLAB_LAB_HD constexpr bool is_heavy(std::int64_t i, int spacing) { return (i & (spacing - 1)) == 0; }
+ROOFLAB_LAB_HD constexpr bool is_heavy(std::int64_t i, int spacing) {
+  return (i & (spacing - 1)) == 0;
+}
 
 // Divergence, the warp-sorted mapping: a tile of 32 * spacing elements holds 32 heavy ones; the
 // tile's first warp takes exactly those (lane l: offset l * spacing), the other warps take the

@@ -48,19 +48,31 @@ void time_with_events(TimingWorkspace& w, cudaStream_t stream) {
 // The events are timestamps on the GPU's own timeline; waiting for the stop event makes the
 // interval complete before it is read. This is what the harness does for every row.
 ROOFLAB_VARIANT(Variant{
-    "timing", 1, "events-synchronized", "record, launch, record, synchronize on stop, read: right",
-    Where::gpu, false, no_limit,
+    "timing",
+    1,
+    "events-synchronized",
+    "record, launch, record, synchronize on stop, read: right",
+    Where::gpu,
+    false,
+    no_limit,
     on<TimingWorkspace>(time_with_events),
-    {}, [](Workspace& w) {
-      return timing(w).self_report("GPU timestamps, read after the stop event completed: the kernel's time");
+    {},
+    [](Workspace& w) {
+      return timing(w).self_report(
+          "GPU timestamps, read after the stop event completed: the kernel's time");
     }});
 
 // Rung 2 — events, read without synchronizing (the lecture's "you get 0").
 // The launch and both records return at once; the stop event has not happened yet when its time
 // is asked for, so cudaEventElapsedTime answers cudaErrorNotReady and leaves the result untouched.
 ROOFLAB_VARIANT(Variant{
-    "timing", 2, "events-unsynchronized", "record, launch, record, read at once: 0 ms (not ready)",
-    Where::gpu, false, no_limit,
+    "timing",
+    2,
+    "events-unsynchronized",
+    "record, launch, record, read at once: 0 ms (not ready)",
+    Where::gpu,
+    false,
+    no_limit,
     on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
       ROOFLAB_CUDA("bench timing", "recording the start event", cudaEventRecord(w.start, stream));
       launch_add(w, stream);
@@ -77,7 +89,8 @@ ROOFLAB_VARIANT(Variant{
       }
       w.self_ms.push_back(ms);
     }),
-    {}, [](Workspace& w) {
+    {},
+    [](Workspace& w) {
       return timing(w).self_report("read before the stop event completed: nothing to read yet");
     }});
 
@@ -85,31 +98,45 @@ ROOFLAB_VARIANT(Variant{
 // Right to within the launch latency and the host's wake-up after the synchronize (microseconds):
 // fine for long kernels, misleading for short ones.
 ROOFLAB_VARIANT(Variant{
-    "timing", 3, "host-clock-synchronized", "host clock around launch + cudaStreamSynchronize: right, plus overhead",
-    Where::gpu, false, no_limit,
+    "timing",
+    3,
+    "host-clock-synchronized",
+    "host clock around launch + cudaStreamSynchronize: right, plus overhead",
+    Where::gpu,
+    false,
+    no_limit,
     on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
       const auto begin = host_clock::now();
       launch_add(w, stream);
       ROOFLAB_CUDA("bench timing", "waiting for the kernel", cudaStreamSynchronize(stream));
       w.self_ms.push_back(elapsed_ms(begin));
     }),
-    {}, [](Workspace& w) {
-      return timing(w).self_report("the host waited for the GPU: right, plus launch and wake-up latency");
+    {},
+    [](Workspace& w) {
+      return timing(w).self_report(
+          "the host waited for the GPU: right, plus launch and wake-up latency");
     }});
 
 // Rung 4 — a host clock around the launch alone.
 // A launch only queues the kernel and returns: the host clock measures the queueing, a few
 // microseconds, however long the kernel then runs.
 ROOFLAB_VARIANT(Variant{
-    "timing", 4, "host-clock-unsynchronized", "host clock around the launch alone: times only the launch",
-    Where::gpu, false, no_limit,
+    "timing",
+    4,
+    "host-clock-unsynchronized",
+    "host clock around the launch alone: times only the launch",
+    Where::gpu,
+    false,
+    no_limit,
     on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
       const auto begin = host_clock::now();
       launch_add(w, stream);
       w.self_ms.push_back(elapsed_ms(begin));
     }),
-    {}, [](Workspace& w) {
-      return timing(w).self_report("a launch is asynchronous: without a synchronize, only the launch is timed");
+    {},
+    [](Workspace& w) {
+      return timing(w).self_report(
+          "a launch is asynchronous: without a synchronize, only the launch is timed");
     }});
 
 // Rungs 5 and 6 — events around the kernel after the rung's own L2 flush, by writing, then by
@@ -126,19 +153,37 @@ void time_after_flush(TimingWorkspace& w, cudaStream_t stream, bool by_writing) 
 }
 
 ROOFLAB_VARIANT(Variant{
-    "timing", 5, "after-write-flush", "events after an L2 flush by memset: pays the dirty lines' write-back",
-    Where::gpu, false, no_limit,
-    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) { time_after_flush(w, stream, true); }),
-    {}, [](Workspace& w) {
-      return timing(w).self_report("the memset left L2 dirty: the kernel wrote those lines back in its own time");
+    "timing",
+    5,
+    "after-write-flush",
+    "events after an L2 flush by memset: pays the dirty lines' write-back",
+    Where::gpu,
+    false,
+    no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+      time_after_flush(w, stream, true);
+    }),
+    {},
+    [](Workspace& w) {
+      return timing(w).self_report(
+          "the memset left L2 dirty: the kernel wrote those lines back in its own time");
     }});
 
 ROOFLAB_VARIANT(Variant{
-    "timing", 6, "after-read-flush", "events after an L2 flush by reading: clean cache, the kernel's own time",
-    Where::gpu, false, no_limit,
-    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) { time_after_flush(w, stream, false); }),
-    {}, [](Workspace& w) {
-      return timing(w).self_report("the read left L2 clean: nothing of the inputs cached, nothing to write back");
+    "timing",
+    6,
+    "after-read-flush",
+    "events after an L2 flush by reading: clean cache, the kernel's own time",
+    Where::gpu,
+    false,
+    no_limit,
+    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+      time_after_flush(w, stream, false);
+    }),
+    {},
+    [](Workspace& w) {
+      return timing(w).self_report(
+          "the read left L2 clean: nothing of the inputs cached, nothing to write back");
     }});
 
 }  // namespace

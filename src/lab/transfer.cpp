@@ -50,7 +50,8 @@ std::size_t managed_words_that_fit(std::int64_t bytes) {
 bool device_migrates_managed_memory() {
   int device = 0, migrates = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&migrates, cudaDevAttrConcurrentManagedAccess, device) != cudaSuccess) {
+      cudaDeviceGetAttribute(&migrates, cudaDevAttrConcurrentManagedAccess, device) !=
+          cudaSuccess) {
     cudaGetLastError();  // a failed query is an answer here, not an error to carry on
     return false;
   }
@@ -121,8 +122,8 @@ Check TransferWorkspace::check(Where where) {
       case Destination::pinned: result = pinned_destination.data(); break;
     }
   }
-  const auto comparison = cpu::compare_exact(
-      result, words, [&](std::int64_t i) { return source_word(seed_, i); });
+  const auto comparison =
+      cpu::compare_exact(result, words, [&](std::int64_t i) { return source_word(seed_, i); });
   std::string detail = comparison.describe();
   if (comparison.max_error > 0)
     detail += " (" + std::to_string(std::int64_t(comparison.max_error)) + " words wrong)";
@@ -152,8 +153,9 @@ ROOFLAB_OP(Op{
     },
     [](bool quick) {
       std::vector<Problem> problems;
-      for (const std::int64_t size : quick ? std::vector<std::int64_t>{mib, 64 * mib}
-                                           : std::vector<std::int64_t>{mib, 16 * mib, 256 * mib, 1024 * mib}) {
+      for (const std::int64_t size :
+           quick ? std::vector<std::int64_t>{mib, 64 * mib}
+                 : std::vector<std::int64_t>{mib, 16 * mib, 256 * mib, 1024 * mib}) {
         Problem problem;
         problem.n = size;
         problems.push_back(problem);
@@ -164,12 +166,11 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — memcpy between two malloc buffers: what host memory itself sustains, for scale.
-ROOFLAB_VARIANT(Variant{"transfer", 0, "host-memcpy", "one CPU core copying host memory (for scale)",
-                        Where::cpu, false, no_limit,
-                        on<TransferWorkspace>([](TransferWorkspace& w, cudaStream_t) {
-                          std::memcpy(w.pageable_destination.data(), w.pageable_source.data(),
-                                      std::size_t(w.bytes));
-                        })});
+ROOFLAB_VARIANT(Variant{
+    "transfer", 0, "host-memcpy", "one CPU core copying host memory (for scale)", Where::cpu, false,
+    no_limit, on<TransferWorkspace>([](TransferWorkspace& w, cudaStream_t) {
+      std::memcpy(w.pageable_destination.data(), w.pageable_source.data(), std::size_t(w.bytes));
+    })});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -393,8 +393,8 @@ ROOFLAB_VARIANT(Variant{"reduce", 3, "interleaved-divergent",
                                   "reduce_interleaved_divergent")});
 
 ROOFLAB_VARIANT(Variant{"reduce", 4, "interleaved-strided",
-                        "V1: index 2st: no divergence, but bank conflicts (001 part 1)",
-                        Where::gpu, false, float_only,
+                        "V1: index 2st: no divergence, but bank conflicts (001 part 1)", Where::gpu,
+                        false, float_only,
                         in_passes(reduce_interleaved_strided, harris_threads, harris_threads,
                                   "reduce_interleaved_strided")});
 
@@ -608,9 +608,8 @@ void run_plain_loads(FloatWorkspace& w, cudaStream_t stream) {
                                                   detail::resident_blocks<kernel>(op_name)));
   const detail::StreamScratch scratch(blocks > 1 ? sizeof(float) * std::size_t(blocks) : 0,
                                       blocks > 1 ? 1 : 0, stream, op_name);
-  kernel<<<blocks, harris_threads, 0, stream>>>(w.in.data(), w.cols, w.out.data(),
-                                                static_cast<float*>(scratch.bytes()),
-                                                scratch.counters());
+  kernel<<<blocks, harris_threads, 0, stream>>>(
+      w.in.data(), w.cols, w.out.data(), static_cast<float*>(scratch.bytes()), scratch.counters());
   detail::check_launch(op_name, "reduce_plain_loads");
 }
 
@@ -618,10 +617,9 @@ void run_plain_loads(FloatWorkspace& w, cudaStream_t stream) {
 // head, bounds checks only in the last batch. Beside rung 17 it shows what production's
 // generality (any type, operator and alignment) costs. (While production carried an L2
 // evict-first hint, since removed, this was also production without it: docs/reduce.md.)
-ROOFLAB_VARIANT(Variant{"reduce", 18, "plain-grid-stride",
-                        "production's grid-stride kernel for aligned floats alone",
-                        Where::gpu, false, float_only,
-                        on<FloatWorkspace>(run_plain_loads<Dealing::grid_stride>)});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 18, "plain-grid-stride", "production's grid-stride kernel for aligned floats alone",
+    Where::gpu, false, float_only, on<FloatWorkspace>(run_plain_loads<Dealing::grid_stride>)});
 
 // Rung 19 — CUB's dealing in one pass: each block a contiguous range of rows, 4 vectors per
 // thread in flight (CUB's 256 threads x 16 floats per tile on sm_90), plain loads, one wave. A
@@ -639,13 +637,13 @@ ROOFLAB_VARIANT(Variant{
     [](Workspace& workspace, cudaStream_t stream) {
       with_element_type(workspace, [&](auto& w) {
         std::size_t bytes = 0;
-        ROOFLAB_CUDA(op_name, "sizing cub::DeviceReduce::Sum's temporary storage",
-                     cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(),
-                                            w.cols, stream));
+        ROOFLAB_CUDA(
+            op_name, "sizing cub::DeviceReduce::Sum's temporary storage",
+            cub::DeviceReduce::Sum(nullptr, bytes, w.in.data(), w.out.data(), w.cols, stream));
         StreamBuffer temp(bytes, stream, op_name);
-        ROOFLAB_CUDA(op_name, "running cub::DeviceReduce::Sum",
-                     cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(),
-                                            w.cols, stream));
+        ROOFLAB_CUDA(
+            op_name, "running cub::DeviceReduce::Sum",
+            cub::DeviceReduce::Sum(temp.data(), bytes, w.in.data(), w.out.data(), w.cols, stream));
       });
     }});
 

@@ -298,8 +298,8 @@ void reduce_then_scan(const T* in, T* out, std::int64_t n, cudaStream_t stream) 
   static const int blocks_per_sm = [] {
     int blocks = 0;
     ROOFLAB_CUDA(bench_scan, "asking how many partition blocks fit on an SM",
-                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                     &blocks, scan_partitions<T>, tile_threads, 0));
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, scan_partitions<T>,
+                                                               tile_threads, 0));
     return std::max(blocks, 1);
   }();
   const std::int64_t tiles =
@@ -448,10 +448,9 @@ std::function<void(Workspace&, cudaStream_t)> run_decoupled_lookback() {
 }
 
 // 8 warps x 4 rows: the tiles of rung 6 (4096 elements, 48 registers, 5 blocks an SM).
-ROOFLAB_VARIANT(Variant{"scan", 7, "decoupled-lookback",
-                        "one pass (2n): tiles look back over predecessors' partials", Where::gpu,
-                        false, ladder_types_only,
-                        run_decoupled_lookback<8, 4, 1, TileOrder::ticket>()});
+ROOFLAB_VARIANT(Variant{
+    "scan", 7, "decoupled-lookback", "one pass (2n): tiles look back over predecessors' partials",
+    Where::gpu, false, ladder_types_only, run_decoupled_lookback<8, 4, 1, TileOrder::ticket>()});
 
 // Rung 8 — rung 7 in block-index order with tiles twice as large (the shape production takes).
 // Tile = blockIdx.x, as in CUB: no atomic ticket before the loads, so a block's loads are
@@ -460,8 +459,8 @@ ROOFLAB_VARIANT(Variant{"scan", 7, "decoupled-lookback",
 // 4 blocks an SM, half the look-backs, barriers and block starts per byte. Still not
 // reproducible for floats: the measure of what production's deterministic tree costs.
 ROOFLAB_VARIANT(Variant{"scan", 8, "lookback-blockidx-8k",
-                        "rung 7 in block-index order (as CUB) with 8192-element tiles",
-                        Where::gpu, false, ladder_types_only,
+                        "rung 7 in block-index order (as CUB) with 8192-element tiles", Where::gpu,
+                        false, ladder_types_only,
                         run_decoupled_lookback<8, 8, 4, TileOrder::block_index>()});
 
 // Rung 9 — the production path, rooflab::inclusive_scan (src/scan/scan.cu).
@@ -481,8 +480,7 @@ ROOFLAB_VARIANT(Variant{"scan", 10, "production-16k",
                         "production with 16384-element tiles (512 threads), 2 blocks an SM",
                         Where::gpu, false, ladder_types_only,
                         on_ladder_types([](auto& w, cudaStream_t stream) {
-                          detail::inclusive_scan_16k_tiles(w.in.data(), w.out.data(), w.n,
-                                                           stream);
+                          detail::inclusive_scan_16k_tiles(w.in.data(), w.out.data(), w.n, stream);
                         })});
 
 // Rung 11 — CUB's DeviceScan::InclusiveSum, the vendor comparator: single pass with decoupled
@@ -494,13 +492,13 @@ ROOFLAB_VARIANT(Variant{
     on_every_scan_type([](auto& w, cudaStream_t stream) {
       const int n = int(w.n);
       std::size_t bytes = 0;
-      ROOFLAB_CUDA(bench_scan, "sizing cub::DeviceScan::InclusiveSum's temporary storage",
-                   cub::DeviceScan::InclusiveSum(nullptr, bytes, w.in.data(),
-                                                 w.out.data(), n, stream));
+      ROOFLAB_CUDA(
+          bench_scan, "sizing cub::DeviceScan::InclusiveSum's temporary storage",
+          cub::DeviceScan::InclusiveSum(nullptr, bytes, w.in.data(), w.out.data(), n, stream));
       StreamBuffer temporary(std::max<std::size_t>(bytes, 1), stream, bench_scan);
       ROOFLAB_CUDA(bench_scan, "running cub::DeviceScan::InclusiveSum",
-                   cub::DeviceScan::InclusiveSum(temporary.data(), bytes, w.in.data(),
-                                                 w.out.data(), n, stream));
+                   cub::DeviceScan::InclusiveSum(temporary.data(), bytes, w.in.data(), w.out.data(),
+                                                 n, stream));
     })});
 
 }  // namespace

@@ -100,8 +100,7 @@ __device__ __forceinline__ void publish(const Lookback& lookback, int level, uns
 // published; zero in the other lanes. Warp-collective: polls, backing off, until every asking
 // lane has its entry.
 template <class T>
-__device__ __forceinline__ T read_published(const Lookback& lookback, int level,
-                                            unsigned index) {
+__device__ __forceinline__ T read_published(const Lookback& lookback, int level, unsigned index) {
   unsigned long long word[words_per_entry<T>] = {};
   bool ready = index == no_entry;
   unsigned long long* const entry = ready ? nullptr : entry_words<T>(lookback, level, index);

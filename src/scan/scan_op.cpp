@@ -82,9 +82,9 @@ Check TypedScanWorkspace<T>::check(Where where) {
   } else if (std::int64_t(host_out.size()) != n) {
     return Check{false, 0, 0, "no output"};
   }
-  const cpu::ScanCheck check = cpu::check_scan(input().data(), result, n, cpu::ScanKind::inclusive,
-                                               where == Where::gpu ? cpu::production_scan_rounding
-                                                                    : cpu_rounding());
+  const cpu::ScanCheck check =
+      cpu::check_scan(input().data(), result, n, cpu::ScanKind::inclusive,
+                      where == Where::gpu ? cpu::production_scan_rounding : cpu_rounding());
   return Check{check.passed, check.error, check.tolerance, check.describe()};
 }
 

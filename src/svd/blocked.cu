@@ -56,8 +56,8 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
   team.sync();
 
   const SweepOutcome<T> outcome =
-      team_sweeps(team, Wb, L.ldb, M, slots, Q, slots, slots, G.P.uv, inner_norms, inner_scales, false,
-                  inner_pos, G.P.tol, inner_sweeps, lanes);
+      team_sweeps(team, Wb, L.ldb, M, slots, Q, slots, slots, G.P.uv, inner_norms, inner_scales,
+                  false, inner_pos, G.P.tol, inner_sweeps, lanes);
 
   for (int e = rank; e < M * slots; e += threads) {
     const int i = e % M, s = e / M, c = columns[s];
@@ -70,7 +70,7 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
       error_scales[columns[s]] = inner_scales[s];
     }
   if (G.P.uv && outcome.first_off > G.P.tol) {  // otherwise nothing rotated: Q = I
-    team.sync();  // Wb is free: V's 2b columns (N <= M rows) go there
+    team.sync();                                // Wb is free: V's 2b columns (N <= M rows) go there
     for (int e = rank; e < N * slots; e += threads) {
       const int i = e % N, s = e / N, c = columns[s];
       Wb[i + s * L.ldb] = c < N ? V[i + c * G.ldv] : T(0);
@@ -80,7 +80,8 @@ __device__ void blocked_step(const GlobalState<T>& G, const BlockedLayout& L, in
       const int i = e % N, s = e / N, c = columns[s];
       if (c >= N) continue;
       T sum = 0;
-      for (int from = 0; from < slots; ++from) sum = fma(Wb[i + from * L.ldb], Q[from + s * slots], sum);
+      for (int from = 0; from < slots; ++from)
+        sum = fma(Wb[i + from * L.ldb], Q[from + s * slots], sum);
       V[i + c * G.ldv] = sum;
     }
   }
@@ -117,8 +118,8 @@ __global__ void __launch_bounds__(blocked_max_threads)
       }
       grid.sync();
     }
-    for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
-         matrix += std::int64_t(gridDim.x) * blockDim.x)
+    for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+         matrix < G.P.batch; matrix += std::int64_t(gridDim.x) * blockDim.x)
       sweep_end(G, matrix, &active_counts[sweep], false);
     grid.sync();
     if (*static_cast<volatile unsigned*>(&active_counts[sweep]) == 0) break;
@@ -164,10 +165,9 @@ BlockedPlan plan_blocked(GlobalState<T>& G) {
   plan.threads = blocked_threads(G.M, G.block);
   plan.lanes = lanes_per_pair(plan.threads, plan.layout.slots);
   if (plan.layout.bytes > 48 * 1024) {
-    ROOFLAB_CUDA(
-        op, "letting the blocked rounds take their shared memory",
-        cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             plan.layout.bytes));
+    ROOFLAB_CUDA(op, "letting the blocked rounds take their shared memory",
+                 cudaFuncSetAttribute(blocked_round<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      plan.layout.bytes));
     ROOFLAB_CUDA(
         op, "letting the persistent blocked kernel take its shared memory",
         cudaFuncSetAttribute(blocked_persistent<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -183,8 +183,8 @@ void launch_blocked_round(const GlobalState<T>& G, const BlockedPlan& plan, int 
   const std::int64_t blocks = std::int64_t(G.P.batch) * pairs_in_round(round, G.block_positions);
   require(blocks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
   if (blocks == 0) return;
-  blocked_round<T><<<unsigned(blocks), plan.threads, plan.layout.bytes, stream>>>(G, plan.layout, round,
-                                                                                  plan.lanes);
+  blocked_round<T><<<unsigned(blocks), plan.threads, plan.layout.bytes, stream>>>(
+      G, plan.layout, round, plan.lanes);
   detail::check_launch(op, "blocked_round");
 }
 
@@ -192,8 +192,8 @@ template <class T>
 int persistent_blocked_blocks(const GlobalState<T>& G, const BlockedPlan& plan) {
   int per_sm = 0;
   ROOFLAB_CUDA("svd", "asking how many blocks of a kernel fit on an SM",
-               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, blocked_persistent<T>, plan.threads,
-                                                             plan.layout.bytes));
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, blocked_persistent<T>,
+                                                             plan.threads, plan.layout.bytes));
   const std::int64_t pairs = std::int64_t(G.P.batch) * (G.block_positions / 2);
   return int(std::min<std::int64_t>(pairs, std::int64_t(per_sm) * current_sm_count()));
 }
@@ -205,8 +205,8 @@ bool launch_blocked_persistent(const GlobalState<T>& G, const BlockedPlan& plan,
   BlockedLayout layout = plan.layout;
   int lanes = plan.lanes;
   void* arguments[] = {&state, &layout, &lanes, &sweep_counts};
-  return launched_cooperatively(reinterpret_cast<void*>(blocked_persistent<T>), blocks, plan.threads,
-                                arguments, plan.layout.bytes, stream);
+  return launched_cooperatively(reinterpret_cast<void*>(blocked_persistent<T>), blocks,
+                                plan.threads, arguments, plan.layout.bytes, stream);
 }
 
 template <class T>
@@ -214,12 +214,13 @@ bool blocked_fits(int m, int n) {
   return blocked_width<T>(std::max(m, n), std::min(m, n), 1) > 0;
 }
 
-#define ROOFLAB_INSTANTIATE(T)                                                                        \
-  template BlockedPlan plan_blocked<T>(GlobalState<T>&);                                            \
-  template void launch_blocked_round<T>(const GlobalState<T>&, const BlockedPlan&, int, cudaStream_t); \
-  template int persistent_blocked_blocks<T>(const GlobalState<T>&, const BlockedPlan&);             \
-  template bool launch_blocked_persistent<T>(const GlobalState<T>&, const BlockedPlan&, int, unsigned*, \
-                                             cudaStream_t);                                          \
+#define ROOFLAB_INSTANTIATE(T)                                                               \
+  template BlockedPlan plan_blocked<T>(GlobalState<T>&);                                     \
+  template void launch_blocked_round<T>(const GlobalState<T>&, const BlockedPlan&, int,      \
+                                        cudaStream_t);                                       \
+  template int persistent_blocked_blocks<T>(const GlobalState<T>&, const BlockedPlan&);      \
+  template bool launch_blocked_persistent<T>(const GlobalState<T>&, const BlockedPlan&, int, \
+                                             unsigned*, cudaStream_t);                       \
   template bool blocked_fits<T>(int, int);
 ROOFLAB_INSTANTIATE(float)
 ROOFLAB_INSTANTIATE(double)

@@ -31,7 +31,8 @@ constexpr int cluster_sweeps_max_blocks = 8;  // the portable cluster size
 constexpr int cluster_sweeps_max_rows = 2 * fused_chunk_rows;
 template <class T>
 std::size_t cluster_shared_bytes(const ClusterShape& shape) {
-  return sizeof(T) * (3 * gram_block * std::size_t(shape.ldt) + gram_width * (apply_ldq + gram_width));
+  return sizeof(T) *
+         (3 * gram_block * std::size_t(shape.ldt) + gram_width * (apply_ldq + gram_width));
 }
 
 // The shape for an M x N matrix of `block_positions` positions (V's rows too when uv): the fewest
@@ -64,13 +65,15 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
 // noise, by the slots' error scales: such a column is left out, as the sweeps leave it). Every
 // thread of every block calls it.
 constexpr int cluster_test_products = 4;  // held by SolveShared's buffers: P up to 7
-static_assert(cluster_test_products * gram_width * gram_width <= 4 * SolveShared<float>::buffer_size,
+static_assert(cluster_test_products * gram_width * gram_width <=
+                  4 * SolveShared<float>::buffer_size,
               "the test's products fit the solve's buffers");
 #if ROOFLAB_HAS_CLUSTERS
 template <class T>
-__device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster, const ClusterShape& shape,
-                                    const T* slots, const T* slot_scales, T* products, T* norms,
-                                    T& block_max, unsigned long long* team_scratch) {
+__device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster,
+                                    const ClusterShape& shape, const T* slots, const T* slot_scales,
+                                    T* products, T* norms, T& block_max,
+                                    unsigned long long* team_scratch) {
   const int P = shape.pairs, rank = int(cluster.block_rank()), pair = rank / shape.split;
   const int share = rank % shape.split;
   const auto formed = [&](int group, int d) { return !(2 * d == P && group >= d); };
@@ -78,7 +81,8 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
     if (!formed(pair, d)) continue;
     const T* other = cluster.map_shared_rank(slots, (pair + d) % P * shape.split + share);
     SolveGramPatch<T> patch;
-    for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tiles(slots + r, other + r, shape.ldt);
+    for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
+      patch.add_tiles(slots + r, other + r, shape.ldt);
     T* const product = products + d * gram_width * gram_width;
     patch.for_each([&](int k, int l, T value) { product[k * gram_width + l] = value; });
   }
@@ -88,7 +92,8 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
     if (!formed(pair, d)) continue;
     const int other = (pair + d) % P;
     __syncthreads();  // the previous products' norms are read
-    if (threadIdx.x < 2 * gram_width) {  // the two groups' column norms, from their diagonal products
+    if (threadIdx.x <
+        2 * gram_width) {  // the two groups' column norms, from their diagonal products
       const int group = threadIdx.x < gram_width ? pair : other, k = threadIdx.x % gram_width;
       T norm = 0;
       for (int h = 0; h < shape.split; ++h)
@@ -100,13 +105,16 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
     constexpr int per_thread = gram_width * gram_width / gram_solve_threads;
     T product[per_thread] = {};
     for (int h = 0; h < shape.split; ++h) {
-      const T* shares = cluster.map_shared_rank(products, pair * shape.split + h) + d * gram_width * gram_width;
+      const T* shares =
+          cluster.map_shared_rank(products, pair * shape.split + h) + d * gram_width * gram_width;
 #pragma unroll
-      for (int i = 0; i < per_thread; ++i) product[i] += shares[threadIdx.x + i * gram_solve_threads];
+      for (int i = 0; i < per_thread; ++i)
+        product[i] += shares[threadIdx.x + i * gram_solve_threads];
     }
 #pragma unroll
     for (int i = 0; i < per_thread; ++i) {
-      const int k = (threadIdx.x + i * gram_solve_threads) / gram_width, l = threadIdx.x % gram_width;
+      const int k = (threadIdx.x + i * gram_solve_threads) / gram_width,
+                l = threadIdx.x % gram_width;
       if (d > 0 || k < l)  // 0 for padding: a zero column
         off = fmax(off, scaled_off_diagonal(norms[k], norms[gram_width + l], product[i]));
     }
@@ -137,15 +145,15 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   // Each slot's error scale (jacobi_math.hpp, RoundingNoise); -1 until the column's first round,
   // whose fresh squared norm it then is.
   __shared__ T scales[3 * gram_block];
-  __shared__ T block_off;              // the block's largest cosine of the sweep just ended
-  __shared__ T block_test;             // the block's largest in the all-pairs test
+  __shared__ T block_off;   // the block's largest cosine of the sweep just ended
+  __shared__ T block_test;  // the block's largest in the all-pairs test
   __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
   __shared__ T test_norms[2 * gram_width];
   __shared__ unsigned long long team_scratch[32];
   const int ldt = shape.ldt;
   T* const slots = reinterpret_cast<T*>(cluster_shared);  // row r of slot s at slots[s * ldt + r]
-  T* const q = slots + 3 * gram_block * ldt;              // Q, output k at column k: Q_sk at q[s * ldq + k]
-  T* const part = q + gram_width * ldq;                   // this block's part of G, G_kl at k * 32 + l
+  T* const q = slots + 3 * gram_block * ldt;  // Q, output k at column k: Q_sk at q[s * ldq + k]
+  T* const part = q + gram_width * ldq;       // this block's part of G, G_kl at k * 32 + l
   const cg::cluster_group cluster = cg::this_cluster();
   const int rank = int(cluster.block_rank()), pair = rank / shape.split;
   const std::int64_t matrix = blockIdx.x / shape.blocks();
@@ -166,8 +174,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     }
     const auto column_of = [&](int slot) { return __shfl_sync(full, column, slot); };
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
-      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(slots + r, ldt, W, G.ldw, G.M, G.N,
-                                                                            w0 + r, column_of);
+      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
+          slots + r, ldt, W, G.ldw, G.M, G.N, w0 + r, column_of);
     for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
       copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
           slots + shape.w_rows + r, ldt, V, G.ldv, G.N, G.N, v0 + r, column_of);
@@ -185,15 +193,16 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     const int round = step % rounds;
     const bool odd = round & 1;
     if (step > 0) {
-      cluster.sync();  // the previous round's outputs are in, in every block
+      cluster.sync();    // the previous round's outputs are in, in every block
       if (round == 0) {  // a sweep ended: every block reads every block's largest cosine
         off = 0;
-        for (int r = 0; r < shape.blocks(); ++r) off = fmax(off, *cluster.map_shared_rank(&block_off, r));
+        for (int r = 0; r < shape.blocks(); ++r)
+          off = fmax(off, *cluster.map_shared_rank(&block_off, r));
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
         if (off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) {
-          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers, test_norms,
-                                                  block_test, team_scratch);
+          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers,
+                                                  test_norms, block_test, team_scratch);
           if (!(tested > G.P.tol)) {  // the test counts as the last sweep
             ++sweep;
             off = tested;
@@ -223,14 +232,16 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     if (works) {
       const InnerOrder order{!inner_sweep_is_full(round, rounds, gram_full_inner_period)};
       const int lane_column = seat_column(order.seat(lane));
-      T x[solve_rows] = {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
+      T x[solve_rows] =
+          {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
       for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r) {
         const T* other = cluster.map_shared_rank(part, r);
 #pragma unroll
         for (int kk = 0; kk < solve_rows; ++kk) x[kk] += other[(k0 + kk) * gram_width + lane];
       }
 #pragma unroll
-      for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
+      for (int kk = 0; kk < solve_rows; ++kk)
+        sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
       clear_gram_noise(x, lane_scale, order, sh);
       const PairSolve<T> solved = solve_pair(G, order, sh, x);
       sweep_off = fmax(sweep_off, solved.off);
@@ -276,7 +287,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         const int to = sweep % 2 == 0 ? (output + gram_block) % gram_width : output;
         const T* const q_now = sh.buffers + (2 + solved.now) * SolveShared<T>::buffer_size;
 #pragma unroll
-        for (int kk = 0; kk < solve_rows; ++kk) q[(k0 + kk) * ldq + to] = q_now[(k0 + kk) * ld + lane_column];
+        for (int kk = 0; kk < solve_rows; ++kk)
+          q[(k0 + kk) * ldq + to] = q_now[(k0 + kk) * ld + lane_column];
         const int output_column = sh.slot_column[output];
         const T output_scale = output_error_scale(sh, solved.now, order, scale);
         __syncthreads();  // Q is in
@@ -305,7 +317,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   // the vectors are wanted: global_column_norms and global_normalize for the other schedules.
   for (int s = threadIdx.x >> 5; s < gram_width; s += solve_parts) {
     T sum = 0;
-    for (int r = lane; r < shape.w_rows; r += 32) sum = fma(slots[s * ldt + r], slots[s * ldt + r], sum);
+    for (int r = lane; r < shape.w_rows; r += 32)
+      sum = fma(slots[s * ldt + r], slots[s * ldt + r], sum);
     sum = group_sum(sum, 32);
     if (lane == 0) column_norms[s] = sum;
   }
@@ -316,7 +329,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       sum += cluster.map_shared_rank(column_norms, r)[threadIdx.x];
     const T sigma = sigma_from_norm2(sum, scales[threadIdx.x]);
     sigmas[threadIdx.x] = sigma;
-    if (rank % shape.split == 0 && ids[threadIdx.x] < G.N) G.norms_of(matrix)[ids[threadIdx.x]] = sigma;
+    if (rank % shape.split == 0 && ids[threadIdx.x] < G.N)
+      G.norms_of(matrix)[ids[threadIdx.x]] = sigma;
   }
   __syncthreads();
   if (G.P.uv)
@@ -326,10 +340,11 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     }
   __syncthreads();
   for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
-    store_columns<gram_tile_rows, gram_solve_threads>(slots + r, ldt, W, G.ldw, G.M, w0 + r, ids, G.N);
+    store_columns<gram_tile_rows, gram_solve_threads>(slots + r, ldt, W, G.ldw, G.M, w0 + r, ids,
+                                                      G.N);
   for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
-    store_columns<gram_tile_rows, gram_solve_threads>(slots + shape.w_rows + r, ldt, V, G.ldv, G.N, v0 + r,
-                                                      ids, G.N);
+    store_columns<gram_tile_rows, gram_solve_threads>(slots + shape.w_rows + r, ldt, V, G.ldv, G.N,
+                                                      v0 + r, ids, G.N);
   if (rank == 0 && threadIdx.x == 0) {
     G.sweeps[matrix] = sweep;
     G.converged[matrix] = !(off > G.P.tol);
@@ -366,15 +381,16 @@ bool runs_in_one_cluster(int m, int n, bool uv, int batch) {
 }
 
 template <class T>
-void launch_cluster_sweeps(const GlobalState<T>& G, const ClusterShape& shape, cudaStream_t stream) {
-  launch_after_previous(gram_cluster_sweeps<T>, std::int64_t(G.P.batch) * shape.blocks(), gram_solve_threads,
-                        cluster_shared_bytes<T>(shape), shape.blocks(), stream, "gram_cluster_sweeps", G,
-                        shape);
+void launch_cluster_sweeps(const GlobalState<T>& G, const ClusterShape& shape,
+                           cudaStream_t stream) {
+  launch_after_previous(gram_cluster_sweeps<T>, std::int64_t(G.P.batch) * shape.blocks(),
+                        gram_solve_threads, cluster_shared_bytes<T>(shape), shape.blocks(), stream,
+                        "gram_cluster_sweeps", G, shape);
 }
 
-#define ROOFLAB_INSTANTIATE(T)                                                            \
-  template ClusterShape cluster_sweeps_shape<T>(int, int, bool, std::int64_t);          \
-  template bool runs_in_one_cluster<T>(int, int, bool, int);                            \
+#define ROOFLAB_INSTANTIATE(T)                                                 \
+  template ClusterShape cluster_sweeps_shape<T>(int, int, bool, std::int64_t); \
+  template bool runs_in_one_cluster<T>(int, int, bool, int);                   \
   template void launch_cluster_sweeps<T>(const GlobalState<T>&, const ClusterShape&, cudaStream_t);
 ROOFLAB_INSTANTIATE(float)
 ROOFLAB_INSTANTIATE(double)

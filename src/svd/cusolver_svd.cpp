@@ -130,7 +130,8 @@ class InputCopy {
 }  // namespace
 
 template <class T>
-void cusolver_gesvdj_loop(const T* A, int m, int n, int batch, T* S, T* U, T* V, cudaStream_t stream) {
+void cusolver_gesvdj_loop(const T* A, int m, int n, int batch, T* S, T* U, T* V,
+                          cudaStream_t stream) {
   const cusolverDnHandle_t handle = cusolver_handle(stream);
   const int k = std::min(m, n);
   const GesvdjParams params;
@@ -159,9 +160,9 @@ void cusolver_gesvdj_batched(const T* A, int m, int n, int batch, T* S, T* U, T*
   ROOFLAB_CUSOLVER(op, gesvdj_batched_buffer_size(handle, m, n, copy.data(), S, full_u.as<T>(),
                                                   full_v.as<T>(), &lwork, params, batch));
   StreamBuffer work(sizeof(T) * lwork + sizeof(int) * std::size_t(batch), stream, op);
-  ROOFLAB_CUSOLVER(op, gesvdj_batched(handle, m, n, copy.data(), S, full_u.as<T>(), full_v.as<T>(),
-                                      work.as<T>(), lwork, reinterpret_cast<int*>(work.as<T>() + lwork),
-                                      params, batch));
+  ROOFLAB_CUSOLVER(
+      op, gesvdj_batched(handle, m, n, copy.data(), S, full_u.as<T>(), full_v.as<T>(), work.as<T>(),
+                         lwork, reinterpret_cast<int*>(work.as<T>() + lwork), params, batch));
   // The first k columns of each matrix's U and V are contiguous: one 2-D copy each.
   ROOFLAB_CUDA(op, "copying the factors out",
                cudaMemcpy2DAsync(U, sizeof(T) * m * k, full_u.data(), sizeof(T) * m * m,
@@ -178,7 +179,8 @@ void cusolver_gesvd(const T* A, int m, int n, T* S, T* U, T* V, cudaStream_t str
   int lwork = 0;
   ROOFLAB_CUSOLVER(op, gesvd_buffer_size(handle, m, n, copy.data(), &lwork));
   // m >= n: k = n, V^T is n x n.
-  StreamBuffer work(sizeof(T) * (std::size_t(lwork) + std::size_t(n) * n) + sizeof(int), stream, op);
+  StreamBuffer work(sizeof(T) * (std::size_t(lwork) + std::size_t(n) * n) + sizeof(int), stream,
+                    op);
   T* vt = work.as<T>() + lwork;
   ROOFLAB_CUSOLVER(op, gesvd(handle, m, n, copy.data(), S, U, vt, work.as<T>(), lwork,
                              reinterpret_cast<int*>(vt + std::size_t(n) * n)));
@@ -192,21 +194,22 @@ void cusolver_gesvdp(const T* A, int m, int n, T* S, T* U, T* V, cudaStream_t st
   const InputCopy<T> copy(A, std::int64_t(m) * n, stream);
   constexpr cudaDataType type = cuda_type<T>();
   std::size_t device_bytes = 0, host_bytes = 0;
-  ROOFLAB_CUSOLVER(op, cusolverDnXgesvdp_bufferSize(handle, params, CUSOLVER_EIG_MODE_VECTOR, 1, m, n,
-                                                    type, copy.data(), m, type, S, type, U, m, type,
-                                                    V, n, type, &device_bytes, &host_bytes));
+  ROOFLAB_CUSOLVER(op, cusolverDnXgesvdp_bufferSize(handle, params, CUSOLVER_EIG_MODE_VECTOR, 1, m,
+                                                    n, type, copy.data(), m, type, S, type, U, m,
+                                                    type, V, n, type, &device_bytes, &host_bytes));
   const std::size_t info_offset = (device_bytes + 255) / 256 * 256;
   StreamBuffer work(info_offset + sizeof(int), stream, op);
   std::vector<unsigned char> host_work(std::max<std::size_t>(1, host_bytes));
   double error_sigma = 0;
-  ROOFLAB_CUSOLVER(op, cusolverDnXgesvdp(handle, params, CUSOLVER_EIG_MODE_VECTOR, 1, m, n, type,
-                                         copy.data(), m, type, S, type, U, m, type, V, n, type,
-                                         work.data(), device_bytes, host_work.data(), host_bytes,
-                                         reinterpret_cast<int*>(work.as<unsigned char>() + info_offset),
-                                         &error_sigma));
+  ROOFLAB_CUSOLVER(
+      op, cusolverDnXgesvdp(
+              handle, params, CUSOLVER_EIG_MODE_VECTOR, 1, m, n, type, copy.data(), m, type, S,
+              type, U, m, type, V, n, type, work.data(), device_bytes, host_work.data(), host_bytes,
+              reinterpret_cast<int*>(work.as<unsigned char>() + info_offset), &error_sigma));
 }
 
-template void cusolver_gesvdj_loop<float>(const float*, int, int, int, float*, float*, float*, cudaStream_t);
+template void cusolver_gesvdj_loop<float>(const float*, int, int, int, float*, float*, float*,
+                                          cudaStream_t);
 template void cusolver_gesvdj_loop<double>(const double*, int, int, int, double*, double*, double*,
                                            cudaStream_t);
 template void cusolver_gesvdj_batched<float>(const float*, int, int, int, float*, float*, float*,
@@ -214,8 +217,10 @@ template void cusolver_gesvdj_batched<float>(const float*, int, int, int, float*
 template void cusolver_gesvdj_batched<double>(const double*, int, int, int, double*, double*,
                                               double*, cudaStream_t);
 template void cusolver_gesvd<float>(const float*, int, int, float*, float*, float*, cudaStream_t);
-template void cusolver_gesvd<double>(const double*, int, int, double*, double*, double*, cudaStream_t);
+template void cusolver_gesvd<double>(const double*, int, int, double*, double*, double*,
+                                     cudaStream_t);
 template void cusolver_gesvdp<float>(const float*, int, int, float*, float*, float*, cudaStream_t);
-template void cusolver_gesvdp<double>(const double*, int, int, double*, double*, double*, cudaStream_t);
+template void cusolver_gesvdp<double>(const double*, int, int, double*, double*, double*,
+                                      cudaStream_t);
 
 }  // namespace rooflab::bench

@@ -9,7 +9,8 @@ namespace rooflab::bench {
 // cusolverDn<t>gesvdj (Jacobi, economy) on each of `batch` packed m x n matrices, one call each
 // (what PyTorch does above 32 x 32).
 template <class T>
-void cusolver_gesvdj_loop(const T* A, int m, int n, int batch, T* S, T* U, T* V, cudaStream_t stream);
+void cusolver_gesvdj_loop(const T* A, int m, int n, int batch, T* S, T* U, T* V,
+                          cudaStream_t stream);
 
 // cusolverDn<t>gesvdjBatched (m, n <= 32): one call for the batch; its full U (m x m) and V (n x n)
 // are cut to their first k columns.

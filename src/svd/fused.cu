@@ -18,15 +18,16 @@ namespace {
 // cluster barriers.
 // Rows of W and V per block, together: one product's worth (a chunk) where the clusters fit, else
 // two. On the H200, double, a round of 256 x 256 took 14.5 us in clusters of 4 blocks of 128 rows
-// against 16.5 in 2 of 256 (and 16.2 in 8 of 64 + 64 padding); 512 x 512 fits 16 clusters of 4 blocks
+// against 16.5 in 2 of 256 (and 16.2 in 8 of 64 + 64 padding); 512 x 512 fits 16 clusters of 4
+// blocks
 // of 256 rows, not of 8 of 128.
 constexpr int fused_preferred_rows = gram_apply_rows;
 constexpr int fused_max_rows = 2 * gram_apply_rows;
-constexpr int fused_max_cluster = 8;  // the portable cluster size
+constexpr int fused_max_cluster = 8;           // the portable cluster size
 constexpr int fused_ldt = fused_max_rows + 4;  // 4 (mod 16), as the apply's tile
 template <class T>
-constexpr std::size_t fused_shared_bytes =
-    sizeof(T) * gram_width * (fused_ldt + apply_ld_out<T> + gram_width + apply_ldq);
+constexpr std::size_t fused_shared_bytes = sizeof(T) * gram_width*(fused_ldt + apply_ld_out<T> +
+                                                                   gram_width + apply_ldq);
 
 // One kernel of about 110 lines on purpose: its phases (load, partial G, the cluster's sum, the
 // solve, the product) are separated by cluster barriers that every block must reach in the same
@@ -42,9 +43,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   extern __shared__ __align__(16) unsigned char fused_shared[];
   __shared__ __align__(16) SolveShared<T> sh;
   T* const tile = reinterpret_cast<T*>(fused_shared);  // row r of slot s at tile[s * ldt + r]
-  T* const out = tile + gram_width * ldt;               // a chunk's outputs, output k at out[k * ldo]
-  T* const part = out + gram_width * ldo;               // this block's part of G, G_kl at k * 32 + l
-  T* const q = part + gram_width * gram_width;          // Q by output rank: Q_sk at q[s * ldq + k]
+  T* const out = tile + gram_width * ldt;       // a chunk's outputs, output k at out[k * ldo]
+  T* const part = out + gram_width * ldo;       // this block's part of G, G_kl at k * 32 + l
+  T* const q = part + gram_width * gram_width;  // Q by output rank: Q_sk at q[s * ldq + k]
   const cg::cluster_group cluster = cg::this_cluster();
   const int block_rank = int(cluster.block_rank());
   const int lane = threadIdx.x & 31, part_index = threadIdx.x >> 5, k0 = part_index * solve_rows;
@@ -63,8 +64,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   if (active) {  // uniform over the cluster
     // W's rows and V's in two groups: G needs only W's, and V's arrive while the pair solves.
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
-      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(tile + r, ldt, W, G.ldw, G.M, G.N,
-                                                                            w0 + r, column_of);
+      copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
+          tile + r, ldt, W, G.ldw, G.M, G.N, w0 + r, column_of);
     commit_copies();
     for (int r = 0; r < shape.v_rows; r += gram_tile_rows)
       copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
@@ -80,7 +81,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
 
   const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
   const int lane_column = seat_column(order.seat(lane));
-  T x[solve_rows] = {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
+  T x[solve_rows] =
+      {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
   if (active) {
     for (int r = 0; r < shape.cluster; ++r) {
       const T* other = cluster.map_shared_rank(part, r);
@@ -131,9 +133,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         for (int h = 0; h < fused_chunk_rows && c + h < rows; h += gram_tile_rows) {
           const int t = c + h;  // the tile's row: W's rows first, then V's
           const bool on_w = t < shape.w_rows;
-          store_columns<gram_tile_rows, gram_solve_threads>(out + h, ldo, on_w ? W : V, on_w ? G.ldw : G.ldv,
-                                                            on_w ? G.M : G.N, on_w ? w0 + t : v0 + t - shape.w_rows,
-                                                            sh.slot_column, G.N);
+          store_columns<gram_tile_rows, gram_solve_threads>(
+              out + h, ldo, on_w ? W : V, on_w ? G.ldw : G.ldv, on_w ? G.M : G.N,
+              on_w ? w0 + t : v0 + t - shape.w_rows, sh.slot_column, G.N);
         }
         __syncthreads();  // the outputs stored: the next chunk's may take their place
       }
@@ -167,7 +169,8 @@ FusedShape choose_fused_shape(int M, int N, bool uv, std::int64_t pairs) {
   for (const int max_rows : {fused_preferred_rows, fused_max_rows}) {
     const FusedShape shape = fused_shape(M, N, uv, max_rows);
     if (shape.cluster == 0) continue;
-    if (max_active_clusters(gram_round_fused<T>, pairs, shape.cluster, fused_shared_bytes<T>) >= pairs)
+    if (max_active_clusters(gram_round_fused<T>, pairs, shape.cluster, fused_shared_bytes<T>) >=
+        pairs)
       return shape;
   }
   return {};
@@ -176,12 +179,13 @@ FusedShape choose_fused_shape(int M, int N, bool uv, std::int64_t pairs) {
 template <class T>
 void launch_fused_round(const GlobalState<T>& G, const FusedShape& shape, std::int64_t items,
                         int round, cudaStream_t stream) {
-  launch_after_previous(gram_round_fused<T>, items * shape.cluster, gram_solve_threads, fused_shared_bytes<T>,
-                        shape.cluster, stream, "gram_round_fused", G, shape, round);
+  launch_after_previous(gram_round_fused<T>, items * shape.cluster, gram_solve_threads,
+                        fused_shared_bytes<T>, shape.cluster, stream, "gram_round_fused", G, shape,
+                        round);
 }
 
-#define ROOFLAB_INSTANTIATE(T)                                                   \
-  template FusedShape choose_fused_shape<T>(int, int, bool, std::int64_t);     \
+#define ROOFLAB_INSTANTIATE(T)                                                                     \
+  template FusedShape choose_fused_shape<T>(int, int, bool, std::int64_t);                         \
   template void launch_fused_round<T>(const GlobalState<T>&, const FusedShape&, std::int64_t, int, \
                                       cudaStream_t);
 ROOFLAB_INSTANTIATE(float)

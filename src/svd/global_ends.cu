@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(global_threads)
   for (int j = first + int(threadIdx.x >> 5); j < last; j += global_warps) {
     const T* column = A + std::int64_t(j) * P.lda;
     for (int i = lane; i < P.m; i += 32)
-      local = max(local, static_cast<unsigned long long>(__double_as_longlong(fabs(double(column[i])))));
+      local = max(local,
+                  static_cast<unsigned long long>(__double_as_longlong(fabs(double(column[i])))));
   }
   for (int offset = 16; offset > 0; offset >>= 1)
     local = max(local, __shfl_xor_sync(0xffffffffu, local, offset));
@@ -62,7 +63,8 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
   const std::int64_t per_matrix = G.ldw * G.N;
   const std::int64_t total = per_matrix * P.batch;
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += stride) {
     const std::int64_t matrix = e / per_matrix, at = e % per_matrix;
     const std::int64_t i = at % G.ldw, j = at / G.ldw;  // W's row and column
     if (i >= G.M) {
@@ -79,8 +81,8 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
   }
   if (!P.uv) return;
   const std::int64_t v_per_matrix = G.ldv * G.N;
-  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < v_per_matrix * P.batch;
-       e += stride) {
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       e < v_per_matrix * P.batch; e += stride) {
     const std::int64_t matrix = e / v_per_matrix, at = e % v_per_matrix;
     const std::int64_t i = at % G.ldv, j = at / G.ldv;
     G.v(matrix)[i + j * G.ldv] = i == j ? T(1) : T(0);
@@ -91,13 +93,14 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
 // false) or sigma (final = true, negligible columns and rounding noise 0). Padding positions get
 // -1 so that they sort last.
 template <class T>
-__global__ void __launch_bounds__(global_threads) global_column_norms(GlobalState<T> G, bool final) {
+__global__ void __launch_bounds__(global_threads)
+    global_column_norms(GlobalState<T> G, bool final) {
   wait_for_previous_kernel();
   const int lane = threadIdx.x & 31;
   const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
   const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
-  for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5); item < total;
-       item += warps) {
+  for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5);
+       item < total; item += warps) {
     const std::int64_t matrix = item / G.positions;
     const int c = int(item % G.positions);
     if (G.bad[matrix]) continue;
@@ -266,43 +269,48 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   const int M = G.M, N = G.N;
   thread_local PinnedBuffer<unsigned> zero_count(1, cudaHostAllocMapped | cudaHostAllocPortable);
   unsigned* device_count = nullptr;
-  ROOFLAB_CUDA(op, "mapping the count of columns to complete",
-               cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
+  ROOFLAB_CUDA(
+      op, "mapping the count of columns to complete",
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
   StreamBuffer slots(sizeof(int) * std::size_t(N), stream, op);
-  launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream, "number_completion_slots",
-                        G, slots.as<int>(), device_count);
+  launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream,
+                        "number_completion_slots", G, slots.as<int>(), device_count);
   StreamMark numbered(op);
   numbered.record(stream);
   numbered.wait();
   const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
   if (zeros == 0) return;
   if (double(M) * N * zeros <= one_block_completion_work) {
-    launch_after_previous(global_complete<T>, 1, global_threads, 0, 1, stream, "global_complete", G);
+    launch_after_previous(global_complete<T>, 1, global_threads, 0, 1, stream, "global_complete",
+                          G);
     return;
   }
   const int kept = N - zeros;
   const cusolverDnHandle_t solver = cusolver_handle(stream);
-  StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op), tau(sizeof(T) * std::size_t(N), stream, op),
-      info(sizeof(int), stream, op);
+  StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op),
+      tau(sizeof(T) * std::size_t(N), stream, op), info(sizeof(int), stream, op);
   int factor_work = 0, form_work = 0;
   if (kept > 0)
     ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, kept, q.as<T>(), M, &factor_work));
-  ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), &form_work));
+  ROOFLAB_CUSOLVER(op,
+                   form_q_buffer_size(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), &form_work));
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
   // Q's columns past the kept ones are zero: cuSOLVER's QR reads past its matrix (initcheck found
   // its geqr2 kernel reading them), and orgqr overwrites them.
-  ROOFLAB_CUDA(op, "clearing the completion's workspace", cudaMemsetAsync(q.data(), 0, q.bytes(), stream));
+  ROOFLAB_CUDA(op, "clearing the completion's workspace",
+               cudaMemsetAsync(q.data(), 0, q.bytes(), stream));
   const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
-  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
-                        G, q.as<T>(), slots.as<const int>(), true);
+  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
+                        "move_completion_columns", G, q.as<T>(), slots.as<const int>(), true);
   if (kept > 0)
-    ROOFLAB_CUSOLVER(op, geqrf(solver, M, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size, info.as<int>()));
-  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size, info.as<int>()));
-  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream, "move_completion_columns",
-                        G, q.as<T>(), slots.as<const int>(), false);
+    ROOFLAB_CUSOLVER(op, geqrf(solver, M, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size,
+                               info.as<int>()));
+  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(),
+                              work_size, info.as<int>()));
+  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
+                        "move_completion_columns", G, q.as<T>(), slots.as<const int>(), false);
 }
-
 
 }  // namespace
 
@@ -322,16 +330,17 @@ void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   launch_after_previous(global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1, stream,
                         "global_max_abs", G, columns, int(blocks_per_matrix));
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
-  launch_after_previous(global_begin<T>, per_matrix_grid, global_threads, 0, 1, stream, "global_begin", G);
-  launch_after_previous(global_load<T>, grid_for(elements * batch, global_threads), global_threads, 0, 1,
-                        stream, "global_load", G);
+  launch_after_previous(global_begin<T>, per_matrix_grid, global_threads, 0, 1, stream,
+                        "global_begin", G);
+  launch_after_previous(global_load<T>, grid_for(elements * batch, global_threads), global_threads,
+                        0, 1, stream, "global_load", G);
 }
 
 template <class T>
 void launch_column_norms(const GlobalState<T>& G, bool final, cudaStream_t stream) {
   const unsigned column_grid = grid_for(std::int64_t(G.P.batch) * G.positions, global_warps);
-  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream, "global_column_norms",
-                        G, final);
+  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
+                        "global_column_norms", G, final);
 }
 
 template <class T>
@@ -341,23 +350,26 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
   if (!sweeps_left_sigma_and_u) launch_column_norms(G, true, stream);
   if (problem.uv) {
     if (!sweeps_left_sigma_and_u)
-      launch_after_previous(global_normalize<T>, grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
+      launch_after_previous(global_normalize<T>,
+                            grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
                             global_threads, 0, 1, stream, "global_normalize", G);
     if (batch == 1)
       complete_single_matrix(G, stream);
     else
-      launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream, "global_complete", G);
+      launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream,
+                            "global_complete", G);
   }
   const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
-  launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream, "global_order",
-                        G, order_chunks);
-  const std::int64_t outputs = (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
-  launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1, stream,
-                        "global_write", G);
+  launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream,
+                        "global_order", G, order_chunks);
+  const std::int64_t outputs =
+      (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
+  launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1,
+                        stream, "global_write", G);
 }
 
-#define ROOFLAB_INSTANTIATE(T)                                                      \
-  template void load_scaled<T>(const GlobalState<T>&, cudaStream_t);              \
+#define ROOFLAB_INSTANTIATE(T)                                                     \
+  template void load_scaled<T>(const GlobalState<T>&, cudaStream_t);               \
   template void launch_column_norms<T>(const GlobalState<T>&, bool, cudaStream_t); \
   template void write_results<T>(const GlobalState<T>&, bool, cudaStream_t);
 ROOFLAB_INSTANTIATE(float)

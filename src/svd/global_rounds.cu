@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
                std::int64_t(gridDim.x) * global_warps);
     grid.sync();
   }
-  for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; matrix < G.P.batch;
-       matrix += std::int64_t(gridDim.x) * blockDim.x)
+  for (std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       matrix < G.P.batch; matrix += std::int64_t(gridDim.x) * blockDim.x)
     sweep_end(G, matrix, G.active_count, false);
 }
 
@@ -81,22 +81,24 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
 
 template <class T>
 void launch_sweep_start(const GlobalState<T>& G, int sort_chunks, cudaStream_t stream) {
-  launch_after_previous(global_sweep_start<T>, std::int64_t(G.P.batch) * sort_chunks, sort_threads, 0, 1,
-                        stream, "global_sweep_start", G, sort_chunks);
+  launch_after_previous(global_sweep_start<T>, std::int64_t(G.P.batch) * sort_chunks, sort_threads,
+                        0, 1, stream, "global_sweep_start", G, sort_chunks);
 }
 
 template <class T>
 void launch_global_round(const GlobalState<T>& G, int round, cudaStream_t stream) {
-  const unsigned blocks = grid_for(std::int64_t(G.P.batch) * pairs_in_round(round, G.positions), global_warps);
+  const unsigned blocks =
+      grid_for(std::int64_t(G.P.batch) * pairs_in_round(round, G.positions), global_warps);
   global_round<T><<<blocks, global_threads, 0, stream>>>(G, round);
   detail::check_launch("svd", "global_round");
 }
 
 template <class T>
 void launch_sweep_end(const GlobalState<T>& G, cudaStream_t stream) {
-  const unsigned per_matrix_grid = unsigned((std::int64_t(G.P.batch) + global_threads - 1) / global_threads);
-  launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream, "global_sweep_end",
-                        G);
+  const unsigned per_matrix_grid =
+      unsigned((std::int64_t(G.P.batch) + global_threads - 1) / global_threads);
+  launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
+                        "global_sweep_end", G);
 }
 
 template <class T>
@@ -105,23 +107,25 @@ int cooperative_sweep_blocks(const GlobalState<T>& G) {
   ROOFLAB_CUDA("svd", "asking how many blocks of a kernel fit on an SM",
                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, global_sweep_cooperative<T>,
                                                              global_threads, 0));
-  const std::int64_t wanted = (std::int64_t(G.P.batch) * (G.positions / 2) + global_warps - 1) / global_warps;
-  return int(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
+  const std::int64_t wanted =
+      (std::int64_t(G.P.batch) * (G.positions / 2) + global_warps - 1) / global_warps;
+  return int(std::max<std::int64_t>(
+      1, std::min<std::int64_t>(wanted, std::int64_t(per_sm) * current_sm_count())));
 }
 
 template <class T>
 bool launch_sweep_cooperatively(const GlobalState<T>& G, int blocks, cudaStream_t stream) {
   GlobalState<T> state = G;
   void* arguments[] = {&state};
-  return launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), blocks, global_threads,
-                                arguments, 0, stream);
+  return launched_cooperatively(reinterpret_cast<void*>(global_sweep_cooperative<T>), blocks,
+                                global_threads, arguments, 0, stream);
 }
 
-#define ROOFLAB_INSTANTIATE(T)                                                                  \
-  template void launch_sweep_start<T>(const GlobalState<T>&, int, cudaStream_t);              \
-  template void launch_global_round<T>(const GlobalState<T>&, int, cudaStream_t);             \
-  template void launch_sweep_end<T>(const GlobalState<T>&, cudaStream_t);                     \
-  template int cooperative_sweep_blocks<T>(const GlobalState<T>&);                            \
+#define ROOFLAB_INSTANTIATE(T)                                                    \
+  template void launch_sweep_start<T>(const GlobalState<T>&, int, cudaStream_t);  \
+  template void launch_global_round<T>(const GlobalState<T>&, int, cudaStream_t); \
+  template void launch_sweep_end<T>(const GlobalState<T>&, cudaStream_t);         \
+  template int cooperative_sweep_blocks<T>(const GlobalState<T>&);                \
   template bool launch_sweep_cooperatively<T>(const GlobalState<T>&, int, cudaStream_t);
 ROOFLAB_INSTANTIATE(float)
 ROOFLAB_INSTANTIATE(double)

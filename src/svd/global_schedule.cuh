@@ -87,8 +87,8 @@ bool launch_blocked_persistent(const GlobalState<T>& G, const BlockedPlan& plan,
 // A round's scratch, per pair of blocks of the round (the batch's pairs, matrix-major).
 template <class T>
 struct GramWork {
-  T* partials = nullptr;    // per pair and slice of rows: the partial Gram, G_kl at k * 32 + l
-  T* rotations = nullptr;   // per pair: Q, row = input position, column = output position
+  T* partials = nullptr;       // per pair and slice of rows: the partial Gram, G_kl at k * 32 + l
+  T* rotations = nullptr;      // per pair: Q, row = input position, column = output position
   int* in_columns = nullptr;   // per pair: W's column at each input position (>= N: padding)
   int* out_columns = nullptr;  // per pair: W's column that receives each output
   int* rotated = nullptr;      // per pair: 0 when the pair was orthogonal and is left alone
@@ -99,7 +99,7 @@ struct GramWork {
 
 // The fused round's cluster (fused.cu).
 struct FusedShape {
-  int cluster = 0;            // blocks per pair; 0: the rounds do not fit
+  int cluster = 0;             // blocks per pair; 0: the rounds do not fit
   int w_rows = 0, v_rows = 0;  // rows of W and of V per block: multiples of gram_tile_rows
 };
 // The cluster of the sweeps in one cluster per matrix (cluster.cu).

@@ -37,9 +37,9 @@ struct GlobalState {
   T* coefficients = nullptr;  // positions per matrix: Gram-Schmidt scratch
   // Positions per matrix, by column: error scales (jacobi_math.hpp, RoundingNoise).
   T* error_scales = nullptr;
-  int* pos = nullptr;         // positions per matrix: column at each position, then output order
-  unsigned long long* max_bits = nullptr;  // per matrix: bits of max |a| as a double
-  unsigned long long* off_bits = nullptr;  // per matrix: bits of this sweep's max cosine
+  int* pos = nullptr;  // positions per matrix: column at each position, then output order
+  unsigned long long* max_bits = nullptr;   // per matrix: bits of max |a| as a double
+  unsigned long long* off_bits = nullptr;   // per matrix: bits of this sweep's max cosine
   unsigned long long* test_bits = nullptr;  // per matrix: bits of the all-pairs test's max cosine
   int* test_arrivals = nullptr;  // per matrix: the all-pairs test's blocks done this sweep
   int* exponent = nullptr;
@@ -58,13 +58,16 @@ struct GlobalState {
   __device__ T* v(std::int64_t matrix) const { return V + matrix * ldv * N; }
   __device__ T* norms_of(std::int64_t matrix) const { return norms + matrix * positions; }
   __device__ int* pos_of(std::int64_t matrix) const { return pos + matrix * positions; }
-  __device__ T* error_scales_of(std::int64_t matrix) const { return error_scales + matrix * positions; }
+  __device__ T* error_scales_of(std::int64_t matrix) const {
+    return error_scales + matrix * positions;
+  }
 };
 
 // Sigma of a column from its fresh squared norm: 0 for a negligible column or rounding noise.
 template <class T>
 __device__ __forceinline__ T sigma_from_norm2(T norm2, T error_scale) {
-  return norm2 >= Precision<T>::negligible && !is_rounding_noise(norm2, error_scale) ? sqrt(norm2) : T(0);
+  return norm2 >= Precision<T>::negligible && !is_rounding_noise(norm2, error_scale) ? sqrt(norm2)
+                                                                                     : T(0);
 }
 
 constexpr int global_threads = 256;
@@ -72,7 +75,8 @@ constexpr int global_warps = global_threads / 32;
 
 // Hopper's features, in device code compiled for sm_90 on (and in the host pass, which sees every
 // kernel): thread-block clusters and programmatic dependent launch. The host launches the kernels
-// that need them only where DeviceFeatures says the loaded code has them (core/device_features.hpp).
+// that need them only where DeviceFeatures says the loaded code has them
+// (core/device_features.hpp).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define ROOFLAB_HAS_CLUSTERS 1
 #define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 1
@@ -193,7 +197,8 @@ __device__ void rank_chunk(const T* key, int count, int chunk, int* order) {
 // stride over the rest).
 inline unsigned grid_for(std::int64_t items, int per_block) {
   const std::int64_t blocks = (items + per_block - 1) / per_block;
-  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
+  return unsigned(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
 }
 
 // Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch where
@@ -202,8 +207,8 @@ inline unsigned grid_for(std::int64_t items, int per_block) {
 // only a device with clusters is asked for.
 template <class... Parameters, class... Arguments>
 void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
-                           std::size_t shared_bytes, int cluster, cudaStream_t stream, const char* name,
-                           Arguments... arguments) {
+                           std::size_t shared_bytes, int cluster, cudaStream_t stream,
+                           const char* name, Arguments... arguments) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(blocks));
   config.blockDim = dim3(unsigned(threads));
@@ -247,9 +252,9 @@ class ScratchPieces {
 // grid at once after all, as under a tool that takes resources, so the caller can fall back to
 // ordinary launches. Other errors throw.
 inline bool launched_cooperatively(void* kernel, int blocks, int threads, void** arguments,
-                            std::size_t shared_bytes, cudaStream_t stream) {
-  const cudaError_t status = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(threads), arguments,
-                                                         shared_bytes, stream);
+                                   std::size_t shared_bytes, cudaStream_t stream) {
+  const cudaError_t status = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(threads),
+                                                         arguments, shared_bytes, stream);
   if (status == cudaErrorCooperativeLaunchTooLarge) {
     cudaGetLastError();  // not sticky: clear it
     return false;

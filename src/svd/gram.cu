@@ -37,7 +37,8 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
   const auto load = [&](int r0) {
 #pragma unroll
     for (int i = 0; i < per_thread; ++i) {
-      const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows, c = columns[e / gram_tile_rows];
+      const int e = threadIdx.x + i * gram_threads, r = e % gram_tile_rows,
+                c = columns[e / gram_tile_rows];
       staged[i] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
     }
   };
@@ -59,7 +60,8 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
 #pragma unroll
   for (int b = 0; b < gram.outer; ++b)
 #pragma unroll
-    for (int a = 0; a < gram.inner; ++a) out[gram.row(b, a) * gram_width + gram.column(b, a)] = gram.sum[b][a];
+    for (int a = 0; a < gram.inner; ++a)
+      out[gram.row(b, a) * gram_width + gram.column(b, a)] = gram.sum[b][a];
 }
 
 // A block per pair: sums the slices' partial Grams (in a fixed order: reproducible) or forms G
@@ -137,7 +139,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (lane == 0) work.rotated[item] = 1;
 }
 
-// A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in place
+// A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in
+// place
 // (the block reads all 32 inputs of its rows before it writes an output). In double each warp
 // forms 16 rows of the product on the tensor cores; in float each thread a 4 x 4 patch with FMAs.
 // The results pass through shared memory so that the stores are whole column segments.
@@ -184,7 +187,7 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
   const int r0 = (on_w ? t : t - w_tiles) * gram_apply_rows;
   __syncthreads();  // the columns known
   copy_tile_async<gram_apply_rows, gram_apply_threads>(tile, ldt, X, ld, rows, G.N, r0,
-                                                        [&](int slot) { return in_columns[slot]; });
+                                                       [&](int slot) { return in_columns[slot]; });
   wait_copies<0>();
   __syncthreads();
   RowsTimesQ<T> product;
@@ -244,7 +247,8 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
       [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
         copy_tile_async<gram_tile_rows, gram_threads, 2 * gram_width>(
             tile, test_ld, W, G.ldw, G.M, G.N, r0, [&](int slot) {
-              return slot < gram_width ? gram_width * first + slot : gram_width * (second - 1) + slot;
+              return slot < gram_width ? gram_width * first + slot
+                                       : gram_width * (second - 1) + slot;
             });
       },
       [&](const T* tile) {  // a tile's products summed on their own, then added: see above
@@ -266,7 +270,8 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   for (int b = 0; b < gram.outer; ++b)
 #pragma unroll
     for (int a = 0; a < gram.inner; ++a) {
-      const int p = gram_width * first + gram.row(b, a), q = gram_width * second + gram.column(b, a);
+      const int p = gram_width * first + gram.row(b, a),
+                q = gram_width * second + gram.column(b, a);
       if (p >= q || q >= G.N) continue;
       const T cosine = scaled_off_diagonal(norms[p], norms[q], gram.sum[b][a]);
       if (cosine > tol && cosine <= T(recheck_factor) * tol) {
@@ -317,7 +322,8 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   const int block = int(blockIdx.x % group_pairs);
   if (tested) {
     const GroupPair pair = upper_triangle_pair(block, groups);
-    test_group_pair(G, matrix, pair.first, pair.second, reinterpret_cast<T*>(test_shared), team_scratch);
+    test_group_pair(G, matrix, pair.first, pair.second, reinterpret_cast<T*>(test_shared),
+                    team_scratch);
   }
   const int chunks = (G.positions + sort_columns - 1) / sort_columns;
   for (int chunk = block; chunk < chunks; chunk += group_pairs) {
@@ -359,7 +365,8 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   plan.test_groups = (G.N + gram_width - 1) / gram_width;
   plan.test_group_pairs = std::int64_t(plan.test_groups) * (plan.test_groups + 1) / 2;
   if (plan.pairs == 0) return plan;
-  require(batch * plan.test_group_pairs < (std::int64_t(1) << 31), op, "batch", "too many matrices");
+  require(batch * plan.test_group_pairs < (std::int64_t(1) << 31), op, "batch",
+          "too many matrices");
   ROOFLAB_CUDA(op, "letting the Gram apply take its shared memory",
                cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(gram_apply_shared_bytes<T>)));
@@ -376,8 +383,8 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&solves_per_sm, gram_solve<T>,
                                                              gram_solve_threads, 0));
-  const bool solve_forms_gram = plan.pairs >= std::int64_t(solves_per_sm) * current_sm_count() ||
-                                G.M <= 2 * gram_tile_rows;
+  const bool solve_forms_gram =
+      plan.pairs >= std::int64_t(solves_per_sm) * current_sm_count() || G.M <= 2 * gram_tile_rows;
   const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
   const std::int64_t wanted = (blocks + plan.pairs - 1) / plan.pairs;
   const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
@@ -398,8 +405,8 @@ template <class T>
 GramScratchBytes gram_scratch_pieces(const GramPlan<T>& plan) {
   constexpr std::size_t gram_square = gram_width * gram_width;
   return {aligned(sizeof(T) * gram_square * plan.work.slices * plan.pairs),
-          aligned(sizeof(T) * gram_square * plan.pairs), aligned(sizeof(int) * gram_width * plan.pairs),
-          aligned(sizeof(int) * plan.pairs)};
+          aligned(sizeof(T) * gram_square * plan.pairs),
+          aligned(sizeof(int) * gram_width * plan.pairs), aligned(sizeof(int) * plan.pairs)};
 }
 }  // namespace
 
@@ -426,26 +433,27 @@ void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::in
   if (!gram.solve_forms_gram())
     launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
                           "gram_partials", G, gram, round);
-  launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G, gram,
-                        round);
+  launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G,
+                        gram, round);
   launch_after_previous(gram_apply<T>, items * (plan.w_tiles + plan.v_tiles), gram_apply_threads,
-                        gram_apply_shared_bytes<T>, 1, stream, "gram_apply", G, gram, round, plan.w_tiles,
-                        plan.v_tiles);
+                        gram_apply_shared_bytes<T>, 1, stream, "gram_apply", G, gram, round,
+                        plan.w_tiles, plan.v_tiles);
 }
 
 template <class T>
 void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, cudaStream_t stream) {
-  launch_after_previous(gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs, gram_threads,
-                        gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, plan.test_groups);
+  launch_after_previous(gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs,
+                        gram_threads, gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test",
+                        G, plan.test_groups);
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                                     \
-  template void set_gram_positions<T>(GlobalState<T>&);                                          \
-  template GramPlan<T> plan_gram<T>(const GlobalState<T>&, bool);                                \
-  template std::size_t gram_scratch_bytes<T>(const GramPlan<T>&);                                \
-  template void take_gram_scratch<T>(GramPlan<T>&, ScratchPieces&);                              \
+  template void set_gram_positions<T>(GlobalState<T>&);                                            \
+  template GramPlan<T> plan_gram<T>(const GlobalState<T>&, bool);                                  \
+  template std::size_t gram_scratch_bytes<T>(const GramPlan<T>&);                                  \
+  template void take_gram_scratch<T>(GramPlan<T>&, ScratchPieces&);                                \
   template void launch_gram_round<T>(const GlobalState<T>&, const GramPlan<T>&, std::int64_t, int, \
-                                     cudaStream_t);                                              \
+                                     cudaStream_t);                                                \
   template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, cudaStream_t);
 ROOFLAB_INSTANTIATE(float)
 ROOFLAB_INSTANTIATE(double)

@@ -76,11 +76,10 @@ constexpr int gram_apply_threads = 2 * gram_apply_rows;
 // Threads of a pair's solve: one per 2 x 2 block of the 32 x 32 Gram matrix in each round.
 constexpr int gram_solve_threads = (gram_width / 2) * (gram_width / 2);
 
-
 // Pair `item` of round `round`: its matrix and first position; false when the matrix stopped.
 template <class T>
-__device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item, std::int64_t& matrix,
-                          int& first) {
+__device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
+                          std::int64_t& matrix, int& first) {
   const int pairs = pairs_in_round(round, G.block_positions);
   matrix = item / pairs;
   first = first_position(round, int(item % pairs)) * gram_block;
@@ -93,7 +92,8 @@ __device__ bool gram_pair(const GlobalState<T>& G, int round, std::int64_t item,
 // against 33 TFLOP/s with every SM busy), whose pipe was the apply's busiest unit.
 __device__ __forceinline__ void mma_16x8x4(double (&d)[4], double a0, double a1, double b) {
 #if __CUDA_ARCH__ >= 900
-  asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+  asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, "
+      "%2, %3};\n"
       : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
       : "d"(a0), "d"(a1), "d"(b));
 #elif __CUDA_ARCH__ >= 800
@@ -172,13 +172,16 @@ __device__ __forceinline__ void wait_copies() {
 }
 
 // Issues, as one group, the asynchronous copies of rows r0 .. r0 + tile_rows - 1 of `slots` (a
-// pair's 32) columns of X (leading dimension ld, `rows` rows) into tile, column slot s at tile[s * ldt];
+// pair's 32) columns of X (leading dimension ld, `rows` rows) into tile, column slot s at tile[s *
+// ldt];
 // column_of(slot) names slot's column, those >= N and the rows past `rows` read as zero. 16-byte
-// copies when every column starts on 16 bytes, else one element a copy; `threads` threads share them.
+// copies when every column starts on 16 bytes, else one element a copy; `threads` threads share
+// them.
 // With `commit` false the copies join the group the caller commits next.
-template <int tile_rows, int threads, int slots = gram_width, bool commit = true, class T, class ColumnOf>
-__device__ __forceinline__ void copy_tile_async(T* tile, int ldt, const T* X, std::int64_t ld, int rows,
-                                                int N, int r0, ColumnOf column_of) {
+template <int tile_rows, int threads, int slots = gram_width, bool commit = true, class T,
+          class ColumnOf>
+__device__ __forceinline__ void copy_tile_async(T* tile, int ldt, const T* X, std::int64_t ld,
+                                                int rows, int N, int r0, ColumnOf column_of) {
   constexpr int chunk = 16 / sizeof(T), chunks = tile_rows / chunk;  // 16-byte copies per column
   if (ld % chunk == 0) {
 #pragma unroll 4
@@ -210,7 +213,8 @@ __device__ __forceinline__ void stream_tiles(int begin, int end, T* tiles, int t
   int buffer = 0;
   for (int r0 = begin; r0 < end; r0 += gram_tile_rows, buffer ^= 1) {
     if (r0 + gram_tile_rows < end) {
-      load(r0 + gram_tile_rows, tiles + (buffer ^ 1) * tile_size);  // consumed before the last barrier
+      load(r0 + gram_tile_rows,
+           tiles + (buffer ^ 1) * tile_size);  // consumed before the last barrier
       wait_copies<1>();
     } else {
       wait_copies<0>();
@@ -228,7 +232,8 @@ __device__ __forceinline__ void stream_tiles(int begin, int end, T* tiles, int t
 // the Gram matrix.
 template <int count>
 __device__ __forceinline__ void add_tile_product(const double* x_tile, const double* y_tile, int ld,
-                                                 int row_block, int first_block, double (&sum)[count][4]) {
+                                                 int row_block, int first_block,
+                                                 double (&sum)[count][4]) {
   const int lane = threadIdx.x & 31, group = lane >> 2, in_group = lane & 3;
   const double* a = x_tile + (16 * row_block + group) * ld + in_group;
   const double* b = y_tile + (8 * first_block + group) * ld + in_group;
@@ -244,8 +249,8 @@ __device__ __forceinline__ void add_tile_product(const double* x_tile, const dou
 // The same in float, with FMAs: a thread's patch, X's columns i0 .. i0 + R - 1 against Y's
 // j0 .. j0 + C - 1, accumulated in sum[c][r].
 template <int R, int C>
-__device__ __forceinline__ void add_tile_product(const float* x_tile, const float* y_tile, int ld, int i0, int j0,
-                                                 float (&sum)[C][R]) {
+__device__ __forceinline__ void add_tile_product(const float* x_tile, const float* y_tile, int ld,
+                                                 int i0, int j0, float (&sum)[C][R]) {
 #pragma unroll 4
   for (int k = 0; k < gram_tile_rows; ++k)
 #pragma unroll
@@ -269,7 +274,8 @@ struct GramQuarter {
     if constexpr (sizeof(T) == 8)
       add_tile_product(tile, tile, ld, warp % 2, first_column / 8 + 2 * (warp / 2), sum);
     else
-      add_tile_product(tile, tile, ld, 2 * (threadIdx.x % 16), first_column + 4 * (threadIdx.x / 16), sum);
+      add_tile_product(tile, tile, ld, 2 * (threadIdx.x % 16),
+                       first_column + 4 * (threadIdx.x / 16), sum);
   }
   // Row and column in the product of sum[b][a].
   __device__ __forceinline__ static int row(int b, int a) {
@@ -304,7 +310,8 @@ struct SolveGramPatch {
     if constexpr (sizeof(T) == 8) {
       const int warp = threadIdx.x >> 5;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) put(16 * (warp % 2) + mma_row(e), 8 * (warp / 2) + mma_col(e), sum[0][e]);
+      for (int e = 0; e < 4; ++e)
+        put(16 * (warp % 2) + mma_row(e), 8 * (warp / 2) + mma_col(e), sum[0][e]);
     } else {
       const int i0 = 2 * (threadIdx.x % 16), j0 = 2 * (threadIdx.x / 16);
 #pragma unroll
@@ -317,7 +324,9 @@ struct SolveGramPatch {
 
 // Where seat s's element lies in a row of the solve's G or Q: the even seats first, then the odd
 // ones (solve_pair says why).
-__device__ __forceinline__ int seat_column(int seat) { return (seat & 1) * (gram_width / 2) + (seat >> 1); }
+__device__ __forceinline__ int seat_column(int seat) {
+  return (seat & 1) * (gram_width / 2) + (seat >> 1);
+}
 
 // The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
 // two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a time by
@@ -326,8 +335,8 @@ __device__ __forceinline__ int seat_column(int seat) { return (seat & 1) * (gram
 // partials kernel and its trip through memory drop out. `column` is lane l's W column: position
 // first + l.
 template <class T>
-__device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int column, const InnerOrder& order,
-                          T* tiles, T* g0, int ld_g) {
+__device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int column,
+                          const InnerOrder& order, T* tiles, T* g0, int ld_g) {
   constexpr int ld = gram_tile_rows + 4;  // 4 (mod 16): the fragments' lanes hit distinct banks
   constexpr int tile_size = gram_width * ld;
   const T* W = G.w(matrix);
@@ -340,7 +349,9 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
             [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); });
       },
       [&](const T* tile) { patch.add_tile(tile, ld); });
-  patch.for_each([&](int k, int l, T value) { g0[order.seat(k) * ld_g + seat_column(order.seat(l))] = value; });
+  patch.for_each([&](int k, int l, T value) {
+    g0[order.seat(k) * ld_g + seat_column(order.seat(l))] = value;
+  });
 }
 
 // a when p, else b, by a select instruction. Written as a conditional, the solve's exact diagonal
@@ -348,12 +359,16 @@ __device__ void form_gram(const GlobalState<T>& G, std::int64_t matrix, int colu
 // selects, 256 x 256 double took 2.13 against 2.17 ms and 1024 x 1024 15.8 against 16.0 ms (H200).
 __device__ __forceinline__ double select_value(bool p, double a, double b) {
   double r;
-  asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f64 %0, %1, %2, q;}" : "=d"(r) : "d"(a), "d"(b), "r"(int(p)));
+  asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f64 %0, %1, %2, q;}"
+      : "=d"(r)
+      : "d"(a), "d"(b), "r"(int(p)));
   return r;
 }
 __device__ __forceinline__ float select_value(bool p, float a, float b) {
   float r;
-  asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f32 %0, %1, %2, q;}" : "=f"(r) : "f"(a), "f"(b), "r"(int(p)));
+  asm("{.reg .pred q; setp.ne.s32 q, %3, 0; selp.f32 %0, %1, %2, q;}"
+      : "=f"(r)
+      : "f"(a), "f"(b), "r"(int(p)));
   return r;
 }
 
@@ -375,7 +390,8 @@ __device__ __forceinline__ float select_value(bool p, float a, float b) {
 // the H200. The outputs are ordered by decreasing eigenvalue (padding last), the larger half going
 // to the second block's positions, as the odd-even ring's swap sends it on.
 constexpr int solve_parts = gram_solve_threads / 32;
-constexpr int solve_rows = gram_width / solve_parts;  // rows of G per warp: warp w rows w R .. w R + R - 1
+constexpr int solve_rows =
+    gram_width / solve_parts;  // rows of G per warp: warp w rows w R .. w R + R - 1
 template <class T>
 struct SolveShared {
   // Pair j's diagonal elements G(2j, 2j) and G(2j, 2j + 1) lie 2 ld + 1 (odd) elements after pair
@@ -392,7 +408,8 @@ struct SolveShared {
   __device__ T* g(int b) { return buffers + b * buffer_size; }
   __device__ T* q(int b) { return buffers + (2 + b) * buffer_size; }
 };
-static_assert(4 * SolveShared<double>::buffer_size >= 2 * gram_width * (gram_tile_rows + 4), "form_gram's tiles fit");
+static_assert(4 * SolveShared<double>::buffer_size >= 2 * gram_width * (gram_tile_rows + 4),
+              "form_gram's tiles fit");
 
 // The solve's result: the test's largest cosine, whether the pair was rotated (false: orthogonal to
 // tol, nothing changed), lane l's G_ll as formed, and which buffer holds the final G and Q.
@@ -413,8 +430,8 @@ struct PairSolve {
 // same in seat order; only the thread that holds G_ll reads and writes it, so solve_pair's first
 // barrier is the only one needed.
 template <class T>
-__device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scale, const InnerOrder& order,
-                                                 SolveShared<T>& sh) {
+__device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scale,
+                                                 const InnerOrder& order, SolveShared<T>& sh) {
   constexpr int ld = SolveShared<T>::ld;
   const int lane = threadIdx.x & 31, k0 = (threadIdx.x >> 5) * solve_rows;
 #pragma unroll
@@ -430,8 +447,8 @@ __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scal
 // left alone (noise, zero or padding) has e_l for its column of Q and exact zeros elsewhere in its
 // row: it keeps its scale and adds nothing to the others'. Every lane of a warp calls it.
 template <class T>
-__device__ __forceinline__ T output_error_scale(SolveShared<T>& sh, int now, const InnerOrder& order,
-                                                T lane_scale) {
+__device__ __forceinline__ T output_error_scale(SolveShared<T>& sh, int now,
+                                                const InnerOrder& order, T lane_scale) {
   constexpr int ld = SolveShared<T>::ld;
   const int lane = threadIdx.x & 31, lane_column = seat_column(order.seat(lane));
   const T* const q = sh.buffers + (2 + now) * SolveShared<T>::buffer_size;
@@ -458,7 +475,8 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, cons
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, k0 = part * solve_rows;
   const int lane_seat = order.seat(lane), lane_column = seat_column(lane_seat);
 #pragma unroll
-  for (int kk = 0; kk < solve_rows; ++kk) sh.q(0)[(k0 + kk) * ld + lane_column] = k0 + kk == lane ? T(1) : T(0);
+  for (int kk = 0; kk < solve_rows; ++kk)
+    sh.q(0)[(k0 + kk) * ld + lane_column] = k0 + kk == lane ? T(1) : T(0);
   __syncthreads();
 
   // The test on the fresh Gram: max |G_kl| / sqrt(G_kk G_ll) over columns that are not negligible,
@@ -480,13 +498,15 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, cons
   for (int p = 0; p < solve_parts; ++p) off = fmax(off, sh.part_max[p]);
   result.off = off;
   result.rotated = off > G.P.tol;
-  if (!result.rotated) return result;  // orthogonal: W and V stay, the ring's swap moves the blocks on
+  if (!result.rotated)
+    return result;  // orthogonal: W and V stay, the ring's swap moves the blocks on
 
   const int row_pair = threadIdx.x / pairs, column_pair = threadIdx.x % pairs;
   const int top = 2 * row_pair, left = 2 * column_pair;  // the block's seats
   // Where the block's columns sit next round: the same permutation every round.
   const int next_top = order.next_seat(top), next_top2 = order.next_seat(top + 1);
-  const int next_left = seat_column(order.next_seat(left)), next_left2 = seat_column(order.next_seat(left + 1));
+  const int next_left = seat_column(order.next_seat(left)),
+            next_left2 = seat_column(order.next_seat(left + 1));
   const int left_column = seat_column(left), left_column2 = seat_column(left + 1);
   // A round from g(from), q(from) into g(to), q(to); the rounds alternate buffers two at a time,
   // so that every address is a register plus a constant.
@@ -552,7 +572,8 @@ __device__ __forceinline__ int rank_outputs(SolveShared<T>& sh, int now, const I
   constexpr int ld = SolveShared<T>::ld;
   const int lane = threadIdx.x & 31, lane_seat = order.seat(lane);
   // The buffer with the result, by offset (indexing g or q at run time put them on the stack).
-  eigenvalue = (sh.buffers + now * SolveShared<T>::buffer_size)[lane_seat * ld + seat_column(lane_seat)];
+  eigenvalue =
+      (sh.buffers + now * SolveShared<T>::buffer_size)[lane_seat * ld + seat_column(lane_seat)];
   const unsigned real_lanes = __ballot_sync(full, real);
   const unsigned below = (1u << lane) - 1;
   const int real_count = __popc(real_lanes);
@@ -563,11 +584,13 @@ __device__ __forceinline__ int rank_outputs(SolveShared<T>& sh, int now, const I
   for (int kk = 0; kk < per_warp; ++kk) {
     const int k = part * per_warp + kk;
     const T other = __shfl_sync(full, eigenvalue, k);
-    ahead_here += real && (real_lanes >> k & 1u) && ahead_when_descending(other, k, eigenvalue, lane);
+    ahead_here +=
+        real && (real_lanes >> k & 1u) && ahead_when_descending(other, k, eigenvalue, lane);
   }
   sh.ranks_ahead[part][lane] = ahead_here;
   if (threadIdx.x < 32)
-    sh.slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] = column;
+    sh.slot_column[real ? __popc(real_lanes & below) : real_count + __popc(~real_lanes & below)] =
+        column;
   __syncthreads();
   int rank = real ? 0 : real_count + __popc(~real_lanes & below);
 #pragma unroll
@@ -585,8 +608,8 @@ constexpr int apply_ldq = gram_width + 4, apply_ldt = gram_apply_rows + 4;
 template <class T>
 constexpr int apply_ld_out = sizeof(T) == 8 ? gram_apply_rows + 2 : apply_ldt;
 template <class T>
-constexpr std::size_t gram_apply_shared_bytes =
-    sizeof(T) * gram_width * (apply_ldq + apply_ldt) + 2 * gram_width * sizeof(int);
+constexpr std::size_t gram_apply_shared_bytes = sizeof(T) * gram_width*(apply_ldq + apply_ldt) +
+                                                2 * gram_width * sizeof(int);
 
 // The product of gram_apply_rows rows (column s at tile[s * ldt]) and Q (Q_sk at q[s * ldq + k]) by
 // the gram_apply_threads threads of a block: in double each warp forms 16 rows on the tensor
@@ -595,8 +618,11 @@ template <class T>
 struct RowsTimesQ {
   T sum[4][4] = {};
   __device__ __forceinline__ void multiply(const T* tile, int ldt, const T* q, int ldq) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2, in_group = lane & 3;
-    if constexpr (sizeof(T) == 8) {  // the warp's rows times column block nt of Q at sum[nt], mma_16x8x4's layout
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, group = lane >> 2,
+              in_group = lane & 3;
+    if constexpr (
+        sizeof(T) ==
+        8) {  // the warp's rows times column block nt of Q at sum[nt], mma_16x8x4's layout
       // Unrolled whole, the product spilled 160 bytes at the 64 registers of 4 blocks per SM (H200,
       // with the partials also unrolled further: 1024 x 1024 double 20.9 against 18.4 ms, 2048 x
       // 2048 110 against 87 ms).
@@ -615,7 +641,8 @@ struct RowsTimesQ {
 #pragma unroll
         for (int a = 0; a < 4; ++a)
 #pragma unroll
-          for (int b = 0; b < 4; ++b) sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
+          for (int b = 0; b < 4; ++b)
+            sum[a][b] = fma(tile[s * ldt + r + a], q[s * ldq + k0 + b], sum[a][b]);
     }
   }
   // Writes the product's output k, row r at low[k * ldo + r] for k < 16, else at
@@ -628,23 +655,27 @@ struct RowsTimesQ {
       for (int b = 0; b < 4; ++b) {
         constexpr int row_groups = gram_apply_rows / 4;
         if constexpr (sizeof(T) == 8) {  // outputs 8a .. 8a + 7
-          (a < 2 ? low : high)[(8 * (a % 2) + mma_col(b)) * ldo + 16 * warp + mma_row(b)] = sum[a][b];
+          (a < 2 ? low : high)[(8 * (a % 2) + mma_col(b)) * ldo + 16 * warp + mma_row(b)] =
+              sum[a][b];
         } else {
           const int k = 4 * (threadIdx.x / row_groups) + b;
-          (k < gram_block ? low : high)[k % gram_block * ldo + 4 * (threadIdx.x % row_groups) + a] = sum[a][b];
+          (k < gram_block ? low : high)[k % gram_block * ldo + 4 * (threadIdx.x % row_groups) + a] =
+              sum[a][b];
         }
       }
   }
   // Output k, row r at out[k * ldo + r].
-  __device__ __forceinline__ void stage(T* out, int ldo) const { stage(out, out + gram_block * ldo, ldo); }
+  __device__ __forceinline__ void stage(T* out, int ldo) const {
+    stage(out, out + gram_block * ldo, ldo);
+  }
 };
 
 // Stores `tile_rows` staged rows of 32 outputs (output k's rows at out[k * ldo]) to rows
 // r0 .. r0 + tile_rows - 1 of X's columns out_columns[k] (those < N; rows from `rows` on are
 // dropped): 16 bytes a store where the columns allow, so the stores are whole column segments.
 template <int tile_rows, int threads, class T>
-__device__ __forceinline__ void store_columns(const T* out, int ldo, T* X, std::int64_t ld, int rows, int r0,
-                                              const int* out_columns, int N) {
+__device__ __forceinline__ void store_columns(const T* out, int ldo, T* X, std::int64_t ld,
+                                              int rows, int r0, const int* out_columns, int N) {
   using Chunk = std::conditional_t<sizeof(T) == 8, double2, float4>;
   constexpr int chunk = 16 / sizeof(T), chunks = tile_rows / chunk;  // per column
   constexpr int per_thread = tile_rows * gram_width / threads;
@@ -678,12 +709,15 @@ __device__ __forceinline__ void store_columns(const T* out, int ldo, T* X, std::
 constexpr int fused_chunk_rows = gram_apply_rows;  // rows per product (RowsTimesQ)
 
 // One block's share of `rows` rows split over `blocks` blocks, in whole tiles.
-inline int row_share(int rows, int blocks) { return round_up((rows + blocks - 1) / blocks, gram_tile_rows); }
+inline int row_share(int rows, int blocks) {
+  return round_up((rows + blocks - 1) / blocks, gram_tile_rows);
+}
 
 // How many clusters of `cluster` blocks of gram_solve_threads threads with `bytes` of dynamic
 // shared memory each the device holds at once, for a grid of `clusters` of them.
 template <class... Parameters>
-int max_active_clusters(void (*kernel)(Parameters...), std::int64_t clusters, int cluster, std::size_t bytes) {
+int max_active_clusters(void (*kernel)(Parameters...), std::int64_t clusters, int cluster,
+                        std::size_t bytes) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(clusters * cluster));
   config.blockDim = dim3(unsigned(gram_solve_threads));

@@ -50,13 +50,15 @@ void allow_shared_memory(Kernel kernel, int bytes) {
 
 template <class T>
 __device__ __forceinline__ T group_sum(T x, int lanes) {
-  for (int offset = lanes >> 1; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  for (int offset = lanes >> 1; offset > 0; offset >>= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
 }
 
 template <class T>
 __device__ __forceinline__ T warp_max(T x) {
-  for (int offset = 16; offset > 0; offset >>= 1) x = fmax(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  for (int offset = 16; offset > 0; offset >>= 1)
+    x = fmax(x, __shfl_xor_sync(0xffffffffu, x, offset));
   return x;
 }
 
@@ -70,7 +72,9 @@ struct RowWalk {
   int count;  // rows of this lane
   int start;  // index in 0..count-1 where the walk begins
   __device__ RowWalk(int rows, int lanes, int h, int group_in_warp)
-      : first(h), step(lanes), count(h < rows ? (rows - h + lanes - 1) / lanes : 0),
+      : first(h),
+        step(lanes),
+        count(h < rows ? (rows - h + lanes - 1) / lanes : 0),
         start(count > 0 ? group_in_warp % count : 0) {}
   __device__ int row(int j) const {
     int k = start + j;
@@ -104,7 +108,8 @@ __device__ __forceinline__ T partial_norm2(const T* p, const RowWalk& walk) {
 
 // p <- c p - s q, q <- s p + c q over this lane's rows.
 template <class T>
-__device__ __forceinline__ void rotate_columns(T* p, T* q, const RowWalk& walk, const Rotation<T>& r) {
+__device__ __forceinline__ void rotate_columns(T* p, T* q, const RowWalk& walk,
+                                               const Rotation<T>& r) {
   for (int j = 0; j < walk.count; ++j) {
     const int i = walk.row(j);
     const T x = p[i], y = q[i];
@@ -141,7 +146,8 @@ __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk&
   T cosine = 0;
   T new_scale_p = scale_p, new_scale_q = scale_q;
   if (real) {
-    const bool p_noise = is_rounding_noise(alpha, scale_p), q_noise = is_rounding_noise(beta, scale_q);
+    const bool p_noise = is_rounding_noise(alpha, scale_p),
+               q_noise = is_rounding_noise(beta, scale_q);
     if (p_noise) clear_column(W + p * ldw, w_walk);
     if (q_noise) clear_column(W + q * ldw, w_walk);
     if (p_noise || q_noise) {
@@ -181,9 +187,13 @@ struct WarpTeam {
   __device__ int size() const { return 32; }
   __device__ void sync() const { __syncwarp(); }
   template <class T>
-  __device__ T max(T x) const { return warp_max(x); }
+  __device__ T max(T x) const {
+    return warp_max(x);
+  }
   template <class T>
-  __device__ T sum(T x) const { return group_sum(x, 32); }
+  __device__ T sum(T x) const {
+    return group_sum(x, 32);
+  }
   __device__ unsigned long long min(unsigned long long x) const {
     for (int offset = 16; offset > 0; offset >>= 1) {
       const unsigned long long other = __shfl_xor_sync(0xffffffffu, x, offset);
@@ -372,7 +382,8 @@ struct SweepOutcome {
 template <class T, class Team>
 __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows, int cols, T* V,
                                        int ldv, int v_rows, bool uv, T* norms, T* error_scales,
-                                       bool fresh_scales, int* pos, T tol, int max_sweeps, int lanes) {
+                                       bool fresh_scales, int* pos, T tol, int max_sweeps,
+                                       int lanes) {
   const int n_pad = cols + (cols & 1);
   const int rank = team.rank(), threads = team.size();
   const int groups = threads / lanes;
@@ -518,8 +529,9 @@ __device__ void finish_on_chip(const Team& team, unsigned char* smem, const OnCh
     }
   }
   if (rank == 0)
-    report_matrix(report, matrix, P.batch,
-                  MatrixStatus{outcome.sweeps, outcome.converged ? 1 : 0, 0, 0, double(outcome.off)});
+    report_matrix(
+        report, matrix, P.batch,
+        MatrixStatus{outcome.sweeps, outcome.converged ? 1 : 0, 0, 0, double(outcome.off)});
 }
 
 // The whole SVD of matrix `matrix` of P by one team, its working set in `smem` (layout L).

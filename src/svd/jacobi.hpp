@@ -14,7 +14,8 @@ namespace rooflab::jacobi {
 
 // One or many m x n matrices and where their factors go. Matrix b starts at A + b * a_stride
 // (column-major, leading dimension lda); its outputs at S + b * s_stride, U + b * u_stride
-// (m x k, leading dimension ldu) and V + b * v_stride (n x k, leading dimension ldv), k = min(m, n).
+// (m x k, leading dimension ldu) and V + b * v_stride (n x k, leading dimension ldv), k = min(m,
+// n).
 // U and V are ignored when uv is false.
 template <class T>
 struct Problem {
@@ -35,10 +36,10 @@ struct Problem {
 // What happened to one matrix, written by the device.
 struct MatrixStatus {
   int sweeps;
-  int converged;   // 1 when a sweep found every pair orthogonal to tol
-  int bad_input;   // 1 when the matrix held NaN or Inf (its S, U, V are then NaN)
+  int converged;  // 1 when a sweep found every pair orthogonal to tol
+  int bad_input;  // 1 when the matrix held NaN or Inf (its S, U, V are then NaN)
   int reserved;
-  double off;      // max over the last sweep's pairs of |a_p . a_q| / (||a_p|| ||a_q||)
+  double off;  // max over the last sweep's pairs of |a_p . a_q| / (||a_p|| ||a_q||)
 };
 
 // The whole batch at a glance, so that callers who want no per-matrix info copy 16 bytes back.
@@ -57,16 +58,17 @@ struct Report {
   BatchSummary* summary = nullptr;
 };
 
-// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5, 6, 7, 13 and 14).
+// How the global-memory path schedules its work (the single-matrix ladder's rungs 1, 2, 5, 6, 7, 13
+// and 14).
 enum class GlobalSchedule {
-  launch_per_round,  // one kernel per round of disjoint column pairs
-  launch_per_sweep,  // one cooperative kernel per sweep, a grid-wide barrier between rounds
-  blocked,           // one kernel per round of disjoint pairs of column blocks, each pair's
-                     // columns swept in one block's shared memory
+  launch_per_round,    // one kernel per round of disjoint column pairs
+  launch_per_sweep,    // one cooperative kernel per sweep, a grid-wide barrier between rounds
+  blocked,             // one kernel per round of disjoint pairs of column blocks, each pair's
+                       // columns swept in one block's shared memory
   blocked_persistent,  // the same rounds in one cooperative kernel for the whole iteration
                        // (per-round launches where the blocks cannot all be resident)
-  gram,  // the blocked ring with pairs of 16-column blocks diagonalized through their 32 x 32
-         // Gram matrices, the rotations applied to W and V as products
+  gram,        // the blocked ring with pairs of 16-column blocks diagonalized through their 32 x 32
+               // Gram matrices, the rotations applied to W and V as products
   gram_fused,  // the same rounds, each in one launch of a cluster of blocks per pair where every
                // pair's cluster fits on the GPU at once (else as gram)
   gram_cluster,  // every sweep in one launch of a cluster per matrix, the columns in its shared
@@ -91,8 +93,8 @@ T resolve_options(const char* op, int m, int n, const SvdOptions& options);
 // One m x n matrix as the paths take it, its options checked and its tolerance resolved
 // (resolve_options): rooflab::svd's problem, and the tests' when they run one path on its own.
 template <class T>
-Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U, int ldu,
-                                 T* V, int ldv, const SvdOptions& options);
+Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U,
+                                 int ldu, T* V, int ldv, const SvdOptions& options);
 
 // `batch` m x n matrices packed column-major as svd_batched takes them (A + b m n, S + b k,
 // U + b m k, V + b n k); tol, max_sweeps and uv are the caller's to set (src/svd/problem.cpp).

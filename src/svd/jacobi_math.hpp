@@ -63,7 +63,7 @@ __device__ __forceinline__ T rsqrt_of_normal(T x) {
   if constexpr (sizeof(T) == 8) {
     double y;
     asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
-    const double e = fma(-(y * y), x, 1.0);  // 1 - x y^2: twice the approximation's error
+    const double e = fma(-(y * y), x, 1.0);    // 1 - x y^2: twice the approximation's error
     return fma(fma(e, 0.375, 0.5), y * e, y);  // y (1 + e / 2 + 3 e^2 / 8)
   } else {
     return rsqrt(x);
@@ -87,7 +87,8 @@ struct ScaledPair {
 
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline ScaledPair<T> scaled_pair(T alpha, T beta, T gamma) {
-  const bool negligible = !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
+  const bool negligible =
+      !(alpha >= Precision<T>::negligible) || !(beta >= Precision<T>::negligible);
   const T scale = binade_scale(alpha, beta);
   return {negligible, alpha * scale, beta * scale, gamma * scale};
 }
@@ -104,7 +105,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline ScaledPair<T> scaled_pair(T alpha, T beta, T g
 // before anything is selected, and whatever the formulas gave for a pair left alone (a NaN at
 // tau = gamma = 0 too) is dropped.
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline void set_rotation(const ScaledPair<T>& pair, bool rotate, Rotation<T>& r) {
+ROOFLAB_JACOBI_HOST_DEVICE inline void set_rotation(const ScaledPair<T>& pair, bool rotate,
+                                                    Rotation<T>& r) {
   using std::copysign;
   using std::fabs;
   using std::sqrt;
@@ -159,7 +161,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
 // exponent range the products lose digits (tol^2 a b may underflow to 0) and a pair at cosine ~ tol
 // may be rotated where the other form leaves it: a rotation by an angle below tol, harmless.
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, Rotation<T>& r) {
+ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol,
+                                                       Rotation<T>& r) {
   const ScaledPair<T> pair = scaled_pair(alpha, beta, gamma);
   const bool rotate = !pair.negligible && pair.g * pair.g > tol * tol * (pair.a * pair.b);
   set_rotation(pair, rotate, r);
@@ -187,7 +190,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
 template <class T>
 struct RoundingNoise {
   static constexpr T factor = 32;
-  static constexpr T threshold = (factor * Precision<T>::epsilon) * (factor * Precision<T>::epsilon);
+  static constexpr T threshold =
+      (factor * Precision<T>::epsilon) * (factor * Precision<T>::epsilon);
 };
 
 // Whether a column of fresh squared norm `norm2` and error scale `error_scale` is rounding noise
@@ -199,7 +203,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool is_rounding_noise(T norm2, T error_scale)
 
 // The error scales of a rotated pair's two outputs (p <- c p - s q, q <- s p + c q).
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline void rotate_error_scales(const Rotation<T>& r, T& scale_p, T& scale_q) {
+ROOFLAB_JACOBI_HOST_DEVICE inline void rotate_error_scales(const Rotation<T>& r, T& scale_p,
+                                                           T& scale_q) {
   const T c2 = r.c * r.c, s2 = r.s * r.s, p = scale_p, q = scale_q;
   scale_p = c2 * p + s2 * q;
   scale_q = s2 * p + c2 * q;
@@ -290,7 +295,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T all_pairs_test_threshold(T tol) {
 // The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes
 // before (mine, my_index). An entry's rank is the count of entries ahead of it.
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline bool ahead_when_descending(T key, int index, T mine, int my_index) {
+ROOFLAB_JACOBI_HOST_DEVICE inline bool ahead_when_descending(T key, int index, T mine,
+                                                             int my_index) {
   return key > mine || (key == mine && index < my_index);
 }
 
@@ -325,10 +331,10 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int circle_seat(int player, int round, int pla
 // per round.
 ROOFLAB_JACOBI_HOST_DEVICE inline int next_circle_seat(int seat, int players) {
   const int half = players / 2;
-  if (seat == 1) return 1;             // the middle stays
+  if (seat == 1) return 1;                             // the middle stays
   if (seat == 0) return half == 1 ? 0 : 2 * half - 1;  // m = m' + (n/2 - 1)
   const int t = seat / 2;
-  if (seat & 1) return 2 * (half - t);        // m + t = m' - (n/2 - t)
+  if (seat & 1) return 2 * (half - t);                // m + t = m' - (n/2 - t)
   return t == half - 1 ? 0 : 2 * (half - 1 - t) + 1;  // m - t = m' + (n/2 - 1 - t)
 }
 
@@ -353,7 +359,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int next_cross_seat(int seat, int players) {
 // round of each sweep, round 0 among them, and at least twice a sweep (the period is at most half
 // the ring); otherwise only the pairs between the two blocks (the cross ordering). Round 0 pairs
 // every block, so every two columns that share a block when the sweep starts meet in it.
-ROOFLAB_JACOBI_HOST_DEVICE inline bool inner_sweep_is_full(int round, int block_positions, int period) {
+ROOFLAB_JACOBI_HOST_DEVICE inline bool inner_sweep_is_full(int round, int block_positions,
+                                                           int period) {
   const int half = block_positions / 2;
   const int every = half < period ? half : period;
   return every <= 1 || round % every == 0;

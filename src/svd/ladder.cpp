@@ -26,49 +26,67 @@ std::string needs_clusters(const Problem&) {
 // Columns stay in global memory; a warp per column pair, n/2 pairs a launch, n launches a sweep
 // and a host round trip per sweep to test convergence. Every round re-reads both columns from L2
 // and pays a launch (~3 us): launch overhead and L2 traffic bound it.
-ROOFLAB_VARIANT(Variant{
-    "svd", 1, "round-per-launch", "a warp per column pair in global memory, one launch per round",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_round, w.report(),
-                           stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        1,
+                        "round-per-launch",
+                        "a warp per column pair in global memory, one launch per round",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_global(w.problem(stream),
+                                               jacobi::GlobalSchedule::launch_per_round, w.report(),
+                                               stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 2 — a whole sweep per launch (svd.cu's global_sweep_cooperative).
 // The same rounds inside one cooperative kernel, a grid-wide barrier between them: the launch
 // cost per round becomes a barrier (~1 us), but the columns still cross L2 every round.
-ROOFLAB_VARIANT(Variant{
-    "svd", 2, "sweep-per-launch", "one cooperative kernel per sweep, a grid barrier per round",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_sweep, w.report(),
-                           stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        2,
+                        "sweep-per-launch",
+                        "one cooperative kernel per sweep, a grid barrier per round",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_global(w.problem(stream),
+                                               jacobi::GlobalSchedule::launch_per_sweep, w.report(),
+                                               stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 3 — the whole SVD in one kernel (svd_batched.cu's svd_block_per_matrix, batch 1).
 // W, V, norms and positions in one block's shared memory (up to 227 KB on Hopper): rounds are
 // separated by __syncthreads instead of launches, and every column access is an on-chip load.
 // One SM does all the work, so it only pays while the matrix is small.
-ROOFLAB_VARIANT(Variant{
-    "svd", 3, "one-kernel", "the whole SVD in one block's shared memory, one launch",
-    Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const int m = int(problem.m), n = int(problem.n);
-      if (problem.dtype == "float" ? jacobi::fits_on_chip<float>(m, n, true)
-                                   : jacobi::fits_on_chip<double>(m, n, true))
-        return {};
-      return "W and V exceed one block's shared memory";
-    },
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        3,
+                        "one-kernel",
+                        "the whole SVD in one block's shared memory, one launch",
+                        Where::gpu,
+                        false,
+                        [](const Problem& problem) -> std::string {
+                          const int m = int(problem.m), n = int(problem.n);
+                          if (problem.dtype == "float" ? jacobi::fits_on_chip<float>(m, n, true)
+                                                       : jacobi::fits_on_chip<double>(m, n, true))
+                            return {};
+                          return "W and V exceed one block's shared memory";
+                        },
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 4 — the register ring (src/svd/register_ring.cu).
 // The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp 8 rows
@@ -77,47 +95,63 @@ ROOFLAB_VARIANT(Variant{
 // one block barrier and the rotation's latency instead of a pass of W and V through one SM's
 // shared memory.
 ROOFLAB_VARIANT(Variant{
-    "svd", 4, "register-ring", "W and V in registers, a lane per two ring positions, a warp per 7 to 16 rows",
-    Where::gpu, false, register_ring_limit,
+    "svd",
+    4,
+    "register-ring",
+    "W and V in registers, a lane per two ring positions, a warp per 7 to 16 rows",
+    Where::gpu,
+    false,
+    register_ring_limit,
     [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_in_registers(w.problem(stream), w.report(), stream);
       });
     },
-    {}, svd_sweeps_note});
+    {},
+    svd_sweeps_note});
 
 // Rung 5 — blocked one-sided Jacobi (svd.cu's blocked_round).
 // The odd-even ring runs over blocks of b columns; a block of threads takes each pair of blocks,
 // sweeps its 2b columns once in shared memory, and applies the accumulated 2b x 2b rotation to
 // V's columns. Column data crosses L2 once per pair of blocks instead of once per pair of
 // columns, and n / (2b) blocks of threads work at once on different SMs.
-ROOFLAB_VARIANT(Variant{
-    "svd", 5, "blocked", "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
-    Where::gpu, false,
-    blocked_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked, w.report(), stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        5,
+                        "blocked",
+                        "pairs of column blocks swept in shared memory, V updated by the 2b x 2b Q",
+                        Where::gpu,
+                        false,
+                        blocked_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked,
+                                               w.report(), stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 6 — blocked, persistent (svd.cu's blocked_persistent).
 // The same pairs of blocks in one cooperative kernel for the whole iteration: a grid-wide barrier
 // (about a microsecond) instead of a launch per round, and the convergence test on the device
 // instead of a host round trip per sweep. For one matrix the rounds are short, so what they
 // cost between them is most of the time.
-ROOFLAB_VARIANT(Variant{
-    "svd", 6, "blocked-persistent", "the blocked rounds in one cooperative launch, grid barriers between",
-    Where::gpu, false,
-    blocked_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
-                           stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        6,
+                        "blocked-persistent",
+                        "the blocked rounds in one cooperative launch, grid barriers between",
+                        Where::gpu,
+                        false,
+                        blocked_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_global(w.problem(stream),
+                                               jacobi::GlobalSchedule::blocked_persistent,
+                                               w.report(), stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 7 — blocked through Gram matrices (svd.cu's gram_partials, gram_solve, gram_apply).
 // The blocked ring with 16-column blocks, but a pair of blocks is diagonalized through its 32 x 32
@@ -125,41 +159,63 @@ ROOFLAB_VARIANT(Variant{
 // reaches W and V as one product: the inner rounds touch 1024 numbers instead of 32 columns of M
 // rows, and the columns cross memory three times per pair of blocks.
 ROOFLAB_VARIANT(Variant{
-    "svd", 7, "gram", "pairs of column blocks through their Gram matrices, rotations applied as products",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+    "svd",
+    7,
+    "gram",
+    "pairs of column blocks through their Gram matrices, rotations applied as products",
+    Where::gpu,
+    false,
+    no_limit,
+    [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
         jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram, w.report(), stream);
       });
     },
-    {}, svd_sweeps_note});
+    {},
+    svd_sweeps_note});
 
 // Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
 // ring for small matrices, one kernel while shared memory holds the matrix, the Gram schedule
 // beyond, in one cluster per matrix where it fits, else its rounds fused where their clusters
 // fit), with its argument checks, scratch allocation and the final synchronization a caller sees.
-ROOFLAB_VARIANT(Variant{
-    "svd", 8, "rooflab-svd", "the library call: best rung for the shape", Where::gpu, false, no_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        SvdOptions options;
-        w.library_sweeps =
-            svd(w.a.data(), w.m, w.n, w.m, w.s.data(), w.u.data(), w.m, w.v.data(), w.n, options, stream).sweeps;
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        8,
+                        "rooflab-svd",
+                        "the library call: best rung for the shape",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            SvdOptions options;
+                            w.library_sweeps =
+                                svd(w.a.data(), w.m, w.n, w.m, w.s.data(), w.u.data(), w.m,
+                                    w.v.data(), w.n, options, stream)
+                                    .sweeps;
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 9 — QR preconditioning (svd.cu's run_qr_preconditioned), LAPACK dgejsv's first step.
 // cuSOLVER's Householder QR of the tall matrix, the Jacobi SVD of the N x N triangle R on the path
 // the library picks for it, and U = Q U_r (Q formed, then one product): the sweeps rotate N rows
 // instead of M, so it pays once M is well above N (a square matrix only pays the QR).
-ROOFLAB_VARIANT(Variant{
-    "svd", 9, "qr-preconditioned", "Householder QR first, the Jacobi SVD of R, then U = Q U_r",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_path(w.problem(stream), jacobi::Path::qr_preconditioned, w.report(), stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        9,
+                        "qr-preconditioned",
+                        "Householder QR first, the Jacobi SVD of R, then U = Q U_r",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_path(w.problem(stream), jacobi::Path::qr_preconditioned,
+                                             w.report(), stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 // Rung 13 — the Gram rounds fused (svd.cu's gram_round_fused). A round of rung 7 is three kernels
 // one after another, each paying its launch, a trip of G or Q through L2 and the wait for its
@@ -167,13 +223,21 @@ ROOFLAB_VARIANT(Variant{
 // through distributed shared memory, solves, and applies Q to its rows in one launch. (Numbered
 // after the cuSOLVER rungs, which kept their numbers.)
 ROOFLAB_VARIANT(Variant{
-    "svd", 13, "gram-fused", "the Gram rung's round in one launch: a cluster of blocks per pair of blocks",
-    Where::gpu, false, needs_clusters, [](Workspace& workspace, cudaStream_t stream) {
+    "svd",
+    13,
+    "gram-fused",
+    "the Gram rung's round in one launch: a cluster of blocks per pair of blocks",
+    Where::gpu,
+    false,
+    needs_clusters,
+    [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(), stream);
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(),
+                           stream);
       });
     },
-    {}, svd_sweeps_note});
+    {},
+    svd_sweeps_note});
 
 // Rung 14 — the whole Gram iteration in one cluster per matrix (svd.cu's gram_cluster_sweeps).
 // Where a matrix's pairs of blocks and rows fit one cluster of 8 blocks (with the vectors, up to
@@ -181,14 +245,22 @@ ROOFLAB_VARIANT(Variant{
 // every sweep and trade the ring's halves through each other's shared memory: a round is two
 // cluster barriers and the solve, with no launch, no trip of the columns through L2 and no host
 // round trip between sweeps. (Elsewhere it runs rung 13.) Rungs 13 and 14 need sm_90.
-ROOFLAB_VARIANT(Variant{
-    "svd", 14, "gram-cluster", "every sweep in one cluster per matrix, the columns in shared memory",
-    Where::gpu, false, needs_clusters, [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_cluster, w.report(), stream);
-      });
-    },
-    {}, svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd",
+                        14,
+                        "gram-cluster",
+                        "every sweep in one cluster per matrix, the columns in shared memory",
+                        Where::gpu,
+                        false,
+                        needs_clusters,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_global(w.problem(stream),
+                                               jacobi::GlobalSchedule::gram_cluster, w.report(),
+                                               stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -73,8 +73,8 @@ void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& 
     const int bytes = warps * L.bytes;
     allow_shared_memory(svd_warp_per_matrix<T>, bytes);
     const auto blocks = unsigned((std::int64_t(problem.batch) + warps - 1) / warps);
-    svd_warp_per_matrix<T><<<blocks, warps * 32, bytes, stream>>>(problem, L,
-                                                                  lanes_per_pair(32, L.n_pad), report);
+    svd_warp_per_matrix<T>
+        <<<blocks, warps * 32, bytes, stream>>>(problem, L, lanes_per_pair(32, L.n_pad), report);
     detail::check_launch("svd", "svd_warp_per_matrix");
   } else {
     const OnChipLayout L = on_chip_layout(problem.m, problem.n, sizeof(T), problem.uv, true);

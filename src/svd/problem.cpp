@@ -24,17 +24,18 @@ T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
   require(n >= 1, op, "n", "must be at least 1, got " + std::to_string(n));
   require(options.max_sweeps >= 1, op, "opt.max_sweeps",
           "must be at least 1, got " + std::to_string(options.max_sweeps));
-  // As LAPACK's dgesvj (CTOL >= 1): orthogonality below epsilon is not asked for, and the rotations'
+  // As LAPACK's dgesvj (CTOL >= 1): orthogonality below epsilon is not asked for, and the
+  // rotations'
   // arithmetic relies on it (rsqrt_of_normal).
-  require(options.tol == 0 || (std::isfinite(options.tol) &&
-                               T(options.tol) >= std::numeric_limits<T>::epsilon()),
+  require(options.tol == 0 ||
+              (std::isfinite(options.tol) && T(options.tol) >= std::numeric_limits<T>::epsilon()),
           op, "opt.tol", "must be 0 (the default) or at least the type's epsilon");
   return options.tol > 0 ? T(options.tol) : default_tolerance<T>(m, n, options.compute_uv);
 }
 
 template <class T>
-Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U, int ldu,
-                                 T* V, int ldv, const SvdOptions& options) {
+Problem<T> single_matrix_problem(const char* op, const T* A, int m, int n, int lda, T* S, T* U,
+                                 int ldu, T* V, int ldv, const SvdOptions& options) {
   Problem<T> problem;
   problem.tol = resolve_options<T>(op, m, n, options);
   problem.A = A;
@@ -85,12 +86,15 @@ template float default_tolerance<float>(int, int, bool);
 template double default_tolerance<double>(int, int, bool);
 template float resolve_options<float>(const char*, int, int, const SvdOptions&);
 template double resolve_options<double>(const char*, int, int, const SvdOptions&);
-template Problem<float> single_matrix_problem<float>(const char*, const float*, int, int, int, float*, float*,
-                                                     int, float*, int, const SvdOptions&);
-template Problem<float> packed_batch_problem<float>(const float*, int, int, int, float*, float*, float*);
-template Problem<double> packed_batch_problem<double>(const double*, int, int, int, double*, double*,
-                                                      double*);
-template Problem<double> single_matrix_problem<double>(const char*, const double*, int, int, int, double*,
-                                                       double*, int, double*, int, const SvdOptions&);
+template Problem<float> single_matrix_problem<float>(const char*, const float*, int, int, int,
+                                                     float*, float*, int, float*, int,
+                                                     const SvdOptions&);
+template Problem<float> packed_batch_problem<float>(const float*, int, int, int, float*, float*,
+                                                    float*);
+template Problem<double> packed_batch_problem<double>(const double*, int, int, int, double*,
+                                                      double*, double*);
+template Problem<double> single_matrix_problem<double>(const char*, const double*, int, int, int,
+                                                       double*, double*, int, double*, int,
+                                                       const SvdOptions&);
 
 }  // namespace rooflab::jacobi

@@ -75,12 +75,13 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   int factor_work = 0, form_work = 0;
   ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, G.W, M, &factor_work));
-  if (problem.uv) ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, N, G.W, M, tau, &form_work));
+  if (problem.uv)
+    ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, N, G.W, M, tau, &form_work));
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
   ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, G.W, M, tau, work.as<T>(), work_size, info));
-  qr_upper_triangle<T><<<grid_for(std::int64_t(N) * N, global_threads), global_threads, 0, stream>>>(
-      G.W, M, N, R);
+  qr_upper_triangle<T>
+      <<<grid_for(std::int64_t(N) * N, global_threads), global_threads, 0, stream>>>(G.W, M, N, R);
   detail::check_launch(op, "qr_upper_triangle");
 
   // R's SVD; its right vectors are A's V, or its U when A was transposed.

@@ -42,9 +42,10 @@ template <int... Rows>
 struct RingRowCounts {};
 constexpr int ring_most_rows = 16;
 using RingRows = RingRowCounts<7, 8, 10, 13, ring_most_rows>;
-static_assert(ring_max_rows <= ring_max_warps * ring_most_rows, "4 warps of the largest count hold every row");
+static_assert(ring_max_rows <= ring_max_warps * ring_most_rows,
+              "4 warps of the largest count hold every row");
 constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane
-constexpr int ring_pairs = ring_max_columns / 2;      // a lane of warp 0 per pair
+constexpr int ring_pairs = ring_max_columns / 2;             // a lane of warp 0 per pair
 constexpr unsigned full_mask = 0xffffffffu;
 
 // Shared memory after the on-chip layout: the partial sums (per round parity, pair and warp:
@@ -75,7 +76,8 @@ struct RingScratch {
 
 template <class T>
 constexpr int ring_scratch_bytes() {
-  return int(sizeof(T)) * (2 * ring_partials_per_parity + ring_norm_partials + ring_max_columns + 1) +
+  return int(sizeof(T)) *
+             (2 * ring_partials_per_parity + ring_norm_partials + ring_max_columns + 1) +
          4 * ring_max_columns;
 }
 
@@ -120,8 +122,8 @@ __device__ void ring_load(LaneColumns<T, Rows>& lane, const T* W, int ldw, const
 
 // Writes `lane` back to shared memory by column id, and each position's partial squared norm.
 template <class T, int Rows>
-__device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T* V, int ldv, int M, int N,
-                             int n_pad, bool uv, int row0, int lane_index, int warp,
+__device__ void ring_publish(const LaneColumns<T, Rows>& lane, T* W, int ldw, T* V, int ldv, int M,
+                             int N, int n_pad, bool uv, int row0, int lane_index, int warp,
                              const RingScratch<T>& scratch) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -202,9 +204,10 @@ __device__ __forceinline__ void rotate_v(LaneColumns<T, Rows>& lane, const Round
 // Long (about 115 lines) on purpose: one round's columns stay in the lanes' registers from the
 // rotation to the exchange, which a split into functions would have to pass whole.
 template <bool odd, bool mirrored, class T, int Rows>
-__device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const RingScratch<T>& scratch,
-                                           int n_pad, int lane_index, int warp, bool uv, T tol,
-                                           T& lane_off, RoundRotations<T>& pending) {
+__device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane,
+                                           const RingScratch<T>& scratch, int n_pad, int lane_index,
+                                           int warp, bool uv, T tol, T& lane_off,
+                                           RoundRotations<T>& pending) {
   constexpr int at_even = mirrored ? 1 : 0, at_odd = 1 - at_even;  // positions 2l and 2l + 1
   // Odd rounds: position 2l + 1 pairs with the next lane's 2l + 2 (`right`), and 2l with the
   // previous lane's 2l - 1 (`left`), fetched after the barrier so as not to be live across it; with
@@ -217,8 +220,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
   }
   // This lane's pair: (2l, 2l + 1) in even rounds, (2l + 1, 2l + 2) in odd ones.
   const bool owns_pair = 2 * lane_index + (odd ? 2 : 1) < n_pad;
-  T* const pair_partials = scratch.partials + (odd ? ring_partials_per_parity : 0) +
-                           lane_index * ring_partial_stride;
+  T* const pair_partials =
+      scratch.partials + (odd ? ring_partials_per_parity : 0) + lane_index * ring_partial_stride;
   if (owns_pair) {
     T sums[3][2] = {};  // two chains each: half the dependent multiply-adds
 #pragma unroll
@@ -247,7 +250,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     for (int c = 0; c < 3; ++c) partial[w][c] = pair_partials[3 * w + c];
   T sums[3];
 #pragma unroll
-  for (int c = 0; c < 3; ++c) sums[c] = (partial[0][c] + partial[1][c]) + (partial[2][c] + partial[3][c]);
+  for (int c = 0; c < 3; ++c)
+    sums[c] = (partial[0][c] + partial[1][c]) + (partial[2][c] + partial[3][c]);
   // The pair's error scales: p at 2l (even) or 2l + 1 (odd), q at 2l + 1 or the next lane's 2l + 2;
   // in odd rounds also the previous lane's 2l - 1, which moves into this lane's 2l.
   T right_scale = 0, left_scale = 0;
@@ -297,7 +301,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
     for (int r = 0; r < Rows; ++r) {
       T left_w;
       if constexpr (left_by_row)
-        left_w = __shfl_up_sync(full_mask, lane.w[at_odd][r], 1);  // before the neighbour rotates it
+        left_w =
+            __shfl_up_sync(full_mask, lane.w[at_odd][r], 1);  // before the neighbour rotates it
       else
         left_w = left[r];
       lane.w[at_odd][r] = fma(s1, lane.w[at_odd][r], c1 * right[r]);
@@ -325,7 +330,8 @@ __device__ __forceinline__ void ring_round(LaneColumns<T, Rows>& lane, const Rin
 // 8 rows are summed apart and then added, as the rounds' partial sums are: the columns arrive
 // orthogonal to about tol, which is near the rounding of one chain over all M rows.
 template <class T>
-__device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* norms, int M, int N) {
+__device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* norms, int M,
+                           int N) {
   constexpr int width = 4, chunk_rows = 8;
   const int groups = (N + width - 1) / width, tiles = groups * (groups + 1) / 2;
   T off = 0;
@@ -375,8 +381,8 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
 // Long (about 85 lines): the loop over sweeps holds the lane's columns in registers throughout.
 template <int Rows, class T>
 __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* smem,
-                                       const OnChipLayout& L, const RingScratch<T>& scratch, bool uv,
-                                       T tol, int max_sweeps) {
+                                       const OnChipLayout& L, const RingScratch<T>& scratch,
+                                       bool uv, T tol, int max_sweeps) {
   T* W = reinterpret_cast<T*>(smem + L.w_offset);
   T* V = reinterpret_cast<T*>(smem + L.v_offset);
   T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
@@ -390,7 +396,8 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   LaneColumns<T, Rows> lane;
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index, scratch);
   SweepOutcome<T> outcome;
-  T lane_off = 0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
+  T lane_off =
+      0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
   RoundRotations<T> pending;  // V's rotations from the last round, not yet applied
   for (;;) {
     ring_publish(lane, W, L.ldw, V, L.ldv, M, N, n_pad, uv, row0, lane_index, warp, scratch);
@@ -496,8 +503,8 @@ void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report&
   const int bytes = L.bytes + ring_scratch_bytes<T>();
   allow_shared_memory(svd_register_ring<T, Rows>, bytes);
   const auto blocks = unsigned(std::min<std::int64_t>(problem.batch, std::int64_t(1) << 30));
-  svd_register_ring<T, Rows><<<blocks, threads, bytes, stream>>>(
-      problem, L, lanes_per_pair(power, L.n_pad), report);
+  svd_register_ring<T, Rows>
+      <<<blocks, threads, bytes, stream>>>(problem, L, lanes_per_pair(power, L.n_pad), report);
   detail::check_launch("svd", "svd_register_ring");
 }
 
@@ -505,8 +512,8 @@ void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report&
 // a matrix that fits in registers has at most ring_max_rows rows, and the static_assert above
 // gives 4 warps of the largest count that many.
 template <class T, int... Rows>
-void launch_ring_rows(RingRowCounts<Rows...>, int rows, const Problem<T>& problem, const OnChipLayout& L,
-                      const Report& report, cudaStream_t stream) {
+void launch_ring_rows(RingRowCounts<Rows...>, int rows, const Problem<T>& problem,
+                      const OnChipLayout& L, const Report& report, cudaStream_t stream) {
   (void)((rows <= Rows && (launch_ring<T, Rows>(problem, L, report, stream), true)) || ...);
 }
 

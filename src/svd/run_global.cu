@@ -22,7 +22,9 @@ struct GlobalPlan {
   BlockedPlan blocked_plan;
   GramPlan<T> gram_plan;
   // A sweep's rounds: over pairs of blocks in the blocked and Gram schedules, else of columns.
-  int rounds(const GlobalState<T>& G) const { return blocked || gram ? G.block_positions : G.positions; }
+  int rounds(const GlobalState<T>& G) const {
+    return blocked || gram ? G.block_positions : G.positions;
+  }
 };
 
 // The positions of the ordering and every shape the schedule takes: the blocked layout, the Gram
@@ -33,7 +35,8 @@ template <class T>
 GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
   GlobalPlan<T> plan;
   plan.schedule = schedule;
-  plan.blocked = schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
+  plan.blocked =
+      schedule == GlobalSchedule::blocked || schedule == GlobalSchedule::blocked_persistent;
   plan.gram = schedule == GlobalSchedule::gram || schedule == GlobalSchedule::gram_fused ||
               schedule == GlobalSchedule::gram_cluster;
   if (plan.blocked)
@@ -63,9 +66,9 @@ struct ScratchSizes {
 template <class T>
 ScratchSizes scratch_sizes(const GlobalState<T>& G) {
   const std::int64_t batch = G.P.batch;
-  return {aligned(sizeof(T) * G.ldw * G.N * batch),         aligned(sizeof(T) * G.ldv * G.N * batch),
-          aligned(sizeof(T) * G.positions * batch),         aligned(sizeof(int) * G.positions * batch),
-          aligned(sizeof(unsigned long long) * batch),      aligned(sizeof(int) * batch),
+  return {aligned(sizeof(T) * G.ldw * G.N * batch),    aligned(sizeof(T) * G.ldv * G.N * batch),
+          aligned(sizeof(T) * G.positions * batch),    aligned(sizeof(int) * G.positions * batch),
+          aligned(sizeof(unsigned long long) * batch), aligned(sizeof(int) * batch),
           aligned(sizeof(unsigned) * G.P.max_sweeps)};
 }
 // Returns each sweep's count of matrices that sweep on.
@@ -102,12 +105,17 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
 template <class T>
 class SweepQueue {
  public:
-  SweepQueue(GlobalState<T>& G, const GlobalPlan<T>& plan, unsigned* sweep_counts, int cooperative_blocks,
-             cudaStream_t stream)
-      : G_(G), plan_(plan), sweep_counts_(sweep_counts), cooperative_blocks_(cooperative_blocks),
-        stream_(stream), counted_("svd") {
+  SweepQueue(GlobalState<T>& G, const GlobalPlan<T>& plan, unsigned* sweep_counts,
+             int cooperative_blocks, cudaStream_t stream)
+      : G_(G),
+        plan_(plan),
+        sweep_counts_(sweep_counts),
+        cooperative_blocks_(cooperative_blocks),
+        stream_(stream),
+        counted_("svd") {
     ROOFLAB_CUDA("svd", "mapping page-locked host memory for the device",
-                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&G_.published_count), published().data(), 0));
+                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&G_.published_count),
+                                          published().data(), 0));
     sort_chunks_ = (G.positions + sort_columns - 1) / sort_columns;
   }
 
@@ -138,7 +146,8 @@ class SweepQueue {
       if (plan_.blocked) {
         launch_blocked_round(G_, plan_.blocked_plan, round, stream_);
       } else if (plan_.gram) {
-        const std::int64_t items = std::int64_t(G_.P.batch) * pairs_in_round(round, G_.block_positions);
+        const std::int64_t items =
+            std::int64_t(G_.P.batch) * pairs_in_round(round, G_.block_positions);
         if (items == 0) continue;
         if (gram.fused.cluster > 0)
           launch_fused_round(G_, gram.fused, items, round, stream_);
@@ -218,9 +227,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
   ROOFLAB_CUDA(op, "zeroing the sweeps' counts of matrices still sweeping",
                cudaMemsetAsync(sweep_counts, 0, size.count, stream));
-  ROOFLAB_CUDA(op, "zeroing the matrices' largest cosines", cudaMemsetAsync(G.off_bits, 0, size.word, stream));
+  ROOFLAB_CUDA(op, "zeroing the matrices' largest cosines",
+               cudaMemsetAsync(G.off_bits, 0, size.word, stream));
   load_scaled(G, stream);
-  if (!in_one_cluster) launch_column_norms(G, false, stream);  // the cluster's sweeps neither sort nor track norms
+  if (!in_one_cluster)
+    launch_column_norms(G, false, stream);  // the cluster's sweeps neither sort nor track norms
 
   // The persistent blocked kernel: the whole iteration in one cooperative launch where its blocks
   // can all be resident (else per-round launches).
@@ -242,6 +253,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
 }
 
 template void run_global<float>(const Problem<float>&, GlobalSchedule, const Report&, cudaStream_t);
-template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&, cudaStream_t);
+template void run_global<double>(const Problem<double>&, GlobalSchedule, const Report&,
+                                 cudaStream_t);
 
 }  // namespace rooflab::jacobi

@@ -32,7 +32,8 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
   // an H200 the call took 136-142 us at 25 x 25 with them and takes 125-129 us without, against
   // 121-125 us for the register ring's kernel alone (the same five matrices); allocating the
   // page-locked memory on every call would cost about a millisecond.
-  thread_local PinnedBuffer<jacobi::MatrixStatus> status(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  thread_local PinnedBuffer<jacobi::MatrixStatus> status(
+      1, cudaHostAllocMapped | cudaHostAllocPortable);
   *status.data() = jacobi::MatrixStatus{};  // "not converged" unless the run says otherwise
   jacobi::MatrixStatus* device_status = nullptr;
   ROOFLAB_CUDA(
@@ -52,4 +53,3 @@ template SvdInfo svd<double>(const double*, int, int, int, double*, double*, int
                              const SvdOptions&, cudaStream_t);
 
 }  // namespace rooflab
-

@@ -26,14 +26,15 @@ Problem resolve_svd(Problem problem) {
   require(problem.m * problem.n <= (std::int64_t(1) << 28), op_name, "--m, --n",
           "at most 2^28 elements (the CPU check is cubic)");
   problem.batch = 1;
-  problem.dtype = dtype_name(parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name));
+  problem.dtype =
+      dtype_name(parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name));
   problem.matrix = resolve_matrix_class(problem.matrix, op_name);
   return problem;
 }
 
 std::string describe_svd(const Problem& problem) {
-  return std::to_string(problem.m) + " x " + std::to_string(problem.n) + ", " + problem.dtype + ", " +
-         problem.matrix + " matrix";
+  return std::to_string(problem.m) + " x " + std::to_string(problem.n) + ", " + problem.dtype +
+         ", " + problem.matrix + " matrix";
 }
 
 Model svd_model(const Problem& problem) {
@@ -63,15 +64,17 @@ std::vector<Problem> svd_report_problems(bool quick) {
 
 ROOFLAB_OP(Op{
     "svd",
-    "one-sided Jacobi SVD of one m x n matrix, U S V (--m --n --dtype float|double --matrix), nominal "
+    "one-sided Jacobi SVD of one m x n matrix, U S V (--m --n --dtype float|double --matrix), "
+    "nominal "
     "4 M N^2 + 8 N^3 flops",
     resolve_svd,
     describe_svd,
     svd_model,
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
-      return make_svd_workspace(int(problem.m), int(problem.n), 1,
-                                parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name),
-                                problem.matrix);
+      return make_svd_workspace(
+          int(problem.m), int(problem.n), 1,
+          parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f64, op_name),
+          problem.matrix);
     },
     svd_report_problems,
     {"--m", "--n"},
@@ -89,20 +92,23 @@ std::string gesvd_shape_limit(const Problem& problem) {
 }
 
 // Rung 0 — LAPACK dgesvd on the host (the CPU baseline), in double whatever the type.
-ROOFLAB_VARIANT(Variant{
-    "svd", 0, "cpu-lapack-gesvd", "LAPACK dgesvd on the host, in double (the baseline)", Where::cpu,
-    false, cpu_limit, [](Workspace& workspace, cudaStream_t) {
-      visit_svd_workspace(workspace, [](auto& w) {
-        w.prepare_host();
-        cpu::Matrix a = cpu::zeros(w.m, w.n);
-        for (std::size_t e = 0; e < a.values.size(); ++e) a.values[e] = double(w.host_a[e]);
-        const cpu::Svd svd = cpu::lapack_svd(a);
-        using T = typename std::decay_t<decltype(w.host_a)>::value_type;
-        for (int l = 0; l < w.k; ++l) w.host_s[l] = T(svd.s[l]);
-        for (std::size_t e = 0; e < svd.u.values.size(); ++e) w.host_u[e] = T(svd.u.values[e]);
-        for (std::size_t e = 0; e < svd.v.values.size(); ++e) w.host_v[e] = T(svd.v.values[e]);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd", 0, "cpu-lapack-gesvd",
+                        "LAPACK dgesvd on the host, in double (the baseline)", Where::cpu, false,
+                        cpu_limit, [](Workspace& workspace, cudaStream_t) {
+                          visit_svd_workspace(workspace, [](auto& w) {
+                            w.prepare_host();
+                            cpu::Matrix a = cpu::zeros(w.m, w.n);
+                            for (std::size_t e = 0; e < a.values.size(); ++e)
+                              a.values[e] = double(w.host_a[e]);
+                            const cpu::Svd svd = cpu::lapack_svd(a);
+                            using T = typename std::decay_t<decltype(w.host_a)>::value_type;
+                            for (int l = 0; l < w.k; ++l) w.host_s[l] = T(svd.s[l]);
+                            for (std::size_t e = 0; e < svd.u.values.size(); ++e)
+                              w.host_u[e] = T(svd.u.values[e]);
+                            for (std::size_t e = 0; e < svd.v.values.size(); ++e)
+                              w.host_v[e] = T(svd.v.values[e]);
+                          });
+                        }});
 
 // cuSOLVER, in the same run: the Jacobi SVD (gesvdj), QR iteration (gesvd) and the polar
 // decomposition (Xgesvdp), each with its workspace query and allocation inside the call.

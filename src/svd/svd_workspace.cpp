@@ -48,20 +48,24 @@ struct MatrixCheck {
   std::string detail;
 };
 
-MatrixCheck check_matrix(const cpu::Matrix& a, const std::vector<double>& values, const cpu::Matrix& left,
-                         const cpu::Matrix& right, double ulp) {
+MatrixCheck check_matrix(const cpu::Matrix& a, const std::vector<double>& values,
+                         const cpu::Matrix& left, const cpu::Matrix& right, double ulp) {
   const int m = a.m, n = a.n, k = int(values.size());
   const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, values, left, right, ulp);
   const std::vector<double> reference = reference_singular_values(a);
   double value_error = 0;
-  for (int l = 0; l < k; ++l) value_error = std::max(value_error, std::abs(values[l] - reference[l]));
-  const double scale = std::max(reference[0], std::numeric_limits<double>::min()) * std::max(m, n) * ulp;
+  for (int l = 0; l < k; ++l)
+    value_error = std::max(value_error, std::abs(values[l] - reference[l]));
+  const double scale =
+      std::max(reference[0], std::numeric_limits<double>::min()) * std::max(m, n) * ulp;
   const double value_ratio = value_error / scale;
   MatrixCheck check;
-  check.error = accuracy.s_descending_nonnegative ? std::max(accuracy.worst(), value_ratio) : INFINITY;
+  check.error =
+      accuracy.s_descending_nonnegative ? std::max(accuracy.worst(), value_ratio) : INFINITY;
   check.detail = "residual " + std::to_string(accuracy.residual) + ", U orthogonality " +
                  std::to_string(accuracy.u_orthogonality) + ", V orthogonality " +
-                 std::to_string(accuracy.v_orthogonality) + ", S vs LAPACK " + std::to_string(value_ratio) +
+                 std::to_string(accuracy.v_orthogonality) + ", S vs LAPACK " +
+                 std::to_string(value_ratio) +
                  (accuracy.s_descending_nonnegative ? "" : ", S not descending");
   return check;
 }
@@ -71,7 +75,8 @@ MatrixCheck check_matrix(const cpu::Matrix& a, const std::vector<double>& values
 std::string checked_matrices_note(int count, int batch) {
   if (batch == 1) return {};
   if (count == batch) return "; all " + std::to_string(batch) + " matrices checked";
-  return "; " + std::to_string(count) + " of " + std::to_string(batch) + " matrices checked, evenly spread";
+  return "; " + std::to_string(count) + " of " + std::to_string(batch) +
+         " matrices checked, evenly spread";
 }
 
 }  // namespace
@@ -127,7 +132,8 @@ std::vector<T> SvdWorkspace<T>::draw_batch(std::uint64_t seed) const {
       [&](std::int64_t begin, std::int64_t end, int) {
         for (std::int64_t b = begin; b < end; ++b) {
           const cpu::Matrix matrix = cpu::svd_batch_test_matrix<T>(matrix_class, m, n, seed, b);
-          std::copy(matrix.values.begin(), matrix.values.end(), values.begin() + std::ptrdiff_t(b * size));
+          std::copy(matrix.values.begin(), matrix.values.end(),
+                    values.begin() + std::ptrdiff_t(b * size));
         }
       },
       1);
@@ -138,7 +144,8 @@ template <class T>
 cpu::Matrix SvdWorkspace<T>::host_matrix(int b) const {
   if (drawn_batch_.empty()) return cpu::svd_batch_test_matrix<T>(matrix_class, m, n, seed_, b);
   cpu::Matrix matrix = cpu::zeros(m, n);
-  const auto first = drawn_batch_.begin() + std::ptrdiff_t(b) * std::ptrdiff_t(matrix.values.size());
+  const auto first =
+      drawn_batch_.begin() + std::ptrdiff_t(b) * std::ptrdiff_t(matrix.values.size());
   std::copy(first, first + std::ptrdiff_t(matrix.values.size()), matrix.values.begin());
   return matrix;
 }
@@ -152,7 +159,8 @@ template <class T>
 jacobi::Problem<T> SvdWorkspace<T>::problem(cudaStream_t stream) {
   ROOFLAB_CUDA("bench svd", "zeroing the batch summary",
                cudaMemsetAsync(summary_.data(), 0, summary_.bytes(), stream));
-  jacobi::Problem<T> P = jacobi::packed_batch_problem<T>(a.data(), m, n, batch, s.data(), u.data(), v.data());
+  jacobi::Problem<T> P =
+      jacobi::packed_batch_problem<T>(a.data(), m, n, batch, s.data(), u.data(), v.data());
   P.tol = tol();
   P.max_sweeps = SvdOptions{}.max_sweeps;
   P.uv = true;
@@ -164,14 +172,17 @@ std::string SvdWorkspace<T>::sweeps_note() const {
   int fewest = library_sweeps, most = library_sweeps;
   if (library_sweeps < 0) {
     const std::vector<jacobi::MatrixStatus> statuses = statuses_.download();
-    const auto [low, high] = std::minmax_element(
-        statuses.begin(), statuses.end(),
-        [](const jacobi::MatrixStatus& a, const jacobi::MatrixStatus& b) { return a.sweeps < b.sweeps; });
+    const auto [low, high] =
+        std::minmax_element(statuses.begin(), statuses.end(),
+                            [](const jacobi::MatrixStatus& a, const jacobi::MatrixStatus& b) {
+                              return a.sweeps < b.sweeps;
+                            });
     fewest = low->sweeps;
     most = high->sweeps;
   }
   if (fewest < 0) return {};
-  return (fewest == most ? std::to_string(most) : std::to_string(fewest) + "-" + std::to_string(most)) +
+  return (fewest == most ? std::to_string(most)
+                         : std::to_string(fewest) + "-" + std::to_string(most)) +
          " sweeps";
 }
 
@@ -206,8 +217,8 @@ Check SvdWorkspace<T>::check(Where where) {
   // 1.7 s on 2; 100 of 256 x 256: 0.9 s on 16). Beyond, an even spread of as many, the first and
   // the last among them, and the detail says so.
   const std::int64_t work = std::int64_t(std::max(m, n)) * k * k;
-  const int count = int(std::clamp<std::int64_t>((std::int64_t(1) << 31) / std::max<std::int64_t>(1, work),
-                                                 1, batch));
+  const int count = int(std::clamp<std::int64_t>(
+      (std::int64_t(1) << 31) / std::max<std::int64_t>(1, work), 1, batch));
   const double ulp = std::numeric_limits<T>::epsilon();
   std::vector<MatrixCheck> checks(count);
   cpu::parallel_ranges(
@@ -227,9 +238,8 @@ Check SvdWorkspace<T>::check(Where where) {
         }
       },
       1);
-  const MatrixCheck& worst = *std::max_element(checks.begin(), checks.end(), [](const auto& a, const auto& b) {
-    return a.error < b.error;
-  });
+  const MatrixCheck& worst = *std::max_element(
+      checks.begin(), checks.end(), [](const auto& a, const auto& b) { return a.error < b.error; });
   const bool passed = worst.error <= accuracy_threshold;
   return Check{passed, worst.error, accuracy_threshold,
                (passed ? "worst " : "") + worst.detail + " (ulps, LAPACK ddrvbd ratios" +
@@ -259,7 +269,8 @@ double nominal_svd_flops(std::int64_t m, std::int64_t n) {
 
 std::string blocked_limit(const Problem& problem) {
   const int m = int(problem.m), n = int(problem.n);
-  const bool fits = problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n) : jacobi::blocked_fits<double>(m, n);
+  const bool fits = problem.dtype == "float" ? jacobi::blocked_fits<float>(m, n)
+                                             : jacobi::blocked_fits<double>(m, n);
   return fits ? std::string() : "columns too long for a pair of 4-column blocks in shared memory";
 }
 

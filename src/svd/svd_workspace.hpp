@@ -21,7 +21,11 @@ namespace rooflab::bench {
 class SvdWorkspaceBase : public Workspace {
  public:
   SvdWorkspaceBase(int m, int n, int batch, DType dtype, std::string matrix_class)
-      : m(m), n(n), batch(batch), k(m < n ? m : n), dtype(dtype),
+      : m(m),
+        n(n),
+        batch(batch),
+        k(m < n ? m : n),
+        dtype(dtype),
         matrix_class(std::move(matrix_class)) {}
   const int m, n, batch, k;
   const DType dtype;
@@ -55,7 +59,8 @@ class SvdWorkspace : public SvdWorkspaceBase {
   // from this workspace's report memory or library_sweeps; empty when neither was written since
   // the last refill (a vendor rung).
   std::string sweeps_note() const;
-  // Where a rung that calls the public rooflab::svd (whose report stays inside it) puts SvdInfo's sweeps.
+  // Where a rung that calls the public rooflab::svd (whose report stays inside it) puts SvdInfo's
+  // sweeps.
   int library_sweeps = -1;
 
  private:

@@ -13,7 +13,6 @@
 namespace rooflab::bench {
 namespace {
 
-
 int element_bytes(const Problem& problem) { return problem.dtype == "float" ? 4 : 8; }
 
 // Rung 1 — rooflab::svd in a loop, one matrix at a time.
@@ -30,8 +29,8 @@ ROOFLAB_VARIANT(Variant{
         const std::int64_t size = std::int64_t(w.m) * w.n;
         for (int b = 0; b < w.batch; ++b)
           svd(w.a.data() + b * size, w.m, w.n, w.m, w.s.data() + std::int64_t(b) * w.k,
-              w.u.data() + std::int64_t(b) * w.m * w.k, w.m, w.v.data() + std::int64_t(b) * w.n * w.k,
-              w.n, SvdOptions{}, stream);
+              w.u.data() + std::int64_t(b) * w.m * w.k, w.m,
+              w.v.data() + std::int64_t(b) * w.n * w.k, w.n, SvdOptions{}, stream);
       });
     }});
 
@@ -39,78 +38,75 @@ ROOFLAB_VARIANT(Variant{
 // The matrix's W and V sit in its warp's slice of shared memory; groups of lanes take the column
 // pairs of a round and reduce their dot products with shuffles; rounds end with __syncwarp, not a
 // block barrier, and a warp whose matrix converged simply takes no more work.
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 2, "warp-per-matrix", "a warp per matrix, W and V in its shared memory slice",
-    Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const auto layout = jacobi::on_chip_layout(int(problem.m), int(problem.n),
-                                                 element_bytes(problem), true, false);
-      if (layout.bytes <= shared_per_block_for_rungs()) return {};
-      return "one matrix exceeds a block's shared memory";
-    },
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_on_chip(w.problem(stream), true, w.report(), stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 2, "warp-per-matrix",
+                        "a warp per matrix, W and V in its shared memory slice", Where::gpu, false,
+                        [](const Problem& problem) -> std::string {
+                          const auto layout = jacobi::on_chip_layout(
+                              int(problem.m), int(problem.n), element_bytes(problem), true, false);
+                          if (layout.bytes <= shared_per_block_for_rungs()) return {};
+                          return "one matrix exceeds a block's shared memory";
+                        },
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_on_chip(w.problem(stream), true, w.report(), stream);
+                          });
+                        }});
 
 // Rung 3 — a block per matrix in shared memory (svd_batched.cu's svd_block_per_matrix).
 // Many lanes per column pair shorten each round of a larger matrix; the 227 KB of shared memory a
 // Hopper block may opt in to (cudaFuncSetAttribute beyond 48 KB) hold matrices up to about 120 x
 // 120 in double and 170 x 170 in float (99 KB on sm_86 and sm_89, 64 KB on sm_75: less).
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 3, "block-per-matrix", "a block per matrix, W and V in its shared memory",
-    Where::gpu, false,
-    [](const Problem& problem) -> std::string {
-      const auto layout = jacobi::on_chip_layout(int(problem.m), int(problem.n),
-                                                 element_bytes(problem), true, true);
-      if (layout.bytes <= shared_per_block_for_rungs()) return {};
-      return "one matrix exceeds a block's shared memory";
-    },
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 3, "block-per-matrix",
+                        "a block per matrix, W and V in its shared memory", Where::gpu, false,
+                        [](const Problem& problem) -> std::string {
+                          const auto layout = jacobi::on_chip_layout(
+                              int(problem.m), int(problem.n), element_bytes(problem), true, true);
+                          if (layout.bytes <= shared_per_block_for_rungs()) return {};
+                          return "one matrix exceeds a block's shared memory";
+                        },
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
+                          });
+                        }});
 
 // Rung 4 — the register ring per matrix (src/svd/register_ring.cu).
 // A block per matrix with W and V in registers (two ring positions per lane, 7 to 16 rows per
 // warp): up to 64 x 64, rounds cost one block barrier and no pass of the columns through shared
 // memory, but each block holds one matrix, so it pays while the batch is too small to fill the
 // GPU with warp-per-matrix teams.
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 4, "register-ring", "a block per matrix, W and V in registers",
-    Where::gpu, false, register_ring_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_in_registers(w.problem(stream), w.report(), stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 4, "register-ring",
+                        "a block per matrix, W and V in registers", Where::gpu, false,
+                        register_ring_limit, [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_in_registers(w.problem(stream), w.report(), stream);
+                          });
+                        }});
 
 // Rung 5 — the global-memory rounds for the whole batch (svd.cu's global_round).
 // Beyond shared memory: every matrix's pairs of a round in one launch, so the launches are shared
 // by the batch; converged matrices drop out of later sweeps.
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 5, "global-rounds", "the batch's column pairs in global memory, a launch per round",
-    Where::gpu, false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::launch_per_round, w.report(),
-                           stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 5, "global-rounds",
+                        "the batch's column pairs in global memory, a launch per round", Where::gpu,
+                        false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_global(w.problem(stream),
+                                               jacobi::GlobalSchedule::launch_per_round, w.report(),
+                                               stream);
+                          });
+                        }});
 
 // Rung 6 — blocked (svd.cu's blocked_step in the persistent kernel), beyond shared memory.
 // Pairs of b-column blocks of every matrix in each round, each swept in a block's shared memory,
 // the rotations reaching V as one 2b x 2b product; one cooperative launch for the whole iteration.
 // A 256 x 256 batch in double runs 8 pairs of 16-column blocks per matrix at once.
 ROOFLAB_VARIANT(Variant{
-    "svd-batched", 6, "blocked", "pairs of column blocks swept in shared memory, every matrix at once",
-    Where::gpu, false,
-    blocked_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
+    "svd-batched", 6, "blocked",
+    "pairs of column blocks swept in shared memory, every matrix at once", Where::gpu, false,
+    blocked_limit, [](Workspace& workspace, cudaStream_t stream) {
       visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent, w.report(),
-                           stream);
+        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked_persistent,
+                           w.report(), stream);
       });
     }});
 
@@ -128,14 +124,14 @@ ROOFLAB_VARIANT(Variant{
 // Rung 8 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: the register
 // ring for fewer matrices than SMs, warp or block per matrix, the Gram schedule beyond), with its
 // checks and the final synchronization.
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 8, "rooflab-svd-batched", "the library call: best rung for the shape", Where::gpu,
-    false, no_limit, [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        svd_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(), nullptr,
-                    SvdOptions{}, stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 8, "rooflab-svd-batched",
+                        "the library call: best rung for the shape", Where::gpu, false, no_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            svd_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(),
+                                        w.v.data(), nullptr, SvdOptions{}, stream);
+                          });
+                        }});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -37,7 +37,8 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
                cudaMemsetAsync(summary.data(), 0, summary.bytes(), stream));
   const jacobi::Report report{statuses.as<jacobi::MatrixStatus>(),
                               summary.as<jacobi::BatchSummary>()};
-  jacobi::run_path(problem, jacobi::production_path<T>(m, n, batch, opt.compute_uv), report, stream);
+  jacobi::run_path(problem, jacobi::production_path<T>(m, n, batch, opt.compute_uv), report,
+                   stream);
 
   jacobi::BatchSummary host_summary{};
   ROOFLAB_CUDA(op, "copying the batch summary to the host",
@@ -52,10 +53,11 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   for (int b = 0; b < int(host_statuses.size()); ++b) info[b] = jacobi::to_info(host_statuses[b]);
 
   if (host_summary.bad_count > 0)
-    throw Error(op, "A",
-                "matrix " + std::to_string(batch - int(host_summary.first_bad_key)) +
-                    " contains NaN or Inf (" + std::to_string(host_summary.bad_count) +
-                    " such matrices; their S, U, V are NaN, every other matrix's results are valid)");
+    throw Error(
+        op, "A",
+        "matrix " + std::to_string(batch - int(host_summary.first_bad_key)) +
+            " contains NaN or Inf (" + std::to_string(host_summary.bad_count) +
+            " such matrices; their S, U, V are NaN, every other matrix's results are valid)");
   if (info == nullptr && host_summary.unconverged_count > 0)
     throw Error(op, "opt.max_sweeps",
                 "matrix " + std::to_string(batch - int(host_summary.first_unconverged_key)) +
@@ -66,7 +68,7 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
 
 template void svd_batched<float>(const float*, int, int, int, float*, float*, float*, SvdInfo*,
                                  const SvdOptions&, cudaStream_t);
-template void svd_batched<double>(const double*, int, int, int, double*, double*, double*,
-                                  SvdInfo*, const SvdOptions&, cudaStream_t);
+template void svd_batched<double>(const double*, int, int, int, double*, double*, double*, SvdInfo*,
+                                  const SvdOptions&, cudaStream_t);
 
 }  // namespace rooflab

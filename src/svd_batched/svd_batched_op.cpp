@@ -25,10 +25,12 @@ Problem resolve_batched(Problem problem) {
   if (problem.batch == 0) problem.batch = 10000;
   require(problem.m >= 1 && problem.m <= 4096, op_name, "--m", "must be in [1, 4096]");
   require(problem.n >= 1 && problem.n <= 4096, op_name, "--n", "must be in [1, 4096]");
-  require(problem.batch >= 1 && problem.batch <= INT_MAX, op_name, "--batch", "must be in [1, 2^31)");
+  require(problem.batch >= 1 && problem.batch <= INT_MAX, op_name, "--batch",
+          "must be in [1, 2^31)");
   require(problem.m * problem.n * problem.batch <= (std::int64_t(1) << 28), op_name,
           "--m, --n, --batch", "at most 2^28 elements in all");
-  problem.dtype = dtype_name(parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name));
+  problem.dtype =
+      dtype_name(parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name));
   problem.matrix = resolve_matrix_class(problem.matrix, op_name);
   return problem;
 }
@@ -82,9 +84,10 @@ ROOFLAB_OP(Op{
     describe_batched,
     batched_model,
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
-      return make_svd_workspace(int(problem.m), int(problem.n), int(problem.batch),
-                                parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name),
-                                problem.matrix);
+      return make_svd_workspace(
+          int(problem.m), int(problem.n), int(problem.batch),
+          parse_dtype(problem.dtype, {DType::f32, DType::f64}, DType::f32, op_name),
+          problem.matrix);
     },
     batched_report_problems,
     {"--m", "--n", "--batch"},
@@ -129,32 +132,31 @@ ROOFLAB_VARIANT(Variant{
 
 // cuSOLVER in the same run: gesvdjBatched where it exists (m, n <= 32), and gesvdj called once
 // per matrix beyond, which is what PyTorch falls back to.
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 10, "cusolver-gesvdj-batched", "cuSOLVER gesvdjBatched (m, n <= 32 only)",
-    Where::gpu, true,
-    [](const Problem& problem) -> std::string {
-      if (problem.m <= 32 && problem.n <= 32) return {};
-      return "cuSOLVER's gesvdjBatched stops at 32 x 32";
-    },
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        cusolver_gesvdj_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(),
-                                stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 10, "cusolver-gesvdj-batched",
+                        "cuSOLVER gesvdjBatched (m, n <= 32 only)", Where::gpu, true,
+                        [](const Problem& problem) -> std::string {
+                          if (problem.m <= 32 && problem.n <= 32) return {};
+                          return "cuSOLVER's gesvdjBatched stops at 32 x 32";
+                        },
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            cusolver_gesvdj_batched(w.a.data(), w.m, w.n, w.batch, w.s.data(),
+                                                    w.u.data(), w.v.data(), stream);
+                          });
+                        }});
 
-ROOFLAB_VARIANT(Variant{
-    "svd-batched", 11, "cusolver-gesvdj-loop", "cuSOLVER gesvdj once per matrix (PyTorch's path)",
-    Where::gpu, true,
-    [](const Problem& problem) -> std::string {
-      if (problem.batch <= 1000) return {};
-      return "one cuSOLVER call per matrix: limit batch <= 1000";
-    },
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        cusolver_gesvdj_loop(w.a.data(), w.m, w.n, w.batch, w.s.data(), w.u.data(), w.v.data(), stream);
-      });
-    }});
+ROOFLAB_VARIANT(Variant{"svd-batched", 11, "cusolver-gesvdj-loop",
+                        "cuSOLVER gesvdj once per matrix (PyTorch's path)", Where::gpu, true,
+                        [](const Problem& problem) -> std::string {
+                          if (problem.batch <= 1000) return {};
+                          return "one cuSOLVER call per matrix: limit batch <= 1000";
+                        },
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            cusolver_gesvdj_loop(w.a.data(), w.m, w.n, w.batch, w.s.data(),
+                                                 w.u.data(), w.v.data(), stream);
+                          });
+                        }});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -119,8 +119,7 @@ Check SvdPaperWorkspace::check(Where where) {
     return Check{false, INFINITY, tolerance, std::move(why)};
   };
   switch (convergence) {
-    case Convergence::unreported:
-      return fail("the rung reported no convergence");
+    case Convergence::unreported: return fail("the rung reported no convergence");
     case Convergence::sweep_limit:
       return fail(
           fmt::format("not converged: an off-diagonal element is still above the threshold "
@@ -133,8 +132,7 @@ Check SvdPaperWorkspace::check(Where where) {
             fmt::format("cuSOLVER did not converge in {} sweeps (info = {})", max_sweeps, info));
       break;
     }
-    case Convergence::converged:
-      break;
+    case Convergence::converged: break;
   }
 
   const std::vector<double> got = where == Where::gpu ? values.download() : host_values;

@@ -72,20 +72,22 @@ __global__ void transpose_shared(const T* __restrict__ in, T* __restrict__ out, 
 // of one, a quarter of the threads paying the index arithmetic and the barrier.
 constexpr int block_rows = 8;
 template <class T>
-__global__ void transpose_block_rows(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
-                                     std::int64_t cols, TileGrid grid) {
+__global__ void transpose_block_rows(const T* __restrict__ in, T* __restrict__ out,
+                                     std::int64_t rows, std::int64_t cols, TileGrid grid) {
   __shared__ T block_tile[tile][tile + 1];
   for (std::int64_t t = blockIdx.x; t < grid.tiles; t += gridDim.x) {
     const std::int64_t row0 = t / grid.tiles_across * tile, col0 = t % grid.tiles_across * tile;
 #pragma unroll
     for (int k = 0; k < tile; k += block_rows)
       if (row0 + threadIdx.y + k < rows && col0 + threadIdx.x < cols)
-        block_tile[threadIdx.y + k][threadIdx.x] = in[(row0 + threadIdx.y + k) * cols + col0 + threadIdx.x];
+        block_tile[threadIdx.y + k][threadIdx.x] =
+            in[(row0 + threadIdx.y + k) * cols + col0 + threadIdx.x];
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < tile; k += block_rows)
       if (col0 + threadIdx.y + k < cols && row0 + threadIdx.x < rows)
-        out[(col0 + threadIdx.y + k) * rows + row0 + threadIdx.x] = block_tile[threadIdx.x][threadIdx.y + k];
+        out[(col0 + threadIdx.y + k) * rows + row0 + threadIdx.x] =
+            block_tile[threadIdx.x][threadIdx.y + k];
     __syncthreads();
   }
 }
@@ -97,16 +99,18 @@ __global__ void transpose_block_rows(const T* __restrict__ in, T* __restrict__ o
 constexpr int wide_side = 64, wide_threads = 256;
 template <class T>
 __global__ void __launch_bounds__(wide_threads)
-    transpose_wide(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows, std::int64_t cols,
-                   TileGrid grid) {
-  constexpr int width = 16 / sizeof(T), per_row = wide_side / width, rows_per_pass = wide_threads / per_row;
+    transpose_wide(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
+                   std::int64_t cols, TileGrid grid) {
+  constexpr int width = 16 / sizeof(T), per_row = wide_side / width,
+                rows_per_pass = wide_threads / per_row;
   struct alignas(16) Wide {
     T lane[width];
   };
   __shared__ T block_tile[wide_side][wide_side + 1];
   const int first = int(threadIdx.x) % per_row * width, first_row = int(threadIdx.x) / per_row;
   for (std::int64_t t = blockIdx.x; t < grid.tiles; t += gridDim.x) {
-    const std::int64_t row0 = t / grid.tiles_across * wide_side, col0 = t % grid.tiles_across * wide_side;
+    const std::int64_t row0 = t / grid.tiles_across * wide_side,
+                       col0 = t % grid.tiles_across * wide_side;
 #pragma unroll
     for (int r = first_row; r < wide_side; r += rows_per_pass) {
       const Wide values = *reinterpret_cast<const Wide*>(in + (row0 + r) * cols + col0 + first);
@@ -134,49 +138,55 @@ std::string float_or_double(const Problem& problem) {
 // fn(T{}) with T float or double, the workspace's element.
 template <class Fn>
 void on_float_or_double(const TransposeWorkspace& w, Fn fn) {
-  if (w.element.bytes == 4) fn(float{});
-  else fn(double{});
+  if (w.element.bytes == 4)
+    fn(float{});
+  else
+    fn(double{});
 }
 
-ROOFLAB_VARIANT(Variant{
-    "transpose", 1, "naive", "one element per thread: coalesced writes, reads cols apart (seed 000)",
-    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
-      on_float_or_double(w, [&](auto zero) {
-        using T = decltype(zero);
-        const TileGrid grid = tile_grid(w, tile);
-        transpose_naive<T><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(w.input<T>(), w.output<T>(),
-                                                                          w.rows, w.cols, grid);
-        detail::check_launch("bench transpose", "transpose_naive");
-      });
-    })});
+ROOFLAB_VARIANT(Variant{"transpose", 1, "naive",
+                        "one element per thread: coalesced writes, reads cols apart (seed 000)",
+                        Where::gpu, false, float_or_double,
+                        on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+                          on_float_or_double(w, [&](auto zero) {
+                            using T = decltype(zero);
+                            const TileGrid grid = tile_grid(w, tile);
+                            transpose_naive<T><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+                                w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+                            detail::check_launch("bench transpose", "transpose_naive");
+                          });
+                        })});
+
+ROOFLAB_VARIANT(Variant{"transpose", 2, "shared-tile",
+                        "32 x 32 shared-memory tile: both sides coalesced, 32-way bank conflicts",
+                        Where::gpu, false, float_or_double,
+                        on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+                          on_float_or_double(w, [&](auto zero) {
+                            using T = decltype(zero);
+                            const TileGrid grid = tile_grid(w, tile);
+                            transpose_shared<T, 0><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+                                w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+                            detail::check_launch("bench transpose", "transpose_shared<0>");
+                          });
+                        })});
+
+ROOFLAB_VARIANT(Variant{"transpose", 3, "padded-tile",
+                        "tile[32][33]: one padding word per row, no bank conflicts (seed 000)",
+                        Where::gpu, false, float_or_double,
+                        on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+                          on_float_or_double(w, [&](auto zero) {
+                            using T = decltype(zero);
+                            const TileGrid grid = tile_grid(w, tile);
+                            transpose_shared<T, 1><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+                                w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+                            detail::check_launch("bench transpose", "transpose_shared<1>");
+                          });
+                        })});
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 2, "shared-tile", "32 x 32 shared-memory tile: both sides coalesced, 32-way bank conflicts",
-    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
-      on_float_or_double(w, [&](auto zero) {
-        using T = decltype(zero);
-        const TileGrid grid = tile_grid(w, tile);
-        transpose_shared<T, 0><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
-            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
-        detail::check_launch("bench transpose", "transpose_shared<0>");
-      });
-    })});
-
-ROOFLAB_VARIANT(Variant{
-    "transpose", 3, "padded-tile", "tile[32][33]: one padding word per row, no bank conflicts (seed 000)",
-    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
-      on_float_or_double(w, [&](auto zero) {
-        using T = decltype(zero);
-        const TileGrid grid = tile_grid(w, tile);
-        transpose_shared<T, 1><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
-            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
-        detail::check_launch("bench transpose", "transpose_shared<1>");
-      });
-    })});
-
-ROOFLAB_VARIANT(Variant{
-    "transpose", 4, "block-rows", "32 x 8 threads move a 32 x 32 tile: 4 elements in flight per thread",
-    Where::gpu, false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+    "transpose", 4, "block-rows",
+    "32 x 8 threads move a 32 x 32 tile: 4 elements in flight per thread", Where::gpu, false,
+    float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
       on_float_or_double(w, [&](auto zero) {
         using T = decltype(zero);
         const TileGrid grid = tile_grid(w, tile);
@@ -187,8 +197,8 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 5, "wide-access", "64 x 64 tile, 16-byte loads and stores: 64 bytes in flight per thread",
-    Where::gpu, false,
+    "transpose", 5, "wide-access",
+    "64 x 64 tile, 16-byte loads and stores: 64 bytes in flight per thread", Where::gpu, false,
     [](const Problem& problem) {
       std::string why = float_or_double(problem);
       if (why.empty() && (problem.rows % wide_side != 0 || problem.cols % wide_side != 0))
@@ -213,8 +223,8 @@ ROOFLAB_VARIANT(Variant{
 // runs right after it, while the sector is in L2 (on the H200: 4097 x 4099 63.3 -> 56.3 us).
 template <int TileRows, int TileCols, int Threads, scalar_transpose::TileOrder Order, class T>
 void run_scalar_tiles_as(TransposeWorkspace& w, cudaStream_t stream) {
-  scalar_transpose::launch_scalar_tiles<T, TileRows, TileCols, Threads, Order>(w.input<T>(), w.output<T>(), w.rows,
-                                                                               w.cols, stream, "bench transpose");
+  scalar_transpose::launch_scalar_tiles<T, TileRows, TileCols, Threads, Order>(
+      w.input<T>(), w.output<T>(), w.rows, w.cols, stream, "bench transpose");
 }
 
 template <int TileRows, int TileCols, int Threads, scalar_transpose::TileOrder Order>
@@ -227,8 +237,9 @@ void run_scalar_tiles(TransposeWorkspace& w, cudaStream_t stream) {
 using scalar_transpose::TileOrder;
 
 ROOFLAB_VARIANT(Variant{
-    "transpose", 6, "tile32-rows8", "32 x 32 padded tile, 32 x 4 threads, 8 elements each, tiles row-major",
-    Where::gpu, false, float_or_double, on<TransposeWorkspace>(run_scalar_tiles<32, 32, 128, TileOrder::row_major>)});
+    "transpose", 6, "tile32-rows8",
+    "32 x 32 padded tile, 32 x 4 threads, 8 elements each, tiles row-major", Where::gpu, false,
+    float_or_double, on<TransposeWorkspace>(run_scalar_tiles<32, 32, 128, TileOrder::row_major>)});
 
 ROOFLAB_VARIANT(Variant{
     "transpose", 7, "tile32-col-order",
@@ -240,21 +251,22 @@ ROOFLAB_VARIANT(Variant{
 // in column-major order (256-byte row segments: a segment straddling sectors at an odd pitch
 // costs 1 sector in 9 instead of 1 in 5); other sizes: 16-byte packets at any row pitch in
 // the same tile order; bands for a short side, 1 x N as a copy.
-ROOFLAB_VARIANT(Variant{
-    "transpose", 8, "production", "rooflab::transpose: any shape and element size, 64-bit sizes",
-    Where::gpu, false, no_limit, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
-      const auto run = [&](auto zero) {
-        using T = decltype(zero);
-        transpose(w.input<T>(), w.rows, w.cols, w.output<T>(), stream);
-      };
-      switch (w.element.bytes) {
-        case 1: return run(std::uint8_t{});
-        case 2: return run(std::uint16_t{});
-        case 4: return run(float{});
-        case 8: return run(double{});
-        default: return run(float4{});
-      }
-    })});
+ROOFLAB_VARIANT(Variant{"transpose", 8, "production",
+                        "rooflab::transpose: any shape and element size, 64-bit sizes", Where::gpu,
+                        false, no_limit,
+                        on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+                          const auto run = [&](auto zero) {
+                            using T = decltype(zero);
+                            transpose(w.input<T>(), w.rows, w.cols, w.output<T>(), stream);
+                          };
+                          switch (w.element.bytes) {
+                            case 1: return run(std::uint8_t{});
+                            case 2: return run(std::uint16_t{});
+                            case 4: return run(float{});
+                            case 8: return run(double{});
+                            default: return run(float4{});
+                          }
+                        })});
 
 // Rung 9 — a taller tile in column-major order, production's tile for floats at an odd pitch.
 // An output row segment is a tile column, TileRows elements: 128 rows make it 512 bytes, so a
@@ -269,7 +281,8 @@ std::string float_only(const Problem& problem) {
 
 ROOFLAB_VARIANT(Variant{
     "transpose", 9, "tile128x32-col-order",
-    "128 x 32 tile column-major: 512-byte output segments, half the partial sectors per byte written",
+    "128 x 32 tile column-major: 512-byte output segments, half the partial sectors per byte "
+    "written",
     Where::gpu, false, float_only,
     on<TransposeWorkspace>(run_scalar_tiles_as<128, 32, 256, TileOrder::column_major, float>)});
 
@@ -277,9 +290,11 @@ ROOFLAB_VARIANT(Variant{
 // documented in-place form): the vendor's transpose. A row-major rows x cols matrix is a
 // column-major cols x rows one, so the output is column-major rows x cols with ldc = rows.
 ROOFLAB_VARIANT(Variant{
-    "transpose", 10, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu, true,
+    "transpose", 10, "cublas-geam", "cuBLAS Sgeam / Dgeam with op(A) = A^T, beta = 0", Where::gpu,
+    true,
     [](const Problem& problem) -> std::string {
-      if (problem.dtype != "float" && problem.dtype != "double") return "cuBLAS geam has float and double only";
+      if (problem.dtype != "float" && problem.dtype != "double")
+        return "cuBLAS geam has float and double only";
       if (problem.rows > INT_MAX || problem.cols > INT_MAX) return "cuBLAS takes 32-bit sizes";
       return {};
     },
@@ -288,13 +303,14 @@ ROOFLAB_VARIANT(Variant{
       const int m = int(w.rows), n = int(w.cols);
       if (w.element.bytes == 4) {
         const float one = 1, zero = 0;
-        ROOFLAB_CUBLAS("bench transpose", cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, w.input<float>(),
-                                                      n, &zero, w.output<float>(), m, w.output<float>(), m));
+        ROOFLAB_CUBLAS("bench transpose",
+                       cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, w.input<float>(),
+                                   n, &zero, w.output<float>(), m, w.output<float>(), m));
       } else {
         const double one = 1, zero = 0;
-        ROOFLAB_CUBLAS("bench transpose", cublasDgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one,
-                                                      w.input<double>(), n, &zero, w.output<double>(), m,
-                                                      w.output<double>(), m));
+        ROOFLAB_CUBLAS("bench transpose",
+                       cublasDgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, w.input<double>(),
+                                   n, &zero, w.output<double>(), m, w.output<double>(), m));
       }
     })});
 

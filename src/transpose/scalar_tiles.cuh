@@ -39,14 +39,16 @@ constexpr int resident_blocks() {
 // column-major order the grid's x runs down the tile rows, y across the tile columns.
 template <class T, int TileRows, int TileCols, int Threads, TileOrder Order>
 __global__ void __launch_bounds__(Threads, (resident_blocks<T, TileRows, TileCols, Threads>()))
-    scalar_tiles(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows, std::int64_t cols,
-                 std::int64_t tiles_x, std::int64_t tiles_y) {
+    scalar_tiles(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
+                 std::int64_t cols, std::int64_t tiles_x, std::int64_t tiles_y) {
   // Reads: thread t takes column t % TileCols of every (Threads / TileCols)-th tile row; writes:
   // element t % TileRows of every (Threads / TileRows)-th tile column (an output row).
   constexpr int load_step = Threads / TileCols, store_step = Threads / TileRows;
   constexpr int loads = TileRows / load_step, stores = TileCols / store_step;
-  static_assert(Threads % TileCols == 0 && Threads % TileRows == 0, "threads cover whole tile rows and columns");
-  static_assert(TileRows % load_step == 0 && TileCols % store_step == 0, "every thread moves the same count");
+  static_assert(Threads % TileCols == 0 && Threads % TileRows == 0,
+                "threads cover whole tile rows and columns");
+  static_assert(TileRows % load_step == 0 && TileCols % store_step == 0,
+                "every thread moves the same count");
   static_assert(TileCols % 32 == 0 && TileRows % 32 == 0, "a warp moves whole row segments");
   // One padding element per row: TileCols + 1 is odd, so a tile column, which a warp reads to
   // write an output row, falls into 32 distinct banks (16 bank pairs for doubles).
@@ -63,25 +65,29 @@ __global__ void __launch_bounds__(Threads, (resident_blocks<T, TileRows, TileCol
       if (row0 + TileRows <= rows && col0 + TileCols <= cols) {
         T values[loads];
 #pragma unroll
-        for (int k = 0; k < loads; ++k) values[k] = source[(load_y + k * load_step) * cols + load_x];
+        for (int k = 0; k < loads; ++k)
+          values[k] = source[(load_y + k * load_step) * cols + load_x];
 #pragma unroll
         for (int k = 0; k < loads; ++k) block_tile[load_y + k * load_step][load_x] = values[k];
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < stores; ++k)
-          target[(store_y + k * store_step) * rows + store_x] = block_tile[store_x][store_y + k * store_step];
+          target[(store_y + k * store_step) * rows + store_x] =
+              block_tile[store_x][store_y + k * store_step];
       } else {  // edge tile: only its valid elements
         const int tile_rows = int(rows - row0 < TileRows ? rows - row0 : TileRows);
         const int tile_cols = int(cols - col0 < TileCols ? cols - col0 : TileCols);
 #pragma unroll
         for (int k = 0; k < loads; ++k)
           if (load_y + k * load_step < tile_rows && load_x < tile_cols)
-            block_tile[load_y + k * load_step][load_x] = source[(load_y + k * load_step) * cols + load_x];
+            block_tile[load_y + k * load_step][load_x] =
+                source[(load_y + k * load_step) * cols + load_x];
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < stores; ++k)
           if (store_y + k * store_step < tile_cols && store_x < tile_rows)
-            target[(store_y + k * store_step) * rows + store_x] = block_tile[store_x][store_y + k * store_step];
+            target[(store_y + k * store_step) * rows + store_x] =
+                block_tile[store_x][store_y + k * store_step];
       }
       __syncthreads();  // the next tile overwrites block_tile
     }
@@ -89,13 +95,16 @@ __global__ void __launch_bounds__(Threads, (resident_blocks<T, TileRows, TileCol
 
 // Launches scalar_tiles over a rows x cols matrix; `op` names the caller in launch errors.
 template <class T, int TileRows, int TileCols, int Threads, TileOrder Order>
-void launch_scalar_tiles(const T* in, T* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream,
-                         const char* op) {
-  const std::int64_t tiles_down = (rows + TileRows - 1) / TileRows, tiles_across = (cols + TileCols - 1) / TileCols;
+void launch_scalar_tiles(const T* in, T* out, std::int64_t rows, std::int64_t cols,
+                         cudaStream_t stream, const char* op) {
+  const std::int64_t tiles_down = (rows + TileRows - 1) / TileRows,
+                     tiles_across = (cols + TileCols - 1) / TileCols;
   const std::int64_t tiles_x = Order == TileOrder::column_major ? tiles_down : tiles_across;
   const std::int64_t tiles_y = Order == TileOrder::column_major ? tiles_across : tiles_down;
-  const dim3 blocks(unsigned(std::min<std::int64_t>(tiles_x, INT_MAX)), unsigned(std::min<std::int64_t>(tiles_y, 65535)));
-  scalar_tiles<T, TileRows, TileCols, Threads, Order><<<blocks, Threads, 0, stream>>>(in, out, rows, cols, tiles_x, tiles_y);
+  const dim3 blocks(unsigned(std::min<std::int64_t>(tiles_x, INT_MAX)),
+                    unsigned(std::min<std::int64_t>(tiles_y, 65535)));
+  scalar_tiles<T, TileRows, TileCols, Threads, Order>
+      <<<blocks, Threads, 0, stream>>>(in, out, rows, cols, tiles_x, tiles_y);
   detail::check_launch(op, "scalar_tiles");
 }
 

@@ -72,8 +72,10 @@ struct alignas(lanes<E> * alignof(E)) Vector {
   static constexpr int lanes_per_word = int(sizeof(Word) / sizeof(E));
 
   __device__ E get(int lane) const {
-    if constexpr (lanes_per_word == 1) return word[lane];
-    else return E(word[lane / lanes_per_word] >> shift(lane));
+    if constexpr (lanes_per_word == 1)
+      return word[lane];
+    else
+      return E(word[lane / lanes_per_word] >> shift(lane));
   }
   __device__ void set(int lane, E value) {
     if constexpr (lanes_per_word == 1) {
@@ -107,7 +109,8 @@ struct Run {
   using Element = std::remove_const_t<E>;
   static constexpr int width = lanes<Element>;
 
-  __device__ Run(E* first, int length) : first(first), length(length), head(rotation(first, length)) {}
+  __device__ Run(E* first, int length)
+      : first(first), length(length), head(rotation(first, length)) {}
 
   __device__ int slots() const { return (length + width - 1) / width; }
   // The slot is one aligned 16-byte access.
@@ -205,7 +208,8 @@ __device__ void load_full_tile(Tile<E>& tile, const E* __restrict__ source, std:
       const int row = first_row + (pass + k) * rows_per_pass;
       const Run<const E> run(source + row * cols, side);
 #pragma unroll
-      for (int lane = 0; lane < lanes<E>; ++lane) tile[row][run.position(slot, lane)] = values[k].get(lane);
+      for (int lane = 0; lane < lanes<E>; ++lane)
+        tile[row][run.position(slot, lane)] = values[k].get(lane);
     }
   }
 }
@@ -216,13 +220,15 @@ template <class E>
 __device__ void store_full_tile(const Tile<E>& tile, E* __restrict__ target, std::int64_t rows) {
   constexpr int side = tile_side<E>(), slots_per_row = side / lanes<E>;
   constexpr int columns_per_pass = transpose_threads / slots_per_row;
-  const int slot = int(threadIdx.x) % slots_per_row, first_column = int(threadIdx.x) / slots_per_row;
+  const int slot = int(threadIdx.x) % slots_per_row,
+            first_column = int(threadIdx.x) / slots_per_row;
 #pragma unroll
   for (int column = first_column; column < side; column += columns_per_pass) {
     const Run<E> run(target + column * rows, side);
     Vector<E> values{};
 #pragma unroll
-    for (int lane = 0; lane < lanes<E>; ++lane) values.set(lane, tile[run.position(slot, lane)][column]);
+    for (int lane = 0; lane < lanes<E>; ++lane)
+      values.set(lane, tile[run.position(slot, lane)][column]);
     store_slot(run, slot, values);
   }
 }
@@ -293,7 +299,8 @@ void launch_tiles(const E* in, E* out, std::int64_t rows, std::int64_t cols, cud
   const std::int64_t tiles_down = (rows + side - 1) / side;
   const std::int64_t tiles = (cols + side - 1) / side * tiles_down;
   const auto blocks = unsigned(std::min<std::int64_t>(tiles, INT_MAX));
-  transpose_tiles<E><<<blocks, transpose_threads, 0, stream>>>(in, out, rows, cols, tiles_down, tiles);
+  transpose_tiles<E>
+      <<<blocks, transpose_threads, 0, stream>>>(in, out, rows, cols, tiles_down, tiles);
   detail::check_launch("transpose", "transpose_tiles");
 }
 
@@ -323,8 +330,10 @@ constexpr int band_resident_blocks() {
 // t + 256, ..., tracked as (run, slot) without dividing at each step.
 struct SlotCursor {
   __device__ explicit SlotCursor(int slots_per_run)
-      : run(int(threadIdx.x) / slots_per_run), slot(int(threadIdx.x) % slots_per_run),
-        runs_per_step(transpose_threads / slots_per_run), slots_per_step(transpose_threads % slots_per_run),
+      : run(int(threadIdx.x) / slots_per_run),
+        slot(int(threadIdx.x) % slots_per_run),
+        runs_per_step(transpose_threads / slots_per_run),
+        slots_per_step(transpose_threads % slots_per_run),
         slots_per_run(slots_per_run) {}
   __device__ void step() {
     run += runs_per_step;
@@ -362,13 +371,15 @@ __device__ void visit_chunk_slot(const R& chunk, int slot, int count, Visit visi
 // `count` runs `stride` apart -> tile rows. All of a thread's loads (at most 8 slots) are issued
 // before the first lands in shared memory.
 template <class E>
-__device__ void runs_to_tile(E* tile, int pitch, const E* first, std::int64_t stride, int count, int length) {
+__device__ void runs_to_tile(E* tile, int pitch, const E* first, std::int64_t stride, int count,
+                             int length) {
   const int slots_per_run = (length + lanes<E> - 1) / lanes<E>;
   Vector<E> values[band_slots_per_thread];
   SlotCursor cursor(slots_per_run);
 #pragma unroll
   for (int k = 0; k < band_slots_per_thread; ++k, cursor.step())
-    if (cursor.run < count) values[k] = load_slot(Run<const E>(first + cursor.run * stride, length), cursor.slot);
+    if (cursor.run < count)
+      values[k] = load_slot(Run<const E>(first + cursor.run * stride, length), cursor.slot);
   cursor = SlotCursor(slots_per_run);
 #pragma unroll
   for (int k = 0; k < band_slots_per_thread; ++k, cursor.step()) {
@@ -376,19 +387,22 @@ __device__ void runs_to_tile(E* tile, int pitch, const E* first, std::int64_t st
     const Run<const E> run(first + cursor.run * stride, length);
 #pragma unroll
     for (int lane = 0; lane < lanes<E>; ++lane)
-      if (run.holds(cursor.slot, lane)) tile[cursor.run * pitch + run.position(cursor.slot, lane)] = values[k].get(lane);
+      if (run.holds(cursor.slot, lane))
+        tile[cursor.run * pitch + run.position(cursor.slot, lane)] = values[k].get(lane);
   }
 }
 
 template <class E>
-__device__ void tile_to_runs(const E* tile, int pitch, E* first, std::int64_t stride, int count, int length) {
+__device__ void tile_to_runs(const E* tile, int pitch, E* first, std::int64_t stride, int count,
+                             int length) {
   const int slots_per_run = (length + lanes<E> - 1) / lanes<E>;
   for (SlotCursor cursor(slots_per_run); cursor.run < count; cursor.step()) {
     const Run<E> run(first + cursor.run * stride, length);
     Vector<E> values{};
 #pragma unroll
     for (int lane = 0; lane < lanes<E>; ++lane)
-      if (run.holds(cursor.slot, lane)) values.set(lane, tile[cursor.run * pitch + run.position(cursor.slot, lane)]);
+      if (run.holds(cursor.slot, lane))
+        values.set(lane, tile[cursor.run * pitch + run.position(cursor.slot, lane)]);
     store_slot(run, cursor.slot, values);
   }
 }
@@ -408,8 +422,9 @@ __device__ void chunk_to_tile(E* tile, int pitch, const E* first, int count, int
   for (int k = 0; k < band_slots_per_thread; ++k) {
     const int slot = int(threadIdx.x) + k * transpose_threads;
     if (slot >= slots) break;
-    visit_chunk_slot(chunk, slot, count,
-                     [&](int lane, int row, int column) { tile[row * pitch + column] = values[k].get(lane); });
+    visit_chunk_slot(chunk, slot, count, [&](int lane, int row, int column) {
+      tile[row * pitch + column] = values[k].get(lane);
+    });
   }
 }
 
@@ -418,8 +433,9 @@ __device__ void tile_to_chunk(const E* tile, int pitch, E* first, int count, int
   const Run<E> chunk(first, count * length);
   for (int slot = int(threadIdx.x); slot < chunk.slots(); slot += transpose_threads) {
     Vector<E> values{};
-    visit_chunk_slot(chunk, slot, count,
-                     [&](int lane, int row, int column) { values.set(lane, tile[row * pitch + column]); });
+    visit_chunk_slot(chunk, slot, count, [&](int lane, int row, int column) {
+      values.set(lane, tile[row * pitch + column]);
+    });
     store_slot(chunk, slot, values);
   }
 }
@@ -429,8 +445,8 @@ __device__ void tile_to_chunk(const E* tile, int pitch, E* first, int count, int
 // and the output rows are the runs.
 template <class E, bool ShortRows>
 __global__ void __launch_bounds__(transpose_threads, band_resident_blocks<E>())
-    transpose_band(const E* __restrict__ in, E* __restrict__ out, int short_side, std::int64_t long_side,
-                   int slab, int pitch, std::int64_t slabs) {
+    transpose_band(const E* __restrict__ in, E* __restrict__ out, int short_side,
+                   std::int64_t long_side, int slab, int pitch, std::int64_t slabs) {
   // Room for short_side < tile_side rows of up to 2 padding elements each.
   __shared__ E tile[band_elements<E> + 2 * tile_side<E>()];
   for (std::int64_t s = blockIdx.x; s < slabs; s += gridDim.x) {
@@ -466,9 +482,11 @@ void launch_band(const E* in, E* out, std::int64_t rows, std::int64_t cols, cuda
   const std::int64_t slabs = (long_side + slab - 1) / slab;
   const auto blocks = unsigned(std::min<std::int64_t>(slabs, INT_MAX));
   if (short_rows)
-    transpose_band<E, true><<<blocks, transpose_threads, 0, stream>>>(in, out, short_side, long_side, slab, pitch, slabs);
+    transpose_band<E, true><<<blocks, transpose_threads, 0, stream>>>(
+        in, out, short_side, long_side, slab, pitch, slabs);
   else
-    transpose_band<E, false><<<blocks, transpose_threads, 0, stream>>>(in, out, short_side, long_side, slab, pitch, slabs);
+    transpose_band<E, false><<<blocks, transpose_threads, 0, stream>>>(
+        in, out, short_side, long_side, slab, pitch, slabs);
   detail::check_launch("transpose", "transpose_band");
 }
 
@@ -480,7 +498,8 @@ bool aligned_to(const void* pointer, std::size_t bytes) {
 template <class E>
 bool sector_aligned_pitches(std::int64_t rows, std::int64_t cols) {
   constexpr std::int64_t sector = 32;
-  return cols * std::int64_t(sizeof(E)) % sector == 0 && rows * std::int64_t(sizeof(E)) % sector == 0;
+  return cols * std::int64_t(sizeof(E)) % sector == 0 &&
+         rows * std::int64_t(sizeof(E)) % sector == 0;
 }
 
 // Shapes with a side shorter than a tile take the band kernel; the others take the scalar tiles
@@ -491,7 +510,8 @@ void launch(const void* in, void* out, std::int64_t rows, std::int64_t cols, cud
   const auto* source = static_cast<const E*>(in);
   auto* target = static_cast<E*>(out);
   if constexpr (moves_16_bytes<E>) {
-    if (std::min(rows, cols) < tile_side<E>()) return launch_band<E>(source, target, rows, cols, stream);
+    if (std::min(rows, cols) < tile_side<E>())
+      return launch_band<E>(source, target, rows, cols, stream);
   }
   if constexpr (std::is_same_v<E, std::uint32_t>) {
     using scalar_transpose::TileOrder;
@@ -514,12 +534,13 @@ void launch(const void* in, void* out, std::int64_t rows, std::int64_t cols, cud
 
 namespace detail {
 
-void transpose_bytes(const void* in, std::int64_t rows, std::int64_t cols, std::size_t element_bytes,
-                     void* out, cudaStream_t stream) {
+void transpose_bytes(const void* in, std::int64_t rows, std::int64_t cols,
+                     std::size_t element_bytes, void* out, cudaStream_t stream) {
   const char* op = "transpose";
   require(element_bytes == 1 || element_bytes == 2 || element_bytes == 4 || element_bytes == 8 ||
               element_bytes == 16,
-          op, "T", "elements must have 1, 2, 4, 8 or 16 bytes, got " + std::to_string(element_bytes));
+          op, "T",
+          "elements must have 1, 2, 4, 8 or 16 bytes, got " + std::to_string(element_bytes));
   require(rows >= 1, op, "rows", "must be at least 1, got " + std::to_string(rows));
   require(cols >= 1, op, "cols", "must be at least 1, got " + std::to_string(cols));
   require(rows <= INT64_MAX / cols / std::int64_t(element_bytes), op, "rows",

@@ -10,8 +10,11 @@
 namespace rooflab::bench {
 
 TransposeElement transpose_element(const std::string& name) {
-  static const TransposeElement known[] = {
-      {"float", 4, true}, {"double", 8, true}, {"uint8", 1, false}, {"uint16", 2, false}, {"float4", 16, false}};
+  static const TransposeElement known[] = {{"float", 4, true},
+                                           {"double", 8, true},
+                                           {"uint8", 1, false},
+                                           {"uint16", 2, false},
+                                           {"float4", 16, false}};
   static const char* const aliases[] = {"f32", "f64", "u8", "u16", "f32x4"};
   if (name.empty()) return known[0];
   for (int k = 0; k < 5; ++k)
@@ -20,8 +23,11 @@ TransposeElement transpose_element(const std::string& name) {
               "'" + name + "' is not a type of this op (float, double, uint8, uint16, float4)");
 }
 
-TransposeWorkspace::TransposeWorkspace(std::int64_t rows, std::int64_t cols, TransposeElement element)
-    : rows(rows), cols(cols), element(std::move(element)),
+TransposeWorkspace::TransposeWorkspace(std::int64_t rows, std::int64_t cols,
+                                       TransposeElement element)
+    : rows(rows),
+      cols(cols),
+      element(std::move(element)),
       in(std::size_t(rows * cols) * this->element.bytes),
       out(std::size_t(rows * cols) * this->element.bytes) {}
 
@@ -50,7 +56,8 @@ Check TransposeWorkspace::check(Where where) {
   if (result.size() != in.size()) return Check{false, 0, 0, "no output"};
   const std::uint64_t seed = seed_;
   const auto input_byte = [&](std::int64_t b) -> unsigned char {
-    if (!element.floating) return static_cast<unsigned char>(random_integer(seed, std::uint64_t(b), 0, 254));
+    if (!element.floating)
+      return static_cast<unsigned char>(random_integer(seed, std::uint64_t(b), 0, 254));
     unsigned char bytes[8];
     const std::uint64_t index = std::uint64_t(b) / element.bytes;
     if (element.bytes == 4) {
@@ -62,13 +69,15 @@ Check TransposeWorkspace::check(Where where) {
     }
     return bytes[std::uint64_t(b) % element.bytes];
   };
-  const auto mismatches = cpu::compare_transposed(result.data(), rows, cols, element.bytes, input_byte);
+  const auto mismatches =
+      cpu::compare_transposed(result.data(), rows, cols, element.bytes, input_byte);
   if (mismatches.count == 0)
     return Check{true, 0, 0, "all " + std::to_string(rows * cols) + " elements in place"};
   const std::int64_t i = mismatches.first % rows, j = mismatches.first / rows;
   return Check{false, double(mismatches.count), 0,
-               std::to_string(mismatches.count) + " elements wrong, the first out[" + std::to_string(j) +
-                   "][" + std::to_string(i) + "] != in[" + std::to_string(i) + "][" + std::to_string(j) + "]"};
+               std::to_string(mismatches.count) + " elements wrong, the first out[" +
+                   std::to_string(j) + "][" + std::to_string(i) + "] != in[" + std::to_string(i) +
+                   "][" + std::to_string(j) + "]"};
 }
 
 namespace {
@@ -93,11 +102,13 @@ ROOFLAB_OP(Op{
       return problem;
     },
     [](const Problem& problem) {
-      return std::to_string(problem.rows) + " x " + std::to_string(problem.cols) + ", " + problem.dtype;
+      return std::to_string(problem.rows) + " x " + std::to_string(problem.cols) + ", " +
+             problem.dtype;
     },
     [](const Problem& problem) {
       const double bytes = double(transpose_element(problem.dtype).bytes);
-      return Model{2.0 * double(problem.rows) * double(problem.cols) * bytes, 0, Ceiling::copy_bandwidth};
+      return Model{2.0 * double(problem.rows) * double(problem.cols) * bytes, 0,
+                   Ceiling::copy_bandwidth};
     },
     [](const Problem& problem) -> std::unique_ptr<Workspace> {
       return std::make_unique<TransposeWorkspace>(problem.rows, problem.cols,
@@ -105,22 +116,17 @@ ROOFLAB_OP(Op{
     },
     [](bool quick) {
       if (quick)
-        return std::vector<Problem>{transpose_problem(4096, 4096, "float"),
-                                    transpose_problem(1000, 3001, "float"),
-                                    transpose_problem(33, 1 << 16, "double"),
-                                    transpose_problem(1, 1 << 20, "float"),
-                                    transpose_problem(1024, 1000, "uint8")};
+        return std::vector<Problem>{
+            transpose_problem(4096, 4096, "float"), transpose_problem(1000, 3001, "float"),
+            transpose_problem(33, 1 << 16, "double"), transpose_problem(1, 1 << 20, "float"),
+            transpose_problem(1024, 1000, "uint8")};
       // Seed 000's 4096^2 first, then the targets: large squares, odd shapes, every size class.
-      return std::vector<Problem>{transpose_problem(4096, 4096, "float"),
-                                  transpose_problem(16384, 16384, "float"),
-                                  transpose_problem(8192, 16384, "double"),
-                                  transpose_problem(4097, 4099, "float"),
-                                  transpose_problem(33, 1 << 20, "float"),
-                                  transpose_problem(1 << 20, 33, "float"),
-                                  transpose_problem(1, 1 << 24, "float"),
-                                  transpose_problem(8192, 8192, "uint8"),
-                                  transpose_problem(8192, 8192, "uint16"),
-                                  transpose_problem(4096, 4096, "float4")};
+      return std::vector<Problem>{
+          transpose_problem(4096, 4096, "float"),   transpose_problem(16384, 16384, "float"),
+          transpose_problem(8192, 16384, "double"), transpose_problem(4097, 4099, "float"),
+          transpose_problem(33, 1 << 20, "float"),  transpose_problem(1 << 20, 33, "float"),
+          transpose_problem(1, 1 << 24, "float"),   transpose_problem(8192, 8192, "uint8"),
+          transpose_problem(8192, 8192, "uint16"),  transpose_problem(4096, 4096, "float4")};
     },
     {"--rows", "--cols"},
 });
@@ -129,7 +135,8 @@ ROOFLAB_OP(Op{
 // shown): one core walking the input by rows and the output by columns, so every write lands on a
 // different cache line.
 ROOFLAB_VARIANT(Variant{
-    "transpose", 0, "cpu-loop", "one CPU core, the double loop (in place of seed 000's CPU loop)", Where::cpu, false,
+    "transpose", 0, "cpu-loop", "one CPU core, the double loop (in place of seed 000's CPU loop)",
+    Where::cpu, false,
     [](const Problem& problem) -> std::string {
       if (problem.rows * problem.cols <= (std::int64_t(1) << 26)) return {};
       return "one core would take seconds per run (limit rows x cols <= 2^26)";

@@ -33,9 +33,13 @@ class TransposeWorkspace : public Workspace {
   void prepare_host();
 
   template <class T>
-  const T* input() const { return reinterpret_cast<const T*>(in.data()); }
+  const T* input() const {
+    return reinterpret_cast<const T*>(in.data());
+  }
   template <class T>
-  T* output() { return reinterpret_cast<T*>(out.data()); }
+  T* output() {
+    return reinterpret_cast<T*>(out.data());
+  }
 
   std::int64_t rows, cols;
   TransposeElement element;

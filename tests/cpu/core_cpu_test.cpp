@@ -31,7 +31,8 @@ TEST(Error, MessageNamesOpArgumentAndProblem) {
 TEST(Error, CudaFailureSaysWhatWasBeingDoneAndTheCudaError) {
   try {
     const std::size_t bytes = std::size_t(3) << 29;
-    ROOFLAB_CUDA("DeviceBuffer", "allocating " + detail::describe_bytes(bytes) + " of device memory",
+    ROOFLAB_CUDA("DeviceBuffer",
+                 "allocating " + detail::describe_bytes(bytes) + " of device memory",
                  cudaErrorMemoryAllocation);
     FAIL();
   } catch (const Error& error) {
@@ -101,7 +102,8 @@ TEST(RandomStreams, FloatsAreOnTheExactGridInMinusOneToOne) {
 
 TEST(RandomStreams, SeedsGiveDifferentStreams) {
   int same = 0;
-  for (std::uint64_t i = 0; i < 1000; ++i) same += bench::random_float(1, i) == bench::random_float(2, i);
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    same += bench::random_float(1, i) == bench::random_float(2, i);
   EXPECT_LT(same, 5);
 }
 
@@ -118,13 +120,15 @@ TEST(RandomStreams, DoublesAndIntegersStayInRange) {
 
 TEST(Compare, ExactOutputHasZeroError) {
   const std::vector<float> out{1, 2, 3};
-  const auto comparison = cpu::compare_relative(out.data(), 3, [&](std::int64_t i) { return double(out[i]); }, 1e-30);
+  const auto comparison = cpu::compare_relative(
+      out.data(), 3, [&](std::int64_t i) { return double(out[i]); }, 1e-30);
   EXPECT_TRUE(comparison.within(0));
 }
 
 TEST(Compare, FindsTheWorstElement) {
   const std::vector<float> out{1, 2.5f, 3};
-  const auto comparison = cpu::compare_relative(out.data(), 3, [](std::int64_t i) { return double(i + 1); }, 1e-30);
+  const auto comparison = cpu::compare_relative(
+      out.data(), 3, [](std::int64_t i) { return double(i + 1); }, 1e-30);
   EXPECT_EQ(comparison.worst_index, 1);
   EXPECT_DOUBLE_EQ(comparison.max_error, 0.25);
   EXPECT_FALSE(comparison.within(0.2));
@@ -134,8 +138,8 @@ TEST(Compare, FindsTheWorstElement) {
 TEST(Compare, AnUnwrittenNaNNeverPassesEvenInALargeArray) {
   std::vector<float> out(1 << 20, 1.0f);
   out[777777] = std::numeric_limits<float>::quiet_NaN();
-  const auto comparison =
-      cpu::compare_relative(out.data(), std::int64_t(out.size()), [](std::int64_t) { return 1.0; }, 1e-30);
+  const auto comparison = cpu::compare_relative(
+      out.data(), std::int64_t(out.size()), [](std::int64_t) { return 1.0; }, 1e-30);
   EXPECT_TRUE(comparison.has_nan);
   EXPECT_EQ(comparison.worst_index, 777777);
   EXPECT_FALSE(comparison.within(1e300));
@@ -156,7 +160,8 @@ TEST(Compare, ExactCountsMismatchesAndFindsTheFirst) {
 
 TEST(Compare, ExactSeesDifferencesBeyondDoublePrecision) {
   const std::vector<std::int64_t> out{(std::int64_t(1) << 60) + 1};
-  const auto comparison = cpu::compare_exact(out.data(), 1, [](std::int64_t) { return std::int64_t(1) << 60; });
+  const auto comparison =
+      cpu::compare_exact(out.data(), 1, [](std::int64_t) { return std::int64_t(1) << 60; });
   EXPECT_EQ(comparison.max_error, 1);
 }
 
@@ -192,7 +197,8 @@ TEST(DType, RejectsTypesTheOpDoesNotHaveListingThoseItHas) {
 TEST(DType, VisitGivesTheMatchingCppType) {
   EXPECT_EQ(visit_dtype(DType::f64, [](auto value) { return sizeof(value); }), sizeof(double));
   EXPECT_EQ(visit_dtype(DType::u8, [](auto value) { return sizeof(value); }), 1u);
-  EXPECT_EQ(visit_dtype(DType::i32, [](auto value) { return dtype_of<decltype(value)>(); }), DType::i32);
+  EXPECT_EQ(visit_dtype(DType::i32, [](auto value) { return dtype_of<decltype(value)>(); }),
+            DType::i32);
 }
 
 }  // namespace
@@ -209,7 +215,8 @@ TEST(DeviceArithmetic, PeaksFollowEachArchitecturesCoresAndFp64Rate) {
       {8, 0, 64, 2},  {9, 0, 128, 2},  {10, 0, 128, 2}};
   for (const auto& [major, minor, fp32, ratio] : expected) {
     EXPECT_EQ(fp32_cores_per_sm(major, minor), fp32) << major << "." << minor;
-    EXPECT_EQ(fp32_cores_per_sm(major, minor), ratio * fp64_cores_per_sm(major, minor)) << major << "." << minor;
+    EXPECT_EQ(fp32_cores_per_sm(major, minor), ratio * fp64_cores_per_sm(major, minor))
+        << major << "." << minor;
   }
 }
 
@@ -223,7 +230,8 @@ TEST(DeviceFeatures, ClustersAndProgrammaticLaunchNeedBothTheDeviceAndTheLoadedC
   EXPECT_EQ(jit.arch, 80);
   EXPECT_FALSE(jit.clusters());
   EXPECT_FALSE(jit.programmatic_launch());
-  EXPECT_EQ(jit.shared_per_block, 232448) << "the kernels' architecture does not narrow the device's memory";
+  EXPECT_EQ(jit.shared_per_block, 232448)
+      << "the kernels' architecture does not narrow the device's memory";
   const DeviceFeatures ampere = plan_device_features(86, 90, 86, 0, 101376, 102400);
   EXPECT_EQ(ampere.arch, 86);
   EXPECT_FALSE(ampere.clusters());
@@ -253,13 +261,15 @@ TEST(DeviceFeatures, TreatAsSmAcceptsOnlyACompatibleComputeCapability) {
       parse_treat_as_sm(bad);
       ADD_FAILURE() << "accepted " << bad;
     } catch (const Error& error) {
-      EXPECT_NE(std::string(error.what()).find("ROOFLAB_TREAT_AS_SM"), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find("ROOFLAB_TREAT_AS_SM"), std::string::npos)
+          << error.what();
     }
   }
 }
 
 TEST(DeviceFeatures, DescribesHowTheKernelsWereBuilt) {
-  EXPECT_EQ(describe_kernel_build(plan_device_features(90, 90, 90, 0, 1, 1)), "sm_90 code from compute_90");
+  EXPECT_EQ(describe_kernel_build(plan_device_features(90, 90, 90, 0, 1, 1)),
+            "sm_90 code from compute_90");
   EXPECT_EQ(describe_kernel_build(plan_device_features(90, 80, 90, 0, 1, 1)),
             "compute_80 PTX, compiled by the driver for sm_90");
   EXPECT_EQ(describe_kernel_build(plan_device_features(90, 90, 90, 80, 1, 1)),

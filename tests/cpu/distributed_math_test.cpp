@@ -53,7 +53,8 @@ TEST(DistributedMath, FoldOfNothingSaysSo) {
 
 TEST(DistributedMath, FoldKeepsALoneNegativeZero) {
   bool found = false;
-  const double total = fold_in_rank_order(std::vector<double>{5.0, -0.0}, {false, true}, Sum{}, found);
+  const double total =
+      fold_in_rank_order(std::vector<double>{5.0, -0.0}, {false, true}, Sum{}, found);
   EXPECT_TRUE(std::signbit(total));
 }
 

@@ -49,8 +49,8 @@ TEST(DeriveRates, GigabytesPerSecondAndPercentOfCeiling) {
 }
 
 TEST(DeriveRates, SpeedupsAgainstPreviousAndCpuSkipFailedRows) {
-  std::vector<Row> rows{measured("cpu", 100.0, true), measured("slow", 10.0), measured("broken", 1.0),
-                        measured("fast", 2.0)};
+  std::vector<Row> rows{measured("cpu", 100.0, true), measured("slow", 10.0),
+                        measured("broken", 1.0), measured("fast", 2.0)};
   rows[2].status = Status::failed;
   derive_rates(rows, Model{1e9, 0, Ceiling::read_bandwidth}, fake_environment());
   EXPECT_EQ(rows[0].speedup_vs_previous, 0);
@@ -65,7 +65,8 @@ TEST(DeriveRates, SpeedupsAgainstPreviousAndCpuSkipFailedRows) {
 TEST(DeriveRates, ComputeBoundOpsCompareFlopsWithThePeak) {
   std::vector<Row> rows{measured("gemm", 1.0)};
   const Environment environment = fake_environment();
-  derive_rates(rows, Model{1e6, environment.device.fp32_peak() * 1e-3, Ceiling::fp32_peak}, environment);
+  derive_rates(rows, Model{1e6, environment.device.fp32_peak() * 1e-3, Ceiling::fp32_peak},
+               environment);
   EXPECT_NEAR(rows[0].percent_of_ceiling, 100.0, 1e-9);
 }
 
@@ -75,7 +76,8 @@ TEST(LeastTime, IsTheLaunchPlusTheModelAtItsCeiling) {
   EXPECT_EQ(environment.least_seconds(read), 0) << "no launch floor measured: no least time";
   environment.ceilings.launch_seconds = 3e-6;
   EXPECT_DOUBLE_EQ(environment.least_seconds(read), 1e-3 + 3e-6);
-  const Model compute{1, environment.device.fp64_peak() * 2e-3, Ceiling::fp64_peak};  // 2 ms of flops
+  const Model compute{1, environment.device.fp64_peak() * 2e-3,
+                      Ceiling::fp64_peak};  // 2 ms of flops
   EXPECT_DOUBLE_EQ(environment.least_seconds(compute), 2e-3 + 3e-6);
 }
 
@@ -86,17 +88,20 @@ TEST(LeastTime, AppearsInTheTitleTheResultsAndTheirMarkdown) {
   std::ostringstream out;
   RowWriter writer(out, Format::table, environment, 1);
   writer.begin_run("reduce", "n = 800000, float", model);
-  EXPECT_NE(out.str().find("least time 3.5 us (launch 2.5 us + the model at the ceiling)"), std::string::npos)
+  EXPECT_NE(out.str().find("least time 3.5 us (launch 2.5 us + the model at the ceiling)"),
+            std::string::npos)
       << out.str();
   std::vector<Row> rows{measured("gpu", 0.01)};
   derive_rates(rows, model, environment);
-  const auto results = results_json(environment, 1, {bench::Run{"reduce", "n = 800000, float", model, rows}});
+  const auto results =
+      results_json(environment, 1, {bench::Run{"reduce", "n = 800000, float", model, rows}});
   EXPECT_DOUBLE_EQ(results["environment"]["ceilings"]["launch_us"].get<double>(), 2.5);
   EXPECT_DOUBLE_EQ(results["runs"][0]["model"]["least_time_ms"].get<double>(), 3.5e-3);
   EXPECT_DOUBLE_EQ(results["runs"][0]["model"]["launch_us"].get<double>(), 2.5);
   const std::string markdown = markdown_tables(results);
-  EXPECT_NE(markdown.find("Least time of one kernel: 3.5 us (the launch, 2.5 us, plus the model at the read "
-                          "bandwidth)."),
+  EXPECT_NE(markdown.find(
+                "Least time of one kernel: 3.5 us (the launch, 2.5 us, plus the model at the read "
+                "bandwidth)."),
             std::string::npos)
       << markdown;
 }
@@ -148,7 +153,8 @@ TEST(Formats, JsonResultsCarryDeviceCommitDateAndRows) {
   const Environment environment = fake_environment();
   std::vector<Row> rows{measured("gpu", 2.0)};
   derive_rates(rows, Model{6e9, 0, Ceiling::copy_bandwidth}, environment);
-  const auto document = results_json(environment, 42, {bench::Run{"add", "n = 1", Model{6e9, 0}, rows}});
+  const auto document =
+      results_json(environment, 42, {bench::Run{"add", "n = 1", Model{6e9, 0}, rows}});
   const auto parsed = nlohmann::json::parse(document.dump());
   EXPECT_EQ(parsed["environment"]["device"]["name"], "Test GPU");
   EXPECT_EQ(parsed["environment"]["commit"], "abc123");
@@ -162,12 +168,14 @@ TEST(Formats, JsonResultsCarryDeviceCommitDateAndRows) {
 
 TEST(Formats, ResultsAndTableSayWhenEveryRungHadTheSameInputs) {
   const Environment environment = fake_environment();
-  const std::vector<bench::Run> runs{bench::Run{"svd", "n = 25", Model{1, 1}, {measured("gpu", 1.0)}}};
+  const std::vector<bench::Run> runs{
+      bench::Run{"svd", "n = 25", Model{1, 1}, {measured("gpu", 1.0)}}};
   EXPECT_EQ(results_json(environment, 7, runs, true)["same_inputs"], true);
   std::ostringstream same, own;
   RowWriter(same, Format::table, environment, 7, true).finish();
   RowWriter(own, Format::table, environment, 7).finish();
-  EXPECT_NE(same.str().find("seed 7, the same inputs for every rung"), std::string::npos) << same.str();
+  EXPECT_NE(same.str().find("seed 7, the same inputs for every rung"), std::string::npos)
+      << same.str();
   EXPECT_EQ(own.str().find("the same inputs"), std::string::npos) << own.str();
 }
 
@@ -197,7 +205,9 @@ TEST(Formats, MarkdownTablesFromAResultsFileNameTheirProvenance) {
                                     {bench::Run{"add", "n = 1", Model{6e9, 0}, rows},
                                      bench::Run{"scan", "n = 2", Model{1, 0}, rows}});
   const std::string all = markdown_tables(results);
-  EXPECT_NE(all.find("#### add: n = 1 (Test GPU, commit abc123, 2026-11-22T00:00:00Z)"), std::string::npos) << all;
+  EXPECT_NE(all.find("#### add: n = 1 (Test GPU, commit abc123, 2026-11-22T00:00:00Z)"),
+            std::string::npos)
+      << all;
   EXPECT_NE(all.find("| 0 | gpu | 2 ms |"), std::string::npos) << all;
   EXPECT_NE(all.find("#### scan"), std::string::npos);
   EXPECT_EQ(markdown_tables(results, "add").find("#### scan"), std::string::npos);
@@ -225,7 +235,8 @@ TEST(Formats, WriterStreamsEachRowAtOnceAndJsonAtFinish) {
 
 // An add run of rungs numbered from 0, named and timed as given, with rates on the fake device:
 // 2 ms moves its 6 GB at 100% of the copy ceiling.
-bench::Run add_run(const std::string& problem, const std::vector<std::pair<std::string, double>>& times) {
+bench::Run add_run(const std::string& problem,
+                   const std::vector<std::pair<std::string, double>>& times) {
   const Model model{6e9, 0, Ceiling::copy_bandwidth};
   std::vector<Row> rows;
   for (const auto& [name, ms] : times) {
@@ -248,25 +259,30 @@ nlohmann::json results_on(const std::string& device, const std::string& kernels,
 
 TEST(TableComparison, TwoDevicesSideBySideWithTheTimeOverTheFirst) {
   const std::string native = "sm_90 code from compute_90";
-  const auto first = results_on("GPU A", native, {add_run("n = 1", {{"loop", 4.0}, {"fast", 2.0}})});
+  const auto first =
+      results_on("GPU A", native, {add_run("n = 1", {{"loop", 4.0}, {"fast", 2.0}})});
   auto second = results_on("GPU B", native, {add_run("n = 1", {{"loop", 2.0}, {"fast", 1.0}})});
   second["environment"]["commit"] = "def456";
   second["environment"]["device"]["dispatch_arch"] = 80;
   const std::string text = markdown_comparison({{"dir/a.json", first}, {"b.json", second}});
-  EXPECT_NE(
-      text.find("- GPU A: GPU A, sm_90 code from compute_90, commit abc123, 2026-11-22T00:00:00Z (dir/a.json)\n"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(text.find("- GPU B: GPU B, sm_90 code from compute_90, dispatch for sm_80, commit def456"),
+  EXPECT_NE(text.find("- GPU A: GPU A, sm_90 code from compute_90, commit abc123, "
+                      "2026-11-22T00:00:00Z (dir/a.json)\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(
+      text.find("- GPU B: GPU B, sm_90 code from compute_90, dispatch for sm_80, commit def456"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("#### add: n = 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("| # | variant | GPU A median | % of copy bandwidth | GPU B median | % of copy bandwidth | "
+  EXPECT_NE(text.find("| # | variant | GPU A median | % of copy bandwidth | GPU B median | % of "
+                      "copy bandwidth | "
                       "GPU B / GPU A |\n|---:|---|---:|---:|---:|---:|---:|\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("| 0 | loop | 4 ms | 50.0% | 2 ms | 100.0% | 0.5 |\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("| 1 | fast | 2 ms | 100.0% | 1 ms | 200.0% | 0.5 |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | loop | 4 ms | 50.0% | 2 ms | 100.0% | 0.5 |\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| 1 | fast | 2 ms | 100.0% | 1 ms | 200.0% | 0.5 |\n"), std::string::npos)
+      << text;
 }
 
 TEST(TableComparison, OneDeviceTwoBuildsAreToldApartByTheirKernels) {
@@ -278,14 +294,16 @@ TEST(TableComparison, OneDeviceTwoBuildsAreToldApartByTheirKernels) {
                                        {"other.json", results_on("GPU B", native, {run})}};
   EXPECT_EQ(results_labels(files),
             (std::vector<std::string>{"GPU A (sm_90 code from compute_90)",
-                                      "GPU A (compute_80 PTX, compiled by the driver for sm_90)", "GPU B"}));
-  EXPECT_NE(markdown_comparison(files).find(
-                "| GPU A (compute_80 PTX, compiled by the driver for sm_90) / GPU A (sm_90 code from compute_90) |"),
+                                      "GPU A (compute_80 PTX, compiled by the driver for sm_90)",
+                                      "GPU B"}));
+  EXPECT_NE(markdown_comparison(files).find("| GPU A (compute_80 PTX, compiled by the driver for "
+                                            "sm_90) / GPU A (sm_90 code from compute_90) |"),
             std::string::npos);
 }
 
 TEST(TableComparison, OneDeviceAndOneBuildAreToldApartByTheFileName) {
-  const auto results = results_on("GPU A", "sm_90 code from compute_90", {add_run("n = 1", {{"fast", 2.0}})});
+  const auto results =
+      results_on("GPU A", "sm_90 code from compute_90", {add_run("n = 1", {{"fast", 2.0}})});
   EXPECT_EQ(results_labels({{"runs/monday.json", results}, {"runs/tuesday.json", results}}),
             (std::vector<std::string>{"GPU A (sm_90 code from compute_90) [monday.json]",
                                       "GPU A (sm_90 code from compute_90) [tuesday.json]"}));
@@ -299,11 +317,13 @@ TEST(TableComparison, ARungMissingInOneFileShowsDashes) {
   const auto second = results_on("GPU B", "", {add_run("n = 1", {{"loop", 2.0}})});
   const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}});
   EXPECT_NE(text.find("| 1 | fast | 2 ms | 100.0% | — | — | — |\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("| 0 | loop | 4 ms | 50.0% | 2 ms | 100.0% | 0.5 |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | loop | 4 ms | 50.0% | 2 ms | 100.0% | 0.5 |\n"), std::string::npos)
+      << text;
 }
 
 TEST(TableComparison, AProblemInOneFileOnlyGetsItsTableWithDashesForTheOther) {
-  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), add_run("n = 2", {{"fast", 4.0}})});
+  const auto first = results_on(
+      "GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), add_run("n = 2", {{"fast", 4.0}})});
   const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}})});
   const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}});
   EXPECT_NE(text.find("#### add: n = 2\n"), std::string::npos) << text;
@@ -328,27 +348,33 @@ TEST(TableComparison, SkippedAndFailedRungsHaveNoRatio) {
   run.rows[0].status = Status::skipped;
   run.rows[1].status = Status::failed;
   const auto first = results_on("GPU A", "", {add_run("n = 1", {{"slow", 8.0}, {"broken", 2.0}})});
-  const std::string text = markdown_comparison({{"a.json", first}, {"b.json", results_on("GPU B", "", {run})}});
+  const std::string text =
+      markdown_comparison({{"a.json", first}, {"b.json", results_on("GPU B", "", {run})}});
   EXPECT_NE(text.find("| 0 | slow | 8 ms | 25.0% | skipped |  | — |\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("| 1 | broken | 2 ms | 100.0% | FAILED |  | — |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 1 | broken | 2 ms | 100.0% | FAILED |  | — |\n"), std::string::npos)
+      << text;
 }
 
 TEST(TableComparison, ProblemsNamedBeforeTheSvdInputClassesMatchTheRandomClass) {
   bench::Run older = add_run("25 x 25, double", {{"fast", 2.0}});
   bench::Run newer = add_run("25 x 25, double, random matrix", {{"fast", 1.0}});
-  const std::string text = markdown_comparison(
-      {{"old.json", results_on("GPU A", "", {older})}, {"new.json", results_on("GPU B", "", {newer})}});
+  const std::string text = markdown_comparison({{"old.json", results_on("GPU A", "", {older})},
+                                                {"new.json", results_on("GPU B", "", {newer})}});
   EXPECT_NE(text.find("#### add: 25 x 25, double\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("#### add: 25 x 25, double, random matrix"), std::string::npos) << text;
-  EXPECT_NE(text.find("| 0 | fast | 2 ms | 100.0% | 1 ms | 200.0% | 0.5 |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | fast | 2 ms | 100.0% | 1 ms | 200.0% | 0.5 |\n"), std::string::npos)
+      << text;
 }
 
 TEST(TableComparison, AFilesSecondRunOfAProblemPairsWithTheOtherFilesSecond) {
-  const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), add_run("n = 1", {{"fast", 4.0}})});
-  const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}}), add_run("n = 1", {{"fast", 1.0}})});
+  const auto first = results_on(
+      "GPU A", "", {add_run("n = 1", {{"fast", 2.0}}), add_run("n = 1", {{"fast", 4.0}})});
+  const auto second = results_on(
+      "GPU B", "", {add_run("n = 1", {{"fast", 1.0}}), add_run("n = 1", {{"fast", 1.0}})});
   const std::string text = markdown_comparison({{"a.json", first}, {"b.json", second}});
   EXPECT_NE(text.find("#### add: n = 1 (run 2 of this problem)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("| 0 | fast | 4 ms | 50.0% | 1 ms | 200.0% | 0.25 |\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 0 | fast | 4 ms | 50.0% | 1 ms | 200.0% | 0.25 |\n"), std::string::npos)
+      << text;
 }
 
 // `rooflab table` on files: results written to a fresh directory.
@@ -356,7 +382,8 @@ class TableCommand : public ::testing::Test {
  protected:
   void SetUp() override {
     directory_ = std::filesystem::temp_directory_path() /
-                 ("rooflab_table_command_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+                 ("rooflab_table_command_" +
+                  std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
     std::filesystem::create_directories(directory_);
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
@@ -380,17 +407,20 @@ TEST_F(TableCommand, OneFilePrintsItsMarkdownTablesAsBefore) {
 TEST_F(TableCommand, TwoFilesPrintTheComparison) {
   const auto first = results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})});
   const auto second = results_on("GPU B", "", {add_run("n = 1", {{"fast", 1.0}})});
-  const std::vector<std::string> paths{write("a.json", first.dump()), write("b.json", second.dump())};
+  const std::vector<std::string> paths{write("a.json", first.dump()),
+                                       write("b.json", second.dump())};
   std::ostringstream out;
   app::table(out, paths, "");
   EXPECT_EQ(out.str(), markdown_comparison({{paths[0], first}, {paths[1], second}}));
 }
 
 TEST_F(TableCommand, ABadFileAmongSeveralIsNamed) {
-  const std::string good = write("good.json", results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})}).dump());
-  const std::string missing = (std::filesystem::temp_directory_path() / "rooflab_no_such_results.json").string();
-  for (const std::string& bad :
-       {write("broken.json", "{\"environment\": "), write("runless.json", "{\"environment\": {}}"), missing}) {
+  const std::string good =
+      write("good.json", results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})}).dump());
+  const std::string missing =
+      (std::filesystem::temp_directory_path() / "rooflab_no_such_results.json").string();
+  for (const std::string& bad : {write("broken.json", "{\"environment\": "),
+                                 write("runless.json", "{\"environment\": {}}"), missing}) {
     std::ostringstream out;
     try {
       app::table(out, {good, bad}, "");
@@ -403,16 +433,16 @@ TEST_F(TableCommand, ABadFileAmongSeveralIsNamed) {
 }
 
 TEST_F(TableCommand, AnOpInNoFileNamesEachFilesOps) {
-  const std::string first = write("a.json", results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})}).dump());
+  const std::string first =
+      write("a.json", results_on("GPU A", "", {add_run("n = 1", {{"fast", 2.0}})}).dump());
   const std::string second = write("b.json", results_on("GPU B", "", {}).dump());
   std::ostringstream out;
   try {
     app::table(out, {first, second}, "scan");
     ADD_FAILURE() << "no file has scan, yet it printed: " << out.str();
   } catch (const app::UsageError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "rooflab table: no file has runs of 'scan' ('" + first + "': its ops: add; '" + second +
-                  "': it has no runs)");
+    EXPECT_EQ(std::string(error.what()), "rooflab table: no file has runs of 'scan' ('" + first +
+                                             "': its ops: add; '" + second + "': it has no runs)");
   }
 }
 

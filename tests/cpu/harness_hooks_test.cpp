@@ -28,9 +28,11 @@ Row racy_row() {
 
 TEST(FailureByDesign, IsShownAsSuchAndNotCounted) {
   const Row racy = racy_row();
-  EXPECT_NE(table_row(racy).find("FAILED (by design: a data race): counted 12 of 4000"), std::string::npos)
+  EXPECT_NE(table_row(racy).find("FAILED (by design: a data race): counted 12 of 4000"),
+            std::string::npos)
       << table_row(racy);
-  EXPECT_NE(markdown_row(racy).find("FAILED (by design: a data race): counted 12 of 4000"), std::string::npos)
+  EXPECT_NE(markdown_row(racy).find("FAILED (by design: a data race): counted 12 of 4000"),
+            std::string::npos)
       << markdown_row(racy);
   EXPECT_FALSE(counts_as_failure(racy));
   Row broken = racy;
@@ -56,7 +58,8 @@ TEST(VariantNote, AppearsBesideAMeasuredRow) {
   Row row = measured_row("block-256");
   row.note = "4 blocks/SM, 50% occupancy, 64 registers, 0 B local";
   EXPECT_NE(table_row(row).find(row.note), std::string::npos) << table_row(row);
-  EXPECT_NE(markdown_row(row).find("block-256 (4 blocks/SM"), std::string::npos) << markdown_row(row);
+  EXPECT_NE(markdown_row(row).find("block-256 (4 blocks/SM"), std::string::npos)
+      << markdown_row(row);
   const std::string plain = table_row(measured_row("plain"));
   EXPECT_NE(plain.back(), ' ') << "a row without a note ends at its check: '" << plain << "'";
 }

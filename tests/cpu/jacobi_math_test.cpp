@@ -157,7 +157,8 @@ void expect_squared_test_agrees(T tol, std::uint64_t seed) {
     const T alpha = T(std::ldexp(1.5 + unit(random), int(40 * unit(random))));
     const T beta = T(std::ldexp(1.5 + unit(random), int(40 * unit(random))));
     // cosines spread over 10^-16 .. 1, both signs
-    const T gamma = T(unit(random) * std::pow(10.0, 8 * (unit(random) - 1)) * std::sqrt(double(alpha) * beta));
+    const T gamma =
+        T(unit(random) * std::pow(10.0, 8 * (unit(random) - 1)) * std::sqrt(double(alpha) * beta));
     Rotation<T> with_cosine, by_squares;
     T cosine = 0;
     const bool first = jacobi_rotation(alpha, beta, gamma, tol, with_cosine, cosine);
@@ -192,7 +193,8 @@ TEST(ScaledOffDiagonal, IsTheRotationsCosineAndZeroForANegligibleColumn) {
     Rotation<double> r;
     double cosine = -1;
     jacobi_rotation(pair.alpha(), pair.beta(), pair.gamma(), 1e-15, r, cosine);
-    EXPECT_NEAR(scaled_off_diagonal(pair.alpha(), pair.beta(), pair.gamma()), cosine, 1e-15 * cosine);
+    EXPECT_NEAR(scaled_off_diagonal(pair.alpha(), pair.beta(), pair.gamma()), cosine,
+                1e-15 * cosine);
   }
   EXPECT_EQ(scaled_off_diagonal(Precision<double>::negligible / 2, 1.0, 1e-170), 0.0);
   EXPECT_EQ(scaled_off_diagonal(1.0f, 0.0f, 0.5f), 0.0f);
@@ -283,7 +285,8 @@ TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
 }
 
 // The player in each seat in round `round` of an ordering of `rounds` rounds (seat_of(player,
-// round), next_seat(seat)), checking that the seats are a permutation and that next_seat takes every
+// round), next_seat(seat)), checking that the seats are a permutation and that next_seat takes
+// every
 // player to its seat of the next round.
 template <class SeatOf, class NextSeat>
 void seat_players(SeatOf seat_of, NextSeat next_seat, int players, int round, int rounds,
@@ -305,9 +308,10 @@ TEST(CircleMethod, SeatsPairEveryTwoPlayersOnceAndFollowOnePermutation) {
     std::set<std::pair<int, int>> met;
     for (int round = 0; round < players - 1; ++round) {
       std::vector<int> at;  // the player in each seat
-      ASSERT_NO_FATAL_FAILURE(seat_players([&](int player, int r) { return circle_seat(player, r, players); },
-                                           [&](int seat) { return next_circle_seat(seat, players); }, players,
-                                           round, players - 1, at));
+      ASSERT_NO_FATAL_FAILURE(
+          seat_players([&](int player, int r) { return circle_seat(player, r, players); },
+                       [&](int seat) { return next_circle_seat(seat, players); }, players, round,
+                       players - 1, at));
       for (int pair = 0; pair < players / 2; ++pair) {
         const int low = std::min(at[2 * pair], at[2 * pair + 1]);
         const int high = std::max(at[2 * pair], at[2 * pair + 1]);
@@ -330,9 +334,9 @@ TEST(CrossOrdering, SeatsPairEachHalfWithTheOtherOnceAndFollowOnePermutation) {
     std::set<std::pair<int, int>> met;
     for (int round = 0; round < half; ++round) {
       std::vector<int> at;  // the player in each seat
-      ASSERT_NO_FATAL_FAILURE(seat_players([&](int player, int r) { return cross_seat(player, r, players); },
-                                           [&](int seat) { return next_cross_seat(seat, players); }, players,
-                                           round, half, at));
+      ASSERT_NO_FATAL_FAILURE(seat_players(
+          [&](int player, int r) { return cross_seat(player, r, players); },
+          [&](int seat) { return next_cross_seat(seat, players); }, players, round, half, at));
       for (int pair = 0; pair < half; ++pair) {
         EXPECT_EQ(at[2 * pair], pair) << players;  // the first half stays
         EXPECT_EQ(at[2 * pair + 1], half + (pair + round) % half) << players << " round " << round;
@@ -380,15 +384,17 @@ TEST(DescendingOrder, RanksArePermutationsWithTiesByIndex) {
 }
 
 TEST(OnChipLayout, PiecesAreAlignedAndDisjoint) {
-  for (const auto& [m, n] : {std::pair{8, 8}, std::pair{33, 17}, std::pair{5, 40}, std::pair{1, 1}}) {
+  for (const auto& [m, n] :
+       {std::pair{8, 8}, std::pair{33, 17}, std::pair{5, 40}, std::pair{1, 1}}) {
     const OnChipLayout L = on_chip_layout(m, n, 8, true, true);
     EXPECT_EQ(L.M, std::max(m, n));
     EXPECT_EQ(L.N, std::min(m, n));
     EXPECT_EQ(L.n_pad % 2, 0);
     EXPECT_GE(L.ldw, L.M);
     EXPECT_GE(L.ldv, L.N);
-    const int offsets[] = {L.w_offset,           L.v_offset,   L.norms_offset, L.coefficients_offset,
-                           L.error_scales_offset, L.pos_offset, L.team_offset,  L.bytes};
+    const int offsets[] = {
+        L.w_offset,   L.v_offset,    L.norms_offset, L.coefficients_offset, L.error_scales_offset,
+        L.pos_offset, L.team_offset, L.bytes};
     for (const int offset : offsets) EXPECT_EQ(offset % 16, 0);
     EXPECT_GE(L.v_offset - L.w_offset, L.ldw * L.N * 8);
     EXPECT_GE(L.norms_offset - L.v_offset, L.ldv * L.N * 8);
@@ -525,7 +531,8 @@ ModelResult sequential_model(const cpu::Matrix& a) {
   return result;
 }
 
-void expect_lapack_accurate(const cpu::Matrix& a, const ModelResult& model, const std::string& what) {
+void expect_lapack_accurate(const cpu::Matrix& a, const ModelResult& model,
+                            const std::string& what) {
   const cpu::SvdAccuracy accuracy =
       cpu::svd_accuracy(a, model.s, model.u, model.v, std::numeric_limits<double>::epsilon());
   EXPECT_LE(accuracy.worst(), 35) << what;

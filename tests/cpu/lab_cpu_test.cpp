@@ -60,7 +60,8 @@ TEST(LabPatterns, WarpSortedOffsetGivesTheFirstWarpExactlyTheHeavyElements) {
       const int offset = lab::warp_sorted_offset(r, spacing);
       ASSERT_GE(offset, 0) << "spacing " << spacing << " r " << r;
       ASSERT_LT(offset, tile) << "spacing " << spacing << " r " << r;
-      EXPECT_EQ(lab::is_heavy(offset, spacing), r < lab::warp_size) << "spacing " << spacing << " r " << r;
+      EXPECT_EQ(lab::is_heavy(offset, spacing), r < lab::warp_size)
+          << "spacing " << spacing << " r " << r;
       offsets.insert(offset);
     }
     EXPECT_EQ(int(offsets.size()), tile) << "spacing " << spacing;
@@ -95,7 +96,8 @@ TEST(LabPatterns, SmoothColumnInFloatErrsAtMostOneUlpOfOnePerPass) {
     lab::smooth_column(exact, lab::smoothing_passes);
     for (int k = 0; k < lab::tile_rows; ++k) {
       EXPECT_LE(std::abs(exact[k]), 1.0);
-      EXPECT_LE(std::abs(x[k] - exact[k]), lab::smoothing_passes * std::ldexp(1.0, -24)) << "seed 99";
+      EXPECT_LE(std::abs(x[k] - exact[k]), lab::smoothing_passes * std::ldexp(1.0, -24))
+          << "seed 99";
     }
   }
 }
@@ -155,16 +157,19 @@ TEST(LabCoalescing, RandomLanePermutationIsAPermutationThatDependsOnTheSeed) {
 TEST(LabRegistry, EveryLabOpIsRegisteredWithItsRungs) {
   const auto names = [](const std::string& op) {
     std::vector<std::string> list;
-    for (const bench::Variant* variant : bench::registry().variants(op)) list.push_back(variant->name);
+    for (const bench::Variant* variant : bench::registry().variants(op))
+      list.push_back(variant->name);
     return list;
   };
-  EXPECT_EQ(names("atomics"), (std::vector<std::string>{"cpu-parallel", "plain-add", "global-atomic",
-                                                        "warp-aggregated", "block-privatized"}));
-  EXPECT_EQ(names("divergence"), (std::vector<std::string>{"cpu-parallel", "lane-branch", "warp-branch"}));
-  EXPECT_EQ(names("timing"), (std::vector<std::string>{"cpu-host-clock", "events-synchronized",
-                                                       "events-unsynchronized", "host-clock-synchronized",
-                                                       "host-clock-unsynchronized", "after-write-flush",
-                                                       "after-read-flush"}));
+  EXPECT_EQ(names("atomics"),
+            (std::vector<std::string>{"cpu-parallel", "plain-add", "global-atomic",
+                                      "warp-aggregated", "block-privatized"}));
+  EXPECT_EQ(names("divergence"),
+            (std::vector<std::string>{"cpu-parallel", "lane-branch", "warp-branch"}));
+  EXPECT_EQ(names("timing"), (std::vector<std::string>{
+                                 "cpu-host-clock", "events-synchronized", "events-unsynchronized",
+                                 "host-clock-synchronized", "host-clock-unsynchronized",
+                                 "after-write-flush", "after-read-flush"}));
   EXPECT_EQ(names("transfer").size(), 9u);
   EXPECT_EQ(names("coalescing").size(), 17u);
   EXPECT_EQ(names("occupancy").size(), 9u);

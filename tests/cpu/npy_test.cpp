@@ -17,23 +17,26 @@ namespace {
 class Npy : public ::testing::Test {
  protected:
   void SetUp() override {
-    directory_ = std::filesystem::temp_directory_path() /
-                 ("rooflab_npy_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    directory_ =
+        std::filesystem::temp_directory_path() /
+        ("rooflab_npy_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(directory_);
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
   std::string path(const std::string& name) const { return (directory_ / name).string(); }
 
   // A file as NumPy lays it out: magic, version, header length, dict, padding, data.
-  void write_raw(const std::string& name, int major, const std::string& dict, const std::string& data) {
+  void write_raw(const std::string& name, int major, const std::string& dict,
+                 const std::string& data) {
     std::string header = dict;
     const std::size_t preamble = major == 1 ? 10 : 12;
     const std::size_t total = (preamble + header.size() + 1 + 63) / 64 * 64;
     header.append(total - preamble - header.size() - 1, ' ');
     header.push_back('\n');
     std::string bytes = std::string("\x93NUMPY", 6) + char(major) + char(0);
-    for (std::size_t b = 0; b < (major == 1 ? 2u : 4u); ++b) bytes.push_back(char((header.size() >> (8 * b)) & 0xFF));
+    for (std::size_t b = 0; b < (major == 1 ? 2u : 4u); ++b)
+      bytes.push_back(char((header.size() >> (8 * b)) & 0xFF));
     bytes += header + data;
     std::ofstream(path(name), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
   }
@@ -82,22 +85,26 @@ TEST_F(Npy, WrittenHeaderIsNumpysLayout) {
   std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   ASSERT_GE(content.size(), 64u + 48u);
   EXPECT_EQ(content.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  const std::size_t header_length = static_cast<unsigned char>(content[8]) | static_cast<unsigned char>(content[9]) << 8;
+  const std::size_t header_length =
+      static_cast<unsigned char>(content[8]) | static_cast<unsigned char>(content[9]) << 8;
   EXPECT_EQ((10 + header_length) % 64, 0u);
   EXPECT_EQ(content[10 + header_length - 1], '\n');
-  EXPECT_NE(content.find("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }"), std::string::npos);
+  EXPECT_NE(content.find("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }"),
+            std::string::npos);
   EXPECT_EQ(content.size(), 10 + header_length + 48);
 }
 
 TEST_F(Npy, ReadsFortranOrderAndVersion2Headers) {
   const std::vector<float> values = {1, 2, 3, 4, 5, 6};
-  write_raw("f.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", raw_bytes(values));
+  write_raw("f.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+            raw_bytes(values));
   const NpyArray fortran = read_npy(path("f.npy"));
   EXPECT_TRUE(fortran.fortran_order);
   EXPECT_EQ(fortran.shape, (std::vector<std::int64_t>{2, 3}));
   EXPECT_EQ(fortran.at(5), 6.0);
   const std::vector<double> more = {0.5, -0.5};
-  write_raw("v2.npy", 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", raw_bytes(more));
+  write_raw("v2.npy", 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
+            raw_bytes(more));
   const NpyArray version2 = read_npy(path("v2.npy"));
   EXPECT_EQ(version2.shape, (std::vector<std::int64_t>{2}));
   EXPECT_EQ(version2.at(1), -0.5);

@@ -247,13 +247,27 @@ TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce"))
     names.push_back(variant->name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "cpu-serial", "cpu-parallel", "atomic-global", "interleaved-divergent",
-                       "interleaved-strided", "sequential", "first-add", "last-warp-volatile",
-                       "last-warp-syncwarp", "complete-unroll", "multiple-adds", "unroll2",
-                       "unroll4", "unroll8", "unroll8-complete", "unroll8-template",
-                       "shuffle-one-pass", "production", "plain-grid-stride", "even-share",
-                       "cub"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu-serial",
+                                             "cpu-parallel",
+                                             "atomic-global",
+                                             "interleaved-divergent",
+                                             "interleaved-strided",
+                                             "sequential",
+                                             "first-add",
+                                             "last-warp-volatile",
+                                             "last-warp-syncwarp",
+                                             "complete-unroll",
+                                             "multiple-adds",
+                                             "unroll2",
+                                             "unroll4",
+                                             "unroll8",
+                                             "unroll8-complete",
+                                             "unroll8-template",
+                                             "shuffle-one-pass",
+                                             "production",
+                                             "plain-grid-stride",
+                                             "even-share",
+                                             "cub"}));
 }
 
 // The naive rungs, seed 001's block per row, production, CUB.

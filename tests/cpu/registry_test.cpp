@@ -55,7 +55,8 @@ TEST(Registry, EveryOpHasACpuRungAndAGpuRung) {
 TEST(Registry, AddLadderHasTheLecturesRungs) {
   std::vector<std::string> names;
   for (const Variant* variant : registry().variants("add")) names.push_back(variant->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "grid-stride", "contiguous-chunk", "float4"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"cpu-loop", "grid-stride", "contiguous-chunk", "float4"}));
 }
 
 TEST(Registry, UnknownOpErrorListsKnownOps) {
@@ -121,9 +122,11 @@ TEST(BenchMatrixOption, SvdOpsTakeTheClassAndNameItInTheProblem) {
   const auto problems = app::to_problems(svd_request("svd-batched", "mode3-eps"), registry());
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].matrix, "mode3-eps");
-  EXPECT_EQ(registry().op("svd-batched").describe(problems[0]), "10000 x 12 x 8, float, mode3-eps matrices");
-  EXPECT_EQ(registry().op("svd").describe(app::to_problems(svd_request("svd", "mixed"), registry())[0]),
-            "12 x 8, double, mixed matrix");
+  EXPECT_EQ(registry().op("svd-batched").describe(problems[0]),
+            "10000 x 12 x 8, float, mode3-eps matrices");
+  EXPECT_EQ(
+      registry().op("svd").describe(app::to_problems(svd_request("svd", "mixed"), registry())[0]),
+      "12 x 8, double, mixed matrix");
 }
 
 TEST(BenchMatrixOption, WithoutTheOptionSvdInputsAreRandomAtEveryReportSize) {
@@ -140,7 +143,8 @@ TEST(BenchMatrixOption, UnknownClassFailsNamingTheClasses) {
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.argument(), "--matrix");
-    const std::string expected = "'nosuch' is not a matrix class (" + cpu::svd_matrix_class_names() + ")";
+    const std::string expected =
+        "'nosuch' is not a matrix class (" + cpu::svd_matrix_class_names() + ")";
     EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
   }
 }
@@ -157,14 +161,17 @@ TEST(BenchMatrixOption, OtherOpsRejectAClassButRandom) {
 
 TEST(BenchMatrixOption, OnlyTheSvdAndSvdBatchedOpsTakeAClass) {
   for (const std::string& name : registry().op_names())
-    EXPECT_EQ(registry().op(name).takes_matrix_class, name == "svd" || name == "svd-batched") << name;
+    EXPECT_EQ(registry().op(name).takes_matrix_class, name == "svd" || name == "svd-batched")
+        << name;
 }
 
 // A request for `op` giving each size of `problem` that is set, as a user would type it.
 app::BenchRequest request_for(const std::string& op, const Problem& problem) {
   app::BenchRequest request;
   request.op = op;
-  const auto typed = [](std::int64_t value) { return value ? std::to_string(value) : std::string(); };
+  const auto typed = [](std::int64_t value) {
+    return value ? std::to_string(value) : std::string();
+  };
   request.n = typed(problem.n);
   request.rows = typed(problem.rows);
   request.cols = typed(problem.cols);
@@ -197,12 +204,14 @@ TEST(BenchSizes, ASizeTheOpDoesNotReadFailsNamingTheSizesItDoes) {
   app::BenchRequest request;
   request.op = "reduce";
   request.rows = "5";
-  EXPECT_NE(bench_error(request).find("'--rows': does not apply to reduce (reduce takes --n)"), std::string::npos)
+  EXPECT_NE(bench_error(request).find("'--rows': does not apply to reduce (reduce takes --n)"),
+            std::string::npos)
       << bench_error(request);
   request.op = "svd";
   request.rows.clear();
   request.batch = "1";
-  EXPECT_NE(bench_error(request).find("'--batch': does not apply to svd (svd takes --m, --n)"), std::string::npos)
+  EXPECT_NE(bench_error(request).find("'--batch': does not apply to svd (svd takes --m, --n)"),
+            std::string::npos)
       << bench_error(request);
 }
 
@@ -211,7 +220,8 @@ TEST(BenchSizes, ZeroIsRefusedRatherThanReadAsTheDefault) {
     app::BenchRequest request;
     request.op = op;
     request.m = "0";
-    EXPECT_NE(bench_error(request).find("'--m': must be at least 1"), std::string::npos) << bench_error(request);
+    EXPECT_NE(bench_error(request).find("'--m': must be at least 1"), std::string::npos)
+        << bench_error(request);
   }
 }
 
@@ -219,7 +229,8 @@ TEST(BenchOnly, ARungTheOpDoesNotHaveFailsBeforeAnyGpuWork) {
   app::BenchRequest request;
   request.op = "svd";
   request.options.only = {"99"};
-  EXPECT_NE(bench_error(request).find("'99' is not a rung of svd"), std::string::npos) << bench_error(request);
+  EXPECT_NE(bench_error(request).find("'99' is not a rung of svd"), std::string::npos)
+      << bench_error(request);
   request.options.only = {registry().variants("svd").front()->name};
   EXPECT_EQ(bench_error(request), "no error");
 }
@@ -238,7 +249,10 @@ TEST(ListCommand, UnknownOpIsAUsageErrorNamingTheOps) {
 
 TEST(VersionText, NamesVersionCommitAndCudaRuntime) {
   const std::string text = app::version_text();
-  EXPECT_EQ(text.rfind("rooflab " + build_version() + " (commit " + build_commit() + "), CUDA runtime ", 0), 0u)
+  EXPECT_EQ(
+      text.rfind("rooflab " + build_version() + " (commit " + build_commit() + "), CUDA runtime ",
+                 0),
+      0u)
       << text;
 }
 
@@ -247,7 +261,8 @@ TEST(ReportProgress, SaysWhichLadderTheTimeSoFarAndAnEstimateOfTheRest) {
             "rooflab report: ladder 1 of 40 (add, n = 268435456, float); 0s elapsed");
   // 10 ladders in 150 s: 15 s each, and 30 to go, this one included.
   EXPECT_EQ(app::progress_line(11, 40, "reduce, n = 16777216, float", 150),
-            "rooflab report: ladder 11 of 40 (reduce, n = 16777216, float); 2m30s elapsed, about 7m30s left");
+            "rooflab report: ladder 11 of 40 (reduce, n = 16777216, float); 2m30s elapsed, about "
+            "7m30s left");
 }
 
 }  // namespace

@@ -249,11 +249,10 @@ TEST(ScanOp, ReportsFloatAndInt32AtTwoTo20AndTwoTo28) {
 TEST(ScanOp, LadderHasEveryRungInOrder) {
   std::vector<std::string> names;
   for (const Variant* variant : registry().variants("scan")) names.push_back(variant->name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"cpu-serial", "cpu-threads", "hillis-steele", "blelloch",
-                                      "blelloch-padded", "warp-shuffle", "reduce-then-scan",
-                                      "decoupled-lookback", "lookback-blockidx-8k",
-                                      "production", "production-16k", "cub"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "cpu-serial", "cpu-threads", "hillis-steele", "blelloch", "blelloch-padded",
+                       "warp-shuffle", "reduce-then-scan", "decoupled-lookback",
+                       "lookback-blockidx-8k", "production", "production-16k", "cub"}));
 }
 
 TEST(ScanOp, LadderRungsSkipTypesTheyAreNotBuiltFor) {

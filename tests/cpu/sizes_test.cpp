@@ -35,9 +35,7 @@ TEST(ParseSize, RejectsWordsNamingOptionAndText) {
   }
 }
 
-TEST(ParseSize, RejectsNegative) {
-  EXPECT_THROW(parse_size("-5", "--n"), Error);
-}
+TEST(ParseSize, RejectsNegative) { EXPECT_THROW(parse_size("-5", "--n"), Error); }
 
 TEST(ParseSize, RejectsMalformed) {
   for (const char* text : {"", "2^", "^3", "12x", "1.5G", "3++4", "+3", "1e", "M"})

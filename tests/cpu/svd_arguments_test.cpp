@@ -38,32 +38,41 @@ TEST(SvdArguments, BadSizesAndPointersNameTheArgument) {
 TEST(SvdArguments, BadOptionsNameTheOption) {
   SvdOptions no_sweeps;
   no_sweeps.max_sweeps = 0;
-  EXPECT_EQ(argument_of([&] { svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, no_sweeps); }),
+  EXPECT_EQ(argument_of(
+                [&] { svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, no_sweeps); }),
             "opt.max_sweeps");
   SvdOptions negative_tol;
   negative_tol.tol = -1e-9;
-  EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, negative_tol); }), "opt.tol");
+  EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, negative_tol); }),
+            "opt.tol");
   SvdOptions below_epsilon;  // as dgesvj: no orthogonality below the type's epsilon
   below_epsilon.tol = 1e-10;
-  EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, below_epsilon); }), "opt.tol");
+  EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, below_epsilon); }),
+            "opt.tol");
   below_epsilon.tol = 1e-17;
-  EXPECT_EQ(argument_of([&] { svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, below_epsilon); }),
+  EXPECT_EQ(argument_of([&] {
+              svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, below_epsilon);
+            }),
             "opt.tol");
   SvdOptions nan_tol;
   nan_tol.tol = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(argument_of([&] { svd_batched<float>(fake, 4, 4, 2, fake, fake, fake, nullptr, nan_tol); }),
-            "opt.tol");
+  EXPECT_EQ(
+      argument_of([&] { svd_batched<float>(fake, 4, 4, 2, fake, fake, fake, nullptr, nan_tol); }),
+      "opt.tol");
 }
 
 TEST(SvdArguments, BatchedChecksBatchAndPointers) {
   EXPECT_EQ(argument_of([] { svd_batched<float>(fake, 4, 4, -1, fake, fake, fake); }), "batch");
   EXPECT_EQ(argument_of([] { svd_batched<float>(nullptr, 4, 4, 3, fake, fake, fake); }), "A");
   EXPECT_EQ(argument_of([] { svd_batched<float>(fake, 4, 4, 3, nullptr, fake, fake); }), "S");
-  EXPECT_EQ(argument_of([] { svd_batched<double>(nullptr, 4, 0, 3, nullptr, nullptr, nullptr); }), "n");
+  EXPECT_EQ(argument_of([] { svd_batched<double>(nullptr, 4, 0, 3, nullptr, nullptr, nullptr); }),
+            "n");
   // Values only: U and V may be null.
   SvdOptions values_only;
   values_only.compute_uv = false;
-  EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, nullptr, nullptr, 0, nullptr, 0, values_only); }), "S");
+  EXPECT_EQ(
+      argument_of([&] { svd<float>(fake, 4, 4, 4, nullptr, nullptr, 0, nullptr, 0, values_only); }),
+      "S");
 }
 
 TEST(SvdArguments, EmptyBatchIsANoOp) {

@@ -24,7 +24,8 @@ class SvdCommand : public testing::GpuTest {
   void SetUp() override {
     testing::GpuTest::SetUp();
     directory_ = std::filesystem::temp_directory_path() /
-                 ("rooflab_svd_command_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+                 ("rooflab_svd_command_" +
+                  std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
     std::filesystem::create_directories(directory_);
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
@@ -35,8 +36,9 @@ class SvdCommand : public testing::GpuTest {
 };
 
 // max |A(b, i, j) - sum_l U(b, i, l) S(b, l) V(b, j, l)| with every array in C order.
-double reconstruction_error(const std::vector<double>& a, const cpu::NpyArray& s, const cpu::NpyArray& u,
-                            const cpu::NpyArray& v, int batch, int m, int n) {
+double reconstruction_error(const std::vector<double>& a, const cpu::NpyArray& s,
+                            const cpu::NpyArray& u, const cpu::NpyArray& v, int batch, int m,
+                            int n) {
   const int k = std::min(m, n);
   double worst = 0;
   for (int b = 0; b < batch; ++b)
@@ -76,15 +78,18 @@ TEST_F(SvdCommand, FactorsOfAFortranOrderFloatStackReproduceIt) {
   std::vector<float> fortran(c_order.size());
   for (int b = 0; b < batch; ++b)
     for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) fortran[b + batch * (i + m * j)] = float(c_order[(b * m + i) * n + j]);
+      for (int j = 0; j < n; ++j)
+        fortran[b + batch * (i + m * j)] = float(c_order[(b * m + i) * n + j]);
   {
     const std::string header = "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 3, 6), }";
     const std::size_t length = (10 + header.size() + 1 + 63) / 64 * 64 - 10;
-    std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(length & 255) + char(length >> 8) + header;
+    std::string bytes =
+        std::string("\x93NUMPY\x01\x00", 8) + char(length & 255) + char(length >> 8) + header;
     bytes.append(length - header.size() - 1, ' ');
     bytes += '\n';
     bytes.append(reinterpret_cast<const char*>(fortran.data()), fortran.size() * sizeof(float));
-    std::ofstream(path("stack.npy"), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    std::ofstream(path("stack.npy"), std::ios::binary)
+        .write(bytes.data(), std::streamsize(bytes.size()));
   }
   std::ostringstream out;
   EXPECT_EQ(app::svd_command(out, path("stack.npy"), path("g")), 0) << out.str();

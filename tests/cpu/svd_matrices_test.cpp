@@ -39,7 +39,8 @@ TYPED_TEST_SUITE(SvdMatrices, Types);
 // which is what the checks below need (dgesvj, one-sided Jacobi, does not converge on square
 // rank-1-integer and zero-rows matrices).
 template <class T>
-std::vector<double> singular_values(const std::string& name, const Shape& shape, std::uint64_t seed) {
+std::vector<double> singular_values(const std::string& name, const Shape& shape,
+                                    std::uint64_t seed) {
   return lapack_bidiagonal_singular_values(svd_test_matrix<T>(name, shape.m, shape.n, seed));
 }
 
@@ -47,7 +48,8 @@ std::vector<double> singular_values(const std::string& name, const Shape& shape,
 double largest_difference(const std::vector<double>& sigma, std::vector<double> expected) {
   std::sort(expected.begin(), expected.end(), std::greater<double>());
   double worst = 0;
-  for (std::size_t i = 0; i < sigma.size(); ++i) worst = std::max(worst, std::abs(sigma[i] - expected[i]));
+  for (std::size_t i = 0; i < sigma.size(); ++i)
+    worst = std::max(worst, std::abs(sigma[i] - expected[i]));
   return worst;
 }
 
@@ -87,8 +89,9 @@ TEST(SvdMatrixClasses, EmptyShapeThrows) {
 TYPED_TEST(SvdMatrices, EveryClassHasItsShapeAndFiniteEntriesExactInTheType) {
   using T = TypeParam;
   for (const SvdMatrixClass& entry : svd_matrix_classes())
-    for (const auto& shapes : {std::vector<Shape>(std::begin(checked_shapes), std::end(checked_shapes)),
-                               std::vector<Shape>(std::begin(tiny_shapes), std::end(tiny_shapes))})
+    for (const auto& shapes :
+         {std::vector<Shape>(std::begin(checked_shapes), std::end(checked_shapes)),
+          std::vector<Shape>(std::begin(tiny_shapes), std::end(tiny_shapes))})
       for (const Shape& shape : shapes) {
         const Matrix a = svd_test_matrix<T>(entry.name, shape.m, shape.n, 7);
         ASSERT_EQ(a.m, shape.m) << entry.name;
@@ -96,7 +99,8 @@ TYPED_TEST(SvdMatrices, EveryClassHasItsShapeAndFiniteEntriesExactInTheType) {
         ASSERT_EQ(a.values.size(), std::size_t(shape.m) * shape.n) << entry.name;
         for (const double value : a.values) {
           ASSERT_TRUE(std::isfinite(value)) << entry.name << " " << shape_text(shape);
-          ASSERT_EQ(double(T(value)), value) << entry.name << " " << shape_text(shape) << ": not in the type";
+          ASSERT_EQ(double(T(value)), value)
+              << entry.name << " " << shape_text(shape) << ": not in the type";
         }
       }
 }
@@ -107,7 +111,8 @@ TYPED_TEST(SvdMatrices, SameSeedGivesTheSameMatrixAndRandomClassesChangeWithIt) 
   for (const SvdMatrixClass& entry : svd_matrix_classes())
     for (const Shape& shape : checked_shapes) {
       const Matrix first = svd_test_matrix<T>(entry.name, shape.m, shape.n, 11);
-      EXPECT_EQ(svd_test_matrix<T>(entry.name, shape.m, shape.n, 11).values, first.values) << entry.name;
+      EXPECT_EQ(svd_test_matrix<T>(entry.name, shape.m, shape.n, 11).values, first.values)
+          << entry.name;
       EXPECT_EQ(svd_test_matrix<T>(entry.name, shape.m, shape.n, 12).values != first.values,
                 fixed.count(entry.name) == 0)
           << entry.name << " " << shape_text(shape);
@@ -118,7 +123,8 @@ TYPED_TEST(SvdMatrices, SameSeedGivesTheSameMatrixAndRandomClassesChangeWithIt) 
 // space of one matrix would be the column space of the next.
 TYPED_TEST(SvdMatrices, NeighbouringSeedsShareNoFactor) {
   using T = TypeParam;
-  const Matrix first = svd_test_matrix<T>("rank-1", 8, 8, 40), next = svd_test_matrix<T>("rank-1", 8, 8, 41);
+  const Matrix first = svd_test_matrix<T>("rank-1", 8, 8, 40),
+               next = svd_test_matrix<T>("rank-1", 8, 8, 41);
   double dot = 0, row_norm = 0, column_norm = 0;
   for (int i = 0; i < 8; ++i) {
     dot += first(0, i) * next(i, 0);
@@ -132,7 +138,8 @@ TYPED_TEST(SvdMatrices, RandomIsTheBenchsDeviceFillInTheTypesGrid) {
   using T = TypeParam;
   const Matrix a = svd_test_matrix<T>("random", 5, 3, 42);
   for (std::size_t e = 0; e < a.values.size(); ++e) {
-    const double expected = sizeof(T) == 4 ? double(bench::random_float(42, e)) : bench::random_double(42, e);
+    const double expected =
+        sizeof(T) == 4 ? double(bench::random_float(42, e)) : bench::random_double(42, e);
     EXPECT_EQ(a.values[e], expected) << e;
     EXPECT_GE(a.values[e], -1);
     EXPECT_LT(a.values[e], 1);
@@ -170,7 +177,8 @@ TYPED_TEST(SvdMatrices, DiagonalHasRandomSignsAndTiedMagnitudesOneTwoThree) {
         negative += a(i, i) < 0;
       }
     const int k = std::min(shape.m, shape.n);
-    EXPECT_EQ(magnitudes.size(), 3u) << shape_text(shape);  // 16 or more draws of 3: ties for certain
+    EXPECT_EQ(magnitudes.size(), 3u)
+        << shape_text(shape);  // 16 or more draws of 3: ties for certain
     EXPECT_GT(negative, 0);
     EXPECT_LT(negative, k);
   }
@@ -181,17 +189,17 @@ TYPED_TEST(SvdMatrices, RankClassesHaveTheirStatedRank) {
   const double eps = TestFixture::eps;
   for (const Shape& shape : checked_shapes) {
     const int k = std::min(shape.m, shape.n);
-    for (const auto& [name, rank] : {std::pair{"rank-1", 1}, std::pair{"rank-2", 2},
-                                     std::pair{"rank-quarter", k / 4}, std::pair{"rank-minus-1", k - 1},
-                                     std::pair{"rank-1-integer", 1},
-                                     std::pair{"duplicated-columns", std::min(k, shape.n / 2)},
-                                     std::pair{"mixed", 1}}) {
+    for (const auto& [name, rank] :
+         {std::pair{"rank-1", 1}, std::pair{"rank-2", 2}, std::pair{"rank-quarter", k / 4},
+          std::pair{"rank-minus-1", k - 1}, std::pair{"rank-1-integer", 1},
+          std::pair{"duplicated-columns", std::min(k, shape.n / 2)}, std::pair{"mixed", 1}}) {
       const std::vector<double> sigma = singular_values<T>(name, shape, 5);
       const double noise = k * eps * sigma[0];
       if (rank < k) {
         EXPECT_LE(sigma[rank], noise) << name << " " << shape_text(shape) << ": sigma_" << rank + 1;
       }
-      EXPECT_GT(sigma[rank - 1], 100 * noise) << name << " " << shape_text(shape) << ": sigma_" << rank;
+      EXPECT_GT(sigma[rank - 1], 100 * noise)
+          << name << " " << shape_text(shape) << ": sigma_" << rank;
     }
   }
 }
@@ -204,7 +212,8 @@ TYPED_TEST(SvdMatrices, RankClassesOfTinyShapesKeepTheirRankInRange) {
     EXPECT_GT(rank_2[std::min(2, k) - 1], 0) << shape_text(shape);
     const Matrix minus_one = svd_test_matrix<T>("rank-minus-1", shape.m, shape.n, 9);
     if (k == 1) {
-      for (const double value : minus_one.values) EXPECT_EQ(value, 0) << shape_text(shape);  // rank 0
+      for (const double value : minus_one.values)
+        EXPECT_EQ(value, 0) << shape_text(shape);  // rank 0
     }
   }
 }
@@ -275,7 +284,8 @@ TYPED_TEST(SvdMatrices, TinyShapesOfDlatmsModesHaveLargestSingularValueOne) {
 TYPED_TEST(SvdMatrices, ScaledClassesSitAtTheEdgesOfTheTypesRange) {
   using T = TypeParam;
   const double eps = TestFixture::eps;
-  const double tiny = std::numeric_limits<T>::min() / eps, huge = std::numeric_limits<T>::max() * eps;
+  const double tiny = std::numeric_limits<T>::min() / eps,
+               huge = std::numeric_limits<T>::max() * eps;
   for (const Shape& shape : checked_shapes) {
     const std::vector<double> small = singular_values<T>("scaled-tiny", shape, 4);
     const std::vector<double> large = singular_values<T>("scaled-huge", shape, 4);
@@ -300,7 +310,8 @@ TYPED_TEST(SvdMatrices, GradedColumnNormsFallByTheStatedDecades) {
     };
     // Random columns of 16 or more entries differ in norm by well under a decade.
     EXPECT_NEAR(std::log10(column_norm(0) / column_norm(a.n - 1)), decades, 1) << shape_text(shape);
-    EXPECT_NEAR(std::log10(column_norm(0) / column_norm(a.n / 2)), decades * (a.n / 2) / (a.n - 1), 1)
+    EXPECT_NEAR(std::log10(column_norm(0) / column_norm(a.n / 2)), decades * (a.n / 2) / (a.n - 1),
+                1)
         << shape_text(shape);
   }
 }
@@ -335,8 +346,8 @@ TYPED_TEST(SvdMatrices, RandomBatchMembersAreConsecutiveStretchesOfTheDeviceFill
   const Matrix member = svd_batch_test_matrix<T>("random", 3, 2, 17, 5);
   for (std::size_t e = 0; e < member.values.size(); ++e) {
     const std::uint64_t index = 5 * 6 + e;
-    EXPECT_EQ(member.values[e],
-              sizeof(T) == 4 ? double(bench::random_float(17, index)) : bench::random_double(17, index));
+    EXPECT_EQ(member.values[e], sizeof(T) == 4 ? double(bench::random_float(17, index))
+                                               : bench::random_double(17, index));
   }
 }
 

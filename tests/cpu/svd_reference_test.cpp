@@ -78,7 +78,8 @@ TEST(SvdReference, RankDeficientMatrixHasThatManyNonzeroSingularValues) {
 TEST(SvdReference, GramEigenvaluesAreSquaredSingularValues) {
   const auto eigenvalues = lapack_symmetric_eigenvalues(gram_matrix(40, 12, 9));
   const auto s = lapack_singular_values(random_matrix(40, 12, 9));
-  for (std::size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(eigenvalues[i], s[i] * s[i], 1e-10 * s[0] * s[0]);
+  for (std::size_t i = 0; i < s.size(); ++i)
+    EXPECT_NEAR(eigenvalues[i], s[i] * s[i], 1e-10 * s[0] * s[0]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,7 +130,8 @@ TEST(SvdReference, HighAccuracyValuesOfAGradedDiagonalMatrixAreItsEntries) {
     for (int i = k - 1; i > 0; --i)
       std::swap(place[i], place[bench::random_integer(71, std::uint64_t(i), 0, i)]);
     Matrix a = zeros(m, n);
-    for (int j = 0; j < k; ++j) a(place[j], place[j]) = d[j] * (bench::random_double(72, j) < 0 ? -1 : 1);
+    for (int j = 0; j < k; ++j)
+      a(place[j], place[j]) = d[j] * (bench::random_double(72, j) < 0 ? -1 : 1);
     const std::vector<double> s = lapack_high_accuracy_singular_values(a);
     ASSERT_EQ(s.size(), std::size_t(k));
     EXPECT_LE(relative_error_in_ulps(s, descending_magnitudes(d)), 4) << m << " x " << n;
@@ -147,7 +149,9 @@ TEST(SvdReference, HighAccuracyValuesKeepEveryDecadeOfAGradedMatrix) {
       if (increasing) std::reverse(d.begin(), d.end());
       const Matrix tall = reflector_times_diagonal(std::max(m, n), d, 73 + m);
       const Matrix a = m >= n ? tall : transposed(tall);
-      EXPECT_LE(relative_error_in_ulps(lapack_high_accuracy_singular_values(a), descending_magnitudes(d)), k)
+      EXPECT_LE(
+          relative_error_in_ulps(lapack_high_accuracy_singular_values(a), descending_magnitudes(d)),
+          k)
           << m << " x " << n << (increasing ? " increasing" : " decreasing");
     }
 }
@@ -162,7 +166,8 @@ TEST(SvdReference, BidiagonalLapackLosesTheSmallValuesOfAGradedMatrix) {
   std::reverse(d.begin(), d.end());
   const Matrix a = reflector_times_diagonal(80, d, 74);
   const std::vector<double> exact = descending_magnitudes(d);
-  EXPECT_GT(max_relative_singular_value_error(lapack_bidiagonal_singular_values(a), exact, 0), 1e-3);
+  EXPECT_GT(max_relative_singular_value_error(lapack_bidiagonal_singular_values(a), exact, 0),
+            1e-3);
   EXPECT_LE(relative_error_in_ulps(lapack_high_accuracy_singular_values(a), exact), 60);
   // Where the values are not graded, the two agree to a few ulps of the largest.
   const Matrix plain = reflector_times_diagonal(80, decades_down(60, 1), 74);
@@ -179,7 +184,8 @@ TEST(SvdReference, ColumnScaledConditionIgnoresTheGrading) {
     EXPECT_NEAR(column_scaled_condition(graded_matrix(m, n, 75, 30)), ungraded, 1e-10 * ungraded)
         << m << " x " << n;
   }
-  EXPECT_NEAR(column_scaled_condition(reflector_times_diagonal(40, decades_down(30, 30), 76)), 1, 1e-13);
+  EXPECT_NEAR(column_scaled_condition(reflector_times_diagonal(40, decades_down(30, 30), 76)), 1,
+              1e-13);
   Matrix dependent = random_matrix(30, 10, 77);
   for (int i = 0; i < 30; ++i) dependent(i, 4) = 1e-20 * dependent(i, 4) + dependent(i, 7);
   EXPECT_GT(column_scaled_condition(dependent), 1e10);

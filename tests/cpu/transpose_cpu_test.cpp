@@ -24,15 +24,18 @@ std::vector<unsigned char> counting_bytes(std::size_t count) {
 
 TEST(TransposeCpu, EveryElementSizeLandsEveryElementInPlace) {
   for (const std::size_t size : {1, 2, 4, 8, 16}) {
-    for (const auto& [rows, cols] : {std::pair{7, 13}, std::pair{1, 5}, std::pair{5, 1}, std::pair{16, 16}}) {
+    for (const auto& [rows, cols] :
+         {std::pair{7, 13}, std::pair{1, 5}, std::pair{5, 1}, std::pair{16, 16}}) {
       const auto in = counting_bytes(std::size_t(rows * cols) * size);
       std::vector<unsigned char> out(in.size(), 0xFF);
       cpu::transpose_serial(in.data(), rows, cols, size, out.data());
       for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
           for (std::size_t b = 0; b < size; ++b)
-            ASSERT_EQ(out[(std::size_t(j) * rows + i) * size + b], in[(std::size_t(i) * cols + j) * size + b])
-                << size << "-byte, " << rows << " x " << cols << ", element (" << i << ", " << j << ")";
+            ASSERT_EQ(out[(std::size_t(j) * rows + i) * size + b],
+                      in[(std::size_t(i) * cols + j) * size + b])
+                << size << "-byte, " << rows << " x " << cols << ", element (" << i << ", " << j
+                << ")";
     }
   }
 }
@@ -59,20 +62,24 @@ TEST(TransposeOp, ResolvesSeed000DefaultsAndNamesEveryElementType) {
   EXPECT_EQ(problem.cols, 4096);
   EXPECT_EQ(op.describe(problem), "4096 x 4096, float");
   EXPECT_DOUBLE_EQ(op.model(problem).bytes, 2.0 * 4096 * 4096 * 4);
-  for (const auto& [name, bytes] : {std::pair{"double", 8}, std::pair{"u8", 1}, std::pair{"uint16", 2},
-                                    std::pair{"float4", 16}, std::pair{"f32", 4}}) {
+  for (const auto& [name, bytes] :
+       {std::pair{"double", 8}, std::pair{"u8", 1}, std::pair{"uint16", 2}, std::pair{"float4", 16},
+        std::pair{"f32", 4}}) {
     EXPECT_EQ(bench::transpose_element(name).bytes, std::size_t(bytes)) << name;
   }
   bench::Problem bad;
   bad.dtype = "int8";
   EXPECT_THROW(op.resolve(bad), Error);
   std::vector<std::string> names;
-  for (const bench::Variant* variant : bench::registry().variants("transpose")) names.push_back(variant->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive", "shared-tile", "padded-tile", "block-rows",
-                                             "wide-access", "tile32-rows8", "tile32-col-order", "production",
+  for (const bench::Variant* variant : bench::registry().variants("transpose"))
+    names.push_back(variant->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive", "shared-tile", "padded-tile",
+                                             "block-rows", "wide-access", "tile32-rows8",
+                                             "tile32-col-order", "production",
                                              "tile128x32-col-order", "cublas-geam"}));
   std::vector<int> rungs;
-  for (const bench::Variant* variant : bench::registry().variants("transpose")) rungs.push_back(variant->rung);
+  for (const bench::Variant* variant : bench::registry().variants("transpose"))
+    rungs.push_back(variant->rung);
   EXPECT_EQ(rungs, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
 }
 
@@ -120,7 +127,8 @@ TEST(TransposeBadInput, EveryBadArgumentThrowsNamingIt) {
   EXPECT_EQ(argument_of([&] { transpose(static_cast<const float*>(nullptr), 4, 4, out); }), "in");
   EXPECT_EQ(argument_of([&] { transpose(in, 4, 4, static_cast<float*>(nullptr)); }), "out");
   EXPECT_EQ(argument_of([&] { transpose(in, 8, 8, storage.data() + 10); }), "out");  // overlaps
-  EXPECT_EQ(argument_of([&] { transpose(in, std::int64_t(1) << 40, std::int64_t(1) << 40, out); }), "rows");
+  EXPECT_EQ(argument_of([&] { transpose(in, std::int64_t(1) << 40, std::int64_t(1) << 40, out); }),
+            "rows");
   EXPECT_THROW(detail::transpose_bytes(in, 2, 2, 3, out, nullptr), Error);
 }
 

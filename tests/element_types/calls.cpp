@@ -9,8 +9,14 @@
 namespace {
 
 struct Product {  // an operator the library is not compiled for
-  template <class T> static constexpr T identity() { return T(1); }
-  template <class T> constexpr T operator()(T a, T b) const { return a * b; }
+  template <class T>
+  static constexpr T identity() {
+    return T(1);
+  }
+  template <class T>
+  constexpr T operator()(T a, T b) const {
+    return a * b;
+  }
 };
 
 void every_spelling_of_a_supported_type(std::int64_t n) {

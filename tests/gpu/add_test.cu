@@ -31,21 +31,22 @@ TEST_F(AddLadder, EveryAddRungMatchesTheReferenceAtAwkwardSizes) {
 }
 
 // A deliberately wrong rung: it forgets the last element. The harness must mark it FAILED.
-__global__ void add_forgetting_the_last(const float* a, const float* b, float* out, std::int64_t n) {
+__global__ void add_forgetting_the_last(const float* a, const float* b, float* out,
+                                        std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n - 1) out[i] = a[i] + b[i];
 }
 
-
 TEST_F(HarnessRunner, MarksAWrongVariantFailedAndNeverTimesIt) {
   Registry local;
   local.add_op(registry().op("add"));
-  local.add_variant(Variant{"add", 1, "forgets-last", "wrong on purpose", Where::gpu, false, no_limit,
-                            on<AddWorkspace>([](AddWorkspace& w, cudaStream_t stream) {
-                              add_forgetting_the_last<<<unsigned((w.n + 255) / 256), 256, 0, stream>>>(
-                                  w.a.data(), w.b.data(), w.out.data(), w.n);
-                              detail::check_launch("test", "add_forgetting_the_last");
-                            })});
+  local.add_variant(
+      Variant{"add", 1, "forgets-last", "wrong on purpose", Where::gpu, false, no_limit,
+              on<AddWorkspace>([](AddWorkspace& w, cudaStream_t stream) {
+                add_forgetting_the_last<<<unsigned((w.n + 255) / 256), 256, 0, stream>>>(
+                    w.a.data(), w.b.data(), w.out.data(), w.n);
+                detail::check_launch("test", "add_forgetting_the_last");
+              })});
   const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
   options.reps = 3;

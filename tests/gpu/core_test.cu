@@ -76,7 +76,8 @@ TEST_F(DeviceMemory, StreamBufferIsUsableOnItsStream) {
     StreamBuffer scratch(1000 * sizeof(int), stream, "test");
     write_index<<<4, 256, 0, stream>>>(scratch.as<int>(), 1000);
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(result.data(), scratch.data(), scratch.bytes(), cudaMemcpyDeviceToDevice, stream),
+    ASSERT_EQ(cudaMemcpyAsync(result.data(), scratch.data(), scratch.bytes(),
+                              cudaMemcpyDeviceToDevice, stream),
               cudaSuccess);
   }  // freed in stream order, after the copy
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
@@ -88,13 +89,15 @@ TEST_F(DeviceMemory, StreamBufferIsUsableOnItsStream) {
 TEST_F(DeviceMemory, StreamBufferMemoryStaysMappedAcrossSynchronizations) {
   const cudaMemPool_t pool = detail::scratch_pool("test");
   std::uint64_t threshold = 0;
-  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+            cudaSuccess);
   EXPECT_EQ(threshold, scratch_retained_bytes);
   constexpr std::size_t bytes = std::size_t(8) << 20;
   { StreamBuffer scratch(bytes, nullptr, "test"); }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::uint64_t reserved = 0, used = 0;
-  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+            cudaSuccess);
   ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used), cudaSuccess);
   EXPECT_GE(reserved - used, bytes) << "the freed scratch went back to the system";
 }

@@ -37,7 +37,8 @@ Problem resolved(std::int64_t n, const char* dtype, std::int64_t bins, const cha
 
 // Runs each selected variant the problem's limits allow, twice (a rung must not accumulate
 // across runs), and checks the counts against the CPU reference.
-void expect_variants_exact(const Problem& problem, std::uint64_t& seed, const std::vector<std::string>& only = {}) {
+void expect_variants_exact(const Problem& problem, std::uint64_t& seed,
+                           const std::vector<std::string>& only = {}) {
   HistogramWorkspace w(problem);
   const std::string what = registry().op("histogram").describe(problem);
   for (const Variant* variant : registry().variants("histogram")) {
@@ -49,15 +50,16 @@ void expect_variants_exact(const Problem& problem, std::uint64_t& seed, const st
     variant->run(w, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << variant->name << ", " << what;
     const Check check = w.check(variant->where);
-    EXPECT_TRUE(check.passed) << variant->name << ", " << what << ", seed " << seed - 1 << ": " << check.detail;
+    EXPECT_TRUE(check.passed) << variant->name << ", " << what << ", seed " << seed - 1 << ": "
+                              << check.detail;
   }
 }
 
 // histogram_even on `values` (copied to the device at `offset` elements into a buffer) against
 // the CPU rule on the same values.
 template <class T>
-void expect_device_equals_cpu(const std::vector<T>& values, int bins, double lo, double hi, std::size_t offset = 0,
-                              const std::string& what = "") {
+void expect_device_equals_cpu(const std::vector<T>& values, int bins, double lo, double hi,
+                              std::size_t offset = 0, const std::string& what = "") {
   std::vector<T> padded(values.size() + offset + 1);
   std::copy(values.begin(), values.end(), padded.begin() + std::ptrdiff_t(offset));
   const DeviceBuffer<T> in(padded);
@@ -65,15 +67,16 @@ void expect_device_equals_cpu(const std::vector<T>& values, int bins, double lo,
   counts.fill_bytes(0xFF);
   histogram_even(in.data() + offset, std::int64_t(values.size()), bins, lo, hi, counts.data());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto reference = cpu::histogram_reference<T>(std::int64_t(values.size()), bins, lo, hi,
-                                                     [&](std::int64_t i) { return values[std::size_t(i)]; });
+  const auto reference =
+      cpu::histogram_reference<T>(std::int64_t(values.size()), bins, lo, hi,
+                                  [&](std::int64_t i) { return values[std::size_t(i)]; });
   const auto got = counts.download();
   std::int64_t differing = 0, first = -1;
   for (std::size_t b = 0; b < got.size(); ++b)
     if (got[b] != reference[b]) differing += 1, first = first < 0 ? std::int64_t(b) : first;
-  EXPECT_EQ(differing, 0) << what << " lo " << lo << " hi " << hi << " bins " << bins << " n " << values.size()
-                          << " offset " << offset << ": first bin " << first << " got "
-                          << (first >= 0 ? got[std::size_t(first)] : 0) << " expected "
+  EXPECT_EQ(differing, 0) << what << " lo " << lo << " hi " << hi << " bins " << bins << " n "
+                          << values.size() << " offset " << offset << ": first bin " << first
+                          << " got " << (first >= 0 ? got[std::size_t(first)] : 0) << " expected "
                           << (first >= 0 ? reference[std::size_t(first)] : 0);
 }
 
@@ -117,8 +120,9 @@ TEST_F(HistogramLadder, ProductionAndCubMatchTheReferenceForEveryType) {
         // CUB bins floats in float arithmetic: it agrees with the rule on the lab's [0, 1) data
         // only for power-of-two bin counts; elsewhere only production is held to the rule.
         const bool cub_agrees = std::string(dtype) != "float" || (bins & (bins - 1)) == 0;
-        expect_variants_exact(resolved(n, dtype, bins, "uniform"), seed,
-                              cub_agrees ? production_and_cub : std::vector<std::string>{"cpu-loop", "production"});
+        expect_variants_exact(
+            resolved(n, dtype, bins, "uniform"), seed,
+            cub_agrees ? production_and_cub : std::vector<std::string>{"cpu-loop", "production"});
       }
   for (const char* dtype : {"uint8", "float", "double"})
     expect_variants_exact(resolved((1 << 20) + 1, dtype, 256, "equal"), seed, production_and_cub);
@@ -143,7 +147,8 @@ TEST_F(HistogramLadder, EveryDistributionAndMappingMatchesTheReferenceForEveryTy
           expect_variants_exact(resolved(n, dtype, 256, name.c_str()), seed, production_and_cub);
       for (const char* dtype : {"int32", "float", "double"})
         for (const std::int64_t bins : {4096, 65536, 1 << 18})
-          expect_variants_exact(resolved((1 << 16) + 7, dtype, bins, name.c_str()), seed, production_and_cub);
+          expect_variants_exact(resolved((1 << 16) + 7, dtype, bins, name.c_str()), seed,
+                                production_and_cub);
       expect_variants_exact(resolved((1 << 16) + 7, "int32", 256, name.c_str()), seed);
     }
   }
@@ -167,22 +172,27 @@ TEST_F(Histogram, IntegerEdgesGiveTheRulesBinsAtEveryOffset) {
   // that takes that evaluation: values on and beside every edge (floats and doubles also just
   // below and above each integer, NaN, infinities and values past hi), at unaligned starts so
   // that heads and tails are binned one by one as well as in vectors.
-  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
   const struct {
     int bins;
     double lo, hi;
-  } ranges[] = {{256, 0, 256},          {4096, 0, 4096}, {65536, 0, 65536},       {1 << 18, 0, 1 << 18},
-                {256, 0, 1 << 20},      {25, -5, 20},    {300, 3, 3 + 300 * 8},   {65536, -2147483648.0, 2147483648.0}};
+  } ranges[] = {{256, 0, 256},         {4096, 0, 4096},
+                {65536, 0, 65536},     {1 << 18, 0, 1 << 18},
+                {256, 0, 1 << 20},     {25, -5, 20},
+                {300, 3, 3 + 300 * 8}, {65536, -2147483648.0, 2147483648.0}};
   for (const auto& r : ranges) {
     const int stride = std::max(1, r.bins / 2048);
     std::vector<std::int32_t> ints;
     for (int k = 0; k <= r.bins; k += stride) {
       const auto edge = std::int64_t(r.lo + k * ((r.hi - r.lo) / r.bins));
       for (std::int64_t v = edge - 2; v <= edge + 2; ++v)
-        if (v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max())
+        if (v >= std::numeric_limits<std::int32_t>::min() &&
+            v <= std::numeric_limits<std::int32_t>::max())
           for (int copy = 0; copy < 3; ++copy) ints.push_back(std::int32_t(v));
     }
-    for (const std::size_t offset : {0, 1, 3}) expect_device_equals_cpu(ints, r.bins, r.lo, r.hi, offset, "int32 edges");
+    for (const std::size_t offset : {0, 1, 3})
+      expect_device_equals_cpu(ints, r.bins, r.lo, r.hi, offset, "int32 edges");
     if (r.lo < -1e9) continue;  // floats there take the other evaluations
     std::vector<float> floats = values_around_edges<float>(r.lo, r.hi, r.bins, stride);
     std::vector<double> doubles = values_around_edges<double>(r.lo, r.hi, r.bins, stride);
@@ -218,7 +228,8 @@ TEST_F(Histogram, RepeatedBytesWithinAWordAreAllCounted) {
   std::mt19937 random(13);
   std::vector<std::uint8_t> bytes;
   for (int group = 0; group < 50000; ++group) {
-    const std::uint8_t a = std::uint8_t(random()), b = std::uint8_t(random()), c = std::uint8_t(random());
+    const std::uint8_t a = std::uint8_t(random()), b = std::uint8_t(random()),
+                       c = std::uint8_t(random());
     const std::uint8_t patterns[][4] = {{a, a, a, a}, {a, b, a, b}, {a, b, a, c}, {a, b, c, b},
                                         {a, a, b, b}, {a, b, b, a}, {a, b, c, a}, {a, b, c, c}};
     for (const std::uint8_t byte : patterns[group % 8]) bytes.push_back(byte);
@@ -237,29 +248,34 @@ TEST_F(Histogram, BytesAtEveryOffsetAndTailAreCounted) {
   const struct {
     int bins;
     double lo, hi;
-  } ranges[] = {{256, 0, 256}, {1, 0, 256}, {7, 10, 250}, {300, -0.5, 255.5}, {300, 20, 21.5}, {3, 100.25, 101}};
+  } ranges[] = {{256, 0, 256},      {1, 0, 256},     {7, 10, 250},
+                {300, -0.5, 255.5}, {300, 20, 21.5}, {3, 100.25, 101}};
   for (const std::size_t n : {1, 5, 16, 17, 31, 1000, 65539, 3000017}) {
     std::vector<std::uint8_t> bytes(n);
     for (auto& b : bytes) b = std::uint8_t(random());
     for (std::size_t offset = 0; offset < 16; ++offset)
       expect_device_equals_cpu(bytes, 256, 0, 256, offset, "random bytes (seed 14)");
-    for (const auto& r : ranges) expect_device_equals_cpu(bytes, r.bins, r.lo, r.hi, n % 16, "random bytes (seed 14)");
+    for (const auto& r : ranges)
+      expect_device_equals_cpu(bytes, r.bins, r.lo, r.hi, n % 16, "random bytes (seed 14)");
   }
 }
 
 TEST_F(Histogram, AllEqualBytesAreCounted) {
   // One value on one counter of every lane, at an unaligned start, inside and outside [lo, hi).
   const std::vector<std::uint8_t> equal((std::size_t(1) << 24) + 9, 200);
-  for (const auto& [bins, lo, hi] : {std::tuple{256, 0.0, 256.0}, std::tuple{3, 0.0, 256.0}, std::tuple{1, 0.0, 256.0},
-                                     std::tuple{300, -0.5, 255.5}, std::tuple{7, 0.0, 200.0}})
+  for (const auto& [bins, lo, hi] :
+       {std::tuple{256, 0.0, 256.0}, std::tuple{3, 0.0, 256.0}, std::tuple{1, 0.0, 256.0},
+        std::tuple{300, -0.5, 255.5}, std::tuple{7, 0.0, 200.0}})
     expect_device_equals_cpu(equal, bins, lo, hi, 7, "all bytes 200");
 }
 
 TEST_F(Histogram, NaNAndInfinitiesAreNotCounted) {
-  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
   std::vector<double> values;
   for (int copy = 0; copy < 100; ++copy)
-    for (const double v : {nan, inf, -inf, -0.0, 0.0, 0.5, 1.0, std::nextafter(1.0, 0.0), -nan, 0.25})
+    for (const double v :
+         {nan, inf, -inf, -0.0, 0.0, 0.5, 1.0, std::nextafter(1.0, 0.0), -nan, 0.25})
       values.push_back(v);
   expect_device_equals_cpu(values, 8, 0, 1, 0, "double");
   std::vector<float> floats(values.begin(), values.end());
@@ -296,8 +312,10 @@ TEST_F(Histogram, OneBinAndMoreBinsThanValues) {
   std::vector<double> few(1000);
   for (std::size_t i = 0; i < few.size(); ++i) few[i] = double(i) / 1000;
   expect_device_equals_cpu(few, 1 << 24, 0, 1, 0, "double, 2^24 bins");
-  expect_device_equals_cpu(std::vector<double>(few.begin(), few.begin() + 50), 100000, 0, 1, 0, "double, packed");
-  expect_device_equals_cpu(std::vector<std::uint8_t>{1, 2, 3}, 1 << 24, 0, 256, 0, "uint8, 2^24 bins");
+  expect_device_equals_cpu(std::vector<double>(few.begin(), few.begin() + 50), 100000, 0, 1, 0,
+                           "double, packed");
+  expect_device_equals_cpu(std::vector<std::uint8_t>{1, 2, 3}, 1 << 24, 0, 256, 0,
+                           "uint8, 2^24 bins");
 }
 
 TEST_F(Histogram, UnalignedInputsTakeTheHeadAndTailPaths) {
@@ -328,7 +346,8 @@ TEST_F(Histogram, CountsAreOverwrittenNotAccumulated) {
   DeviceBuffer<float> in(values);
   DeviceBuffer<std::uint64_t> counts(4);
   counts.fill_bytes(0x5A);
-  for (int call = 0; call < 3; ++call) histogram_even(in.data(), std::int64_t(values.size()), 4, 0, 1, counts.data());
+  for (int call = 0; call < 3; ++call)
+    histogram_even(in.data(), std::int64_t(values.size()), 4, 0, 1, counts.data());
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(counts.download(), (std::vector<std::uint64_t>{0, 0, 4099, 0}));
 }
@@ -337,9 +356,12 @@ TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
   // 2^24 equal values put 2^24 counts into one bin: the packed counters must be flushed many
   // times; uniform data over 65536 and 100000 bins exercises the bound on the other side.
   std::uint64_t seed = 4000;
-  expect_variants_exact(resolved((1 << 24) + 5, "int32", 256, "equal"), seed, {"packed-16bit", "production"});
-  expect_variants_exact(resolved((1 << 24) + 5, "int32", 65536, "equal"), seed, {"packed-16bit", "production"});
-  expect_variants_exact(resolved((1 << 24) + 5, "int32", 65536, "uniform"), seed, {"packed-16bit", "production"});
+  expect_variants_exact(resolved((1 << 24) + 5, "int32", 256, "equal"), seed,
+                        {"packed-16bit", "production"});
+  expect_variants_exact(resolved((1 << 24) + 5, "int32", 65536, "equal"), seed,
+                        {"packed-16bit", "production"});
+  expect_variants_exact(resolved((1 << 24) + 5, "int32", 65536, "uniform"), seed,
+                        {"packed-16bit", "production"});
   expect_variants_exact(resolved((1 << 23) + 1, "float", 100000, "equal"), seed, {"production"});
   expect_variants_exact(resolved((1 << 23) + 1, "double", 65536, "uniform"), seed, {"production"});
 }
@@ -350,9 +372,12 @@ TEST_F(HistogramHuge, MoreThanTwoTo32BytesAndTwoTo31Ints) {
   // end, with spread and with all-equal bytes. 2^31 + 5 ints: past 32-bit element counts.
   // Each case moves 4-8 GiB and takes seconds (the host reference dominates).
   std::uint64_t seed = 5000;
-  expect_variants_exact(resolved((std::int64_t(1) << 32) + 17, "uint8", 256, "uniform"), seed, {"production"});
-  expect_variants_exact(resolved((std::int64_t(1) << 32) + 17, "uint8", 7, "equal"), seed, {"production"});
-  expect_variants_exact(resolved((std::int64_t(1) << 31) + 5, "int32", 4096, "uniform"), seed, {"production"});
+  expect_variants_exact(resolved((std::int64_t(1) << 32) + 17, "uint8", 256, "uniform"), seed,
+                        {"production"});
+  expect_variants_exact(resolved((std::int64_t(1) << 32) + 17, "uint8", 7, "equal"), seed,
+                        {"production"});
+  expect_variants_exact(resolved((std::int64_t(1) << 31) + 5, "int32", 4096, "uniform"), seed,
+                        {"production"});
 }
 
 }  // namespace

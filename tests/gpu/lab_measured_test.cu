@@ -22,7 +22,6 @@ class TimingMeasured : public testing::GpuTest {};
 class HarnessHooksMeasured : public testing::GpuTest {};
 class CeilingsMeasured : public testing::GpuTest {};
 
-
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
@@ -33,8 +32,8 @@ TEST_F(TimingMeasured, OnlySynchronizedMethodsReadTheKernelsTime) {
   TimingWorkspace workspace(std::int64_t(1) << 25);
   std::vector<double> read;
   int not_ready = 0;
-  for (const char* name : {"events-synchronized", "events-unsynchronized", "host-clock-synchronized",
-                           "host-clock-unsynchronized"}) {
+  for (const char* name : {"events-synchronized", "events-unsynchronized",
+                           "host-clock-synchronized", "host-clock-unsynchronized"}) {
     const Variant* variant = nullptr;
     for (const Variant* candidate : registry().variants("timing"))
       if (candidate->name == name) variant = candidate;
@@ -51,8 +50,10 @@ TEST_F(TimingMeasured, OnlySynchronizedMethodsReadTheKernelsTime) {
   EXPECT_GT(kernel, 0);
   EXPECT_EQ(read[1], 0) << "an unsynchronized event read should find nothing";
   EXPECT_GE(not_ready, 6) << "of 11 reads, cudaErrorNotReady only " << not_ready << " times";
-  EXPECT_GE(read[2], 0.9 * kernel) << "host clock with sync " << read[2] << " ms, events " << kernel << " ms";
-  EXPECT_LT(read[3], 0.25 * kernel) << "host clock without sync " << read[3] << " ms, events " << kernel << " ms";
+  EXPECT_GE(read[2], 0.9 * kernel)
+      << "host clock with sync " << read[2] << " ms, events " << kernel << " ms";
+  EXPECT_LT(read[3], 0.25 * kernel)
+      << "host clock without sync " << read[3] << " ms, events " << kernel << " ms";
 }
 
 TEST_F(HarnessHooksMeasured, PrepareWorkStaysOutsideTheTimedRegion) {
@@ -63,7 +64,9 @@ TEST_F(HarnessHooksMeasured, PrepareWorkStaysOutsideTheTimedRegion) {
   Registry local;
   local.add_op(registry().op("add"));
   Variant slow_to_prepare = *registry().variants("add").back();
-  slow_to_prepare.prepare = [&queue_ballast](Workspace&, cudaStream_t stream) { queue_ballast(stream); };
+  slow_to_prepare.prepare = [&queue_ballast](Workspace&, cudaStream_t stream) {
+    queue_ballast(stream);
+  };
   local.add_variant(slow_to_prepare);
   const Environment environment = testing::environment_without_ceilings();
   RunOptions options;
@@ -81,7 +84,8 @@ TEST_F(HarnessHooksMeasured, PrepareWorkStaysOutsideTheTimedRegion) {
   timer.stop(nullptr);
   const float ballast_ms = timer.elapsed_ms();
   EXPECT_LT(rows[0].median_ms, 0.25 * ballast_ms)
-      << "add of 4097 floats " << rows[0].median_ms << " ms; the prepare's memsets " << ballast_ms << " ms";
+      << "add of 4097 floats " << rows[0].median_ms << " ms; the prepare's memsets " << ballast_ms
+      << " ms";
 }
 
 TEST_F(CeilingsMeasured, HostToDeviceRateAndLaunchFloorArePlausible) {

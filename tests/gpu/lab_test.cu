@@ -39,20 +39,21 @@ const Variant& rung(const std::string& op, const std::string& name) {
 
 // As the runner validates: fresh inputs, the variant's prepare, one run, the check. Every rung
 // that can run the problem, except one that fails by design (tested on its own).
-void expect_every_rung_validates(const std::string& op, const Problem& problem, Workspace& workspace,
-                                 std::uint64_t& seed) {
+void expect_every_rung_validates(const std::string& op, const Problem& problem,
+                                 Workspace& workspace, std::uint64_t& seed) {
   const std::string description = registry().op(op).describe(problem);
   for (const Variant* variant : registry().variants(op)) {
     if (!variant->expected_failure.empty()) continue;
-    if (variant->limit && !variant->limit(problem).empty()) continue;  // skipped, saying why, in reports
+    if (variant->limit && !variant->limit(problem).empty())
+      continue;  // skipped, saying why, in reports
     workspace.refill(seed);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     if (variant->prepare) variant->prepare(workspace, nullptr);
     variant->run(workspace, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << op << " " << variant->name;
     const Check check = workspace.check(variant->where);
-    EXPECT_TRUE(check.passed) << op << " " << variant->name << " (" << description << ") seed " << seed
-                              << ": " << check.detail;
+    EXPECT_TRUE(check.passed) << op << " " << variant->name << " (" << description << ") seed "
+                              << seed << ": " << check.detail;
     ++seed;
   }
 }
@@ -64,11 +65,11 @@ Problem resolved(const std::string& op, std::int64_t n, std::int64_t m = 0) {
   return registry().op(op).resolve(problem);
 }
 
-
 TEST_F(TransferLadder, EveryRungCopiesEveryWordAtAwkwardSizes) {
   std::uint64_t seed = 3000;
-  for (const std::int64_t bytes : {std::int64_t(4), std::int64_t(12), std::int64_t(4092), std::int64_t(4100),
-                                   std::int64_t(12300), (std::int64_t(1) << 20) + 12}) {
+  for (const std::int64_t bytes :
+       {std::int64_t(4), std::int64_t(12), std::int64_t(4092), std::int64_t(4100),
+        std::int64_t(12300), (std::int64_t(1) << 20) + 12}) {
     TransferWorkspace workspace(bytes);
     expect_every_rung_validates("transfer", resolved("transfer", bytes), workspace, seed);
   }
@@ -76,14 +77,16 @@ TEST_F(TransferLadder, EveryRungCopiesEveryWordAtAwkwardSizes) {
 
 int last_prefetch_location(TransferWorkspace& workspace) {
   int type = -1;
-  EXPECT_EQ(cudaMemRangeGetAttribute(&type, sizeof type, cudaMemRangeAttributeLastPrefetchLocationType,
-                                     workspace.managed.data(), workspace.managed.bytes()),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemRangeGetAttribute(&type, sizeof type, cudaMemRangeAttributeLastPrefetchLocationType,
+                               workspace.managed.data(), workspace.managed.bytes()),
+      cudaSuccess);
   return type;
 }
 
 TEST_F(TransferLadder, PrepareLeavesTheManagedPagesWhereEachRungStarts) {
-  if (!device_migrates_managed_memory()) GTEST_SKIP() << "the device does not migrate managed memory";
+  if (!device_migrates_managed_memory())
+    GTEST_SKIP() << "the device does not migrate managed memory";
   TransferWorkspace workspace(std::int64_t(1) << 20);
   workspace.refill(1);
   for (const char* name : {"managed-first-touch", "managed-prefetch"}) {
@@ -101,9 +104,10 @@ TEST_F(TransferLadder, PrepareLeavesTheManagedPagesWhereEachRungStarts) {
 
 TEST_F(CoalescingLadder, EveryRungMatchesTheReferenceAtAwkwardSizes) {
   std::uint64_t seed = 4000;
-  for (const std::int64_t n : {std::int64_t(1), std::int64_t(2), std::int64_t(31), std::int64_t(33),
-                               std::int64_t(1000), std::int64_t(1023), std::int64_t(1025), std::int64_t(4097),
-                               (std::int64_t(1) << 20) + 7, (std::int64_t(1) << 22) + 3}) {
+  for (const std::int64_t n :
+       {std::int64_t(1), std::int64_t(2), std::int64_t(31), std::int64_t(33), std::int64_t(1000),
+        std::int64_t(1023), std::int64_t(1025), std::int64_t(4097), (std::int64_t(1) << 20) + 7,
+        (std::int64_t(1) << 22) + 3}) {
     CoalescingWorkspace workspace(n);
     expect_every_rung_validates("coalescing", resolved("coalescing", n), workspace, seed);
   }
@@ -112,18 +116,19 @@ TEST_F(CoalescingLadder, EveryRungMatchesTheReferenceAtAwkwardSizes) {
 TEST_F(DivergenceLadder, EveryRungMatchesTheReferenceForEveryHeavyCount) {
   std::uint64_t seed = 5000;
   for (const int heavy_per_warp : {1, 2, 4, 8, 16, 32})
-    for (const std::int64_t n : {std::int64_t(1), std::int64_t(33), std::int64_t(1000), std::int64_t(4099),
-                                 std::int64_t(40000)}) {
+    for (const std::int64_t n : {std::int64_t(1), std::int64_t(33), std::int64_t(1000),
+                                 std::int64_t(4099), std::int64_t(40000)}) {
       DivergenceWorkspace workspace(n, 32 / heavy_per_warp);
-      expect_every_rung_validates("divergence", resolved("divergence", n, heavy_per_warp), workspace, seed);
+      expect_every_rung_validates("divergence", resolved("divergence", n, heavy_per_warp),
+                                  workspace, seed);
     }
 }
 
 TEST_F(AtomicsLadder, EveryCorrectRungCountsExactly) {
   std::uint64_t seed = 6000;
-  for (const std::int64_t n : {std::int64_t(1), std::int64_t(31), std::int64_t(32), std::int64_t(33),
-                               std::int64_t(255), std::int64_t(256), std::int64_t(257), std::int64_t(100003),
-                               std::int64_t(1) << 20}) {
+  for (const std::int64_t n :
+       {std::int64_t(1), std::int64_t(31), std::int64_t(32), std::int64_t(33), std::int64_t(255),
+        std::int64_t(256), std::int64_t(257), std::int64_t(100003), std::int64_t(1) << 20}) {
     AtomicsWorkspace workspace(n);
     expect_every_rung_validates("atomics", resolved("atomics", n), workspace, seed);
   }
@@ -159,8 +164,9 @@ TEST_F(AtomicsRacyByDesign, RunnerShowsItFailedByDesignWithoutCountingIt) {
 
 TEST_F(OccupancyLadder, EveryRungMatchesTheReferenceAtAwkwardSizes) {
   std::uint64_t seed = 7000;
-  for (const std::int64_t n : {std::int64_t(1), std::int64_t(31), std::int64_t(1024), std::int64_t(1025),
-                               std::int64_t(3000), std::int64_t(33000), (std::int64_t(1) << 20) + 5}) {
+  for (const std::int64_t n :
+       {std::int64_t(1), std::int64_t(31), std::int64_t(1024), std::int64_t(1025),
+        std::int64_t(3000), std::int64_t(33000), (std::int64_t(1) << 20) + 5}) {
     OccupancyWorkspace workspace(n);
     expect_every_rung_validates("occupancy", resolved("occupancy", n), workspace, seed);
   }
@@ -207,7 +213,8 @@ TEST_F(TimingLadder, EveryRungComputesTheAddAndRecordsWhatItsClockRead) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       ASSERT_EQ(workspace.self_ms.size(), 1u) << variant->name;
       EXPECT_GE(workspace.self_ms[0], 0) << variant->name;
-      EXPECT_NE(variant->note(workspace).find("its own clock read"), std::string::npos) << variant->name;
+      EXPECT_NE(variant->note(workspace).find("its own clock read"), std::string::npos)
+          << variant->name;
     }
   }
   // A refused read is the lesson, not an error: nothing may linger for the next launch check.
@@ -255,12 +262,15 @@ TEST_F(HarnessHooks, NoteOfATimedVariantLandsInItsRow) {
 // with its notes; prepare hooks and limits exercised the way `rooflab bench` uses them.
 TEST_F(LabRunner, EveryLabOpValidatesAndTimesThroughTheRunner) {
   const Environment environment = testing::environment_without_ceilings();
-  const std::vector<Problem> problems{resolved("transfer", std::int64_t(1) << 20), resolved("coalescing", 5000),
-                                      resolved("divergence", 5000, 16),           resolved("divergence", 5000, 1),
-                                      resolved("atomics", 5000),                  resolved("occupancy", 5000),
+  const std::vector<Problem> problems{resolved("transfer", std::int64_t(1) << 20),
+                                      resolved("coalescing", 5000),
+                                      resolved("divergence", 5000, 16),
+                                      resolved("divergence", 5000, 1),
+                                      resolved("atomics", 5000),
+                                      resolved("occupancy", 5000),
                                       resolved("timing", 5000)};
-  const std::vector<std::string> ops{"transfer", "coalescing", "divergence", "divergence", "atomics",
-                                     "occupancy", "timing"};
+  const std::vector<std::string> ops{"transfer", "coalescing", "divergence", "divergence",
+                                     "atomics",  "occupancy",  "timing"};
   for (std::size_t k = 0; k < ops.size(); ++k) {
     RunOptions options;
     options.reps = 3;

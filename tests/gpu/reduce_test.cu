@@ -637,9 +637,9 @@ TEST_F(Reduce, CapturedGraphsOwnTheirScratch) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   for (std::uint64_t seed = 1300; seed < 1303; ++seed) {
     const std::vector<float> values = random_values<float>(std::size_t(n), seed);
-    ASSERT_EQ(cudaMemcpy(in.data(), values.data(), sizeof(float) * values.size(),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpy(in.data(), values.data(), sizeof(float) * values.size(), cudaMemcpyHostToDevice),
+        cudaSuccess);
     out.fill_bytes(0xFF);
     rows_out.fill_bytes(0xFF);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

@@ -30,9 +30,21 @@ class ExclusiveScan : public testing::GpuTest {};
 // Sizes around every boundary of the ladder: warps (32), blocks (1024), tiles (4096, 8192 and
 // 16384 elements), the production look-back groups (32 tiles), more than one look-back window of
 // 32 tiles for every tile size, and the block rungs' third level.
-const std::int64_t ladder_sizes[] = {1,     31,    32,    33,    1025,          4095,
-                                     4097,  8191,  8193,  16383, 16385,         32 * 4096 + 1,
-                                     32 * 8192 + 1, 70 * 16384 + 5, (1 << 20) + 7};
+const std::int64_t ladder_sizes[] = {1,
+                                     31,
+                                     32,
+                                     33,
+                                     1025,
+                                     4095,
+                                     4097,
+                                     8191,
+                                     8193,
+                                     16383,
+                                     16385,
+                                     32 * 4096 + 1,
+                                     32 * 8192 + 1,
+                                     70 * 16384 + 5,
+                                     (1 << 20) + 7};
 
 TEST_F(ScanLadder, EveryRungMatchesTheReferenceAtAwkwardSizesTwiceInARow) {
   std::uint64_t seed = 6000;
@@ -303,7 +315,9 @@ struct QueuedScan {
 // RAII for a non-blocking stream of the test's own.
 class TestStream {
  public:
-  TestStream() { EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess); }
+  TestStream() {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
   ~TestStream() { cudaStreamDestroy(stream_); }
   TestStream(const TestStream&) = delete;
   TestStream& operator=(const TestStream&) = delete;
@@ -319,7 +333,7 @@ class TestStream {
 // with a reduction in between (it counts in the same scratch), each exact.
 TEST_F(InclusiveScan, ScratchLeftByEarlierCallsOnTheStreamNeverLeaksIntoLaterOnes) {
   TestStream stream;
-  QueuedScan<std::int32_t> large(ScanKind::inclusive, (1 << 23) + 5, 1700);  // 1025 tiles
+  QueuedScan<std::int32_t> large(ScanKind::inclusive, (1 << 23) + 5, 1700);   // 1025 tiles
   QueuedScan<std::int32_t> groups(ScanKind::exclusive, 32 * 8192 + 1, 1701);  // 33 tiles
   QueuedScan<std::int64_t> wide_large(ScanKind::inclusive, (1 << 21) + 3, 1702);
   QueuedScan<std::uint32_t> two_tiles(ScanKind::inclusive, 8193, 1703);

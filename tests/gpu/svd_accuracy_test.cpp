@@ -21,7 +21,8 @@
 // these seeds), so in float it exceeds 1 (vacuous) at 256 x 256; each case prints its errors.
 //
 // The table of docs/svd.md (the smallest singular value's relative error of rooflab and cuSOLVER's
-// gesvdj, gesvdp and gesvd) comes from SvdAccuracy.LargeGradedSmallestValueBesideCusolver: it prints
+// gesvdj, gesvdp and gesvd) comes from SvdAccuracy.LargeGradedSmallestValueBesideCusolver: it
+// prints
 // the table, and writes it with the device and the commit to the file that ROOFLAB_SVD_ACCURACY_OUT
 // names. Tests named *Large* are too slow for compute-sanitizer.
 #include <cuda_runtime_api.h>
@@ -64,7 +65,9 @@ class SvdAccuracy : public testing::GpuTest {};
 // Column scales falling from 1 (the "graded" class) or rising to 1 (its columns reversed).
 enum class Grading { falling, rising };
 
-const char* grading_name(Grading grading) { return grading == Grading::falling ? "falling" : "rising"; }
+const char* grading_name(Grading grading) {
+  return grading == Grading::falling ? "falling" : "rising";
+}
 
 template <class T>
 const char* type_name() {
@@ -131,13 +134,16 @@ RelativeErrors relative_errors(const std::vector<double>& s, const std::vector<d
   if (s.size() != reference.size() || reference.empty()) return {INFINITY, 0, INFINITY};
   for (std::size_t i = 0; i < reference.size(); ++i) {
     const double error =
-        std::isfinite(s[i]) ? std::max(0.0, std::abs(s[i] - reference[i]) - allowance) / reference[i] : INFINITY;
+        std::isfinite(s[i])
+            ? std::max(0.0, std::abs(s[i] - reference[i]) - allowance) / reference[i]
+            : INFINITY;
     if (!(error <= e.worst)) {  // NaN (a zero reference) counts as worse too
       e.worst = error;
       e.worst_index = int(i);
     }
   }
-  e.smallest = std::isfinite(s.back()) ? std::abs(s.back() - reference.back()) / reference.back() : INFINITY;
+  e.smallest =
+      std::isfinite(s.back()) ? std::abs(s.back() - reference.back()) / reference.back() : INFINITY;
   return e;
 }
 
@@ -146,14 +152,17 @@ RelativeErrors relative_errors(const std::vector<double>& s, const std::vector<d
 void expect_within_bound(const Graded& g, const std::vector<double>& s, const std::string& what) {
   ASSERT_EQ(s.size(), g.reference.size()) << what;
   const RelativeErrors e = relative_errors(s, g.reference, g.allowance);
-  if (g.allowance > 0) std::cout << what << ": wide, errors less an allowance of " << g.allowance << "\n";
-  std::cout << what << ": worst relative error " << e.worst << " (sigma_" << e.worst_index << "), smallest sigma's "
-            << e.smallest << ", bound " << g.bound << (g.bound >= 1 ? " (vacuous)" : "") << " (kappa(B) " << g.kappa
-            << ")\n";
-  EXPECT_LE(e.worst, g.bound) << what << ": sigma_" << e.worst_index << " = " << s[e.worst_index] << " against dgejsv's "
-                              << g.reference[e.worst_index] << " (values from " << g.reference.front() << " to "
+  if (g.allowance > 0)
+    std::cout << what << ": wide, errors less an allowance of " << g.allowance << "\n";
+  std::cout << what << ": worst relative error " << e.worst << " (sigma_" << e.worst_index
+            << "), smallest sigma's " << e.smallest << ", bound " << g.bound
+            << (g.bound >= 1 ? " (vacuous)" : "") << " (kappa(B) " << g.kappa << ")\n";
+  EXPECT_LE(e.worst, g.bound) << what << ": sigma_" << e.worst_index << " = " << s[e.worst_index]
+                              << " against dgejsv's " << g.reference[e.worst_index]
+                              << " (values from " << g.reference.front() << " to "
                               << g.reference.back() << "); relative error " << e.worst
-                              << " exceeds 100 n eps kappa(B) = " << g.bound << ", kappa(B) = " << g.kappa
+                              << " exceeds 100 n eps kappa(B) = " << g.bound
+                              << ", kappa(B) = " << g.kappa
                               << "; the smallest value's relative error is " << e.smallest;
 }
 
@@ -162,11 +171,11 @@ void expect_within_bound(const Graded& g, const std::vector<double>& s, const st
 // both types and both column orders.
 template <class T>
 void expect_dispatch_accurate(Grading grading, std::uint64_t seed) {
-  for (const auto& [m, n] : {std::pair{25, 25}, std::pair{100, 100}, std::pair{100, 25}, std::pair{25, 100},
-                             std::pair{300, 40}, std::pair{40, 300}}) {
+  for (const auto& [m, n] : {std::pair{25, 25}, std::pair{100, 100}, std::pair{100, 25},
+                             std::pair{25, 100}, std::pair{300, 40}, std::pair{40, 300}}) {
     const Graded g = graded_problem<T>(m, n, seed, grading);
-    const std::string what = fmt::format("{} {} graded {} x {} seed {}, dispatch ({})", grading_name(grading),
-                                         type_name<T>(), m, n, seed,
+    const std::string what = fmt::format("{} {} graded {} x {} seed {}, dispatch ({})",
+                                         grading_name(grading), type_name<T>(), m, n, seed,
                                          path_name(jacobi::production_path<T>(m, n, 1, true)));
     SvdInfo info;
     expect_within_bound(g, run_svd<T>(g.a, {}, 0, &info).s, what);
@@ -193,8 +202,9 @@ template <class T>
 void expect_route_accurate(const RouteShape& shape, Grading grading, std::uint64_t seed) {
   if (!route_runs_here<T>(shape)) return;
   const Graded g = graded_problem<T>(shape.m, shape.n, seed, grading);
-  const std::string what = fmt::format("{} {} graded {} x {} seed {}, route {}", grading_name(grading), type_name<T>(),
-                                       shape.m, shape.n, seed, shape.what);
+  const std::string what =
+      fmt::format("{} {} graded {} x {} seed {}, route {}", grading_name(grading), type_name<T>(),
+                  shape.m, shape.n, seed, shape.what);
   SvdInfo info;
   expect_within_bound(g, run_svd<T>(g.a, {}, 0, &info, shape.route).s, what);
   EXPECT_TRUE(info.converged) << what;
@@ -257,13 +267,15 @@ std::string errors_cell(const nlohmann::json& errors) {
   const auto number = [](const nlohmann::json& value) {
     return value.is_null() ? std::string("NaN") : fmt::format("{:.1e}", value.get<double>());
   };
-  return number(errors.at("smallest_relative_error")) + " (" + number(errors.at("worst_relative_error")) + ")";
+  return number(errors.at("smallest_relative_error")) + " (" +
+         number(errors.at("worst_relative_error")) + ")";
 }
 
 template <class T>
 void add_table_rows(int n, Grading grading, std::uint64_t seed, nlohmann::json& rows) {
   const Graded g = graded_problem<T>(n, n, seed, grading);
-  const std::string what = fmt::format("{} {} graded {} x {} seed {}", grading_name(grading), type_name<T>(), n, n, seed);
+  const std::string what = fmt::format("{} {} graded {} x {} seed {}", grading_name(grading),
+                                       type_name<T>(), n, n, seed);
   const testing::Factors ours = run_svd<T>(g.a);
   expect_within_bound(g, ours.s, what + ", rooflab::svd");
   const MethodRun gesvdj = run_vendor<T>(g.a, [](const T* A, int m, int n_, T* S, T* U, T* V) {
@@ -294,16 +306,18 @@ void add_table_rows(int n, Grading grading, std::uint64_t seed, nlohmann::json& 
 
 std::string markdown_table(const nlohmann::json& rows) {
   std::string table =
-      "| type | n | column scales | kappa(B) | smallest sigma | 100 n eps kappa(B) | rooflab-svd | gesvdj | "
+      "| type | n | column scales | kappa(B) | smallest sigma | 100 n eps kappa(B) | rooflab-svd | "
+      "gesvdj | "
       "gesvdp | gesvd |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& row : rows) {
     const auto& methods = row.at("methods");
-    table += fmt::format("| {} | {} | {} | {:.0f} | {:.1e} | {:.1e} | {} | {} | {} | {} |\n",
-                         row.at("type").get<std::string>(), row.at("n").get<int>(),
-                         row.at("column_scales").get<std::string>(), row.at("kappa_b").get<double>(),
-                         row.at("smallest_value").get<double>(), row.at("bound").get<double>(),
-                         errors_cell(methods.at("rooflab-svd")), errors_cell(methods.at("cusolver-gesvdj")),
-                         errors_cell(methods.at("cusolver-gesvdp")), errors_cell(methods.at("cusolver-gesvd")));
+    table += fmt::format(
+        "| {} | {} | {} | {:.0f} | {:.1e} | {:.1e} | {} | {} | {} | {} |\n",
+        row.at("type").get<std::string>(), row.at("n").get<int>(),
+        row.at("column_scales").get<std::string>(), row.at("kappa_b").get<double>(),
+        row.at("smallest_value").get<double>(), row.at("bound").get<double>(),
+        errors_cell(methods.at("rooflab-svd")), errors_cell(methods.at("cusolver-gesvdj")),
+        errors_cell(methods.at("cusolver-gesvdp")), errors_cell(methods.at("cusolver-gesvd")));
   }
   return table;
 }
@@ -338,7 +352,8 @@ TEST_F(SvdAccuracy, LargeGradedSmallestValueBesideCusolver) {
         {"commit", bench::build_commit()},
         {"date", bench::utc_now_iso8601()}}},
       {"what",
-       "relative errors |s_i - r_i| / r_i of the singular values of graded n x n matrices against LAPACK dgejsv "
+       "relative errors |s_i - r_i| / r_i of the singular values of graded n x n matrices against "
+       "LAPACK dgejsv "
        "(tests/gpu/svd_accuracy_test.cpp, SvdAccuracy.LargeGradedSmallestValueBesideCusolver)"},
       {"rows", rows},
       {"markdown", table}};

@@ -63,7 +63,8 @@ std::vector<PairInput> random_pairs(int count, std::uint64_t seed) {
   std::uniform_int_distribution<int> exponent(-1000, 1000), magnitude(-60, 60);
   std::vector<PairInput> pairs(count);
   for (int k = 0; k < count; ++k) {
-    const double p_scale = std::ldexp(1.0, magnitude(random)), q_scale = std::ldexp(1.0, magnitude(random));
+    const double p_scale = std::ldexp(1.0, magnitude(random)),
+                 q_scale = std::ldexp(1.0, magnitude(random));
     const double mix = k % 7 == 0 ? 0.0 : (k % 11 == 0 ? 1e6 : normal(random));
     long double alpha = 0, beta = 0, gamma = 0;
     for (int row = 0; row < 40; ++row) {
@@ -127,7 +128,8 @@ TEST_F(SvdRotation, DeviceArithmeticMatchesTheHostAndTheLibrary) {
     EXPECT_NEAR(d.t, host.t, 16 * eps * (1 + std::abs(host.t))) << k;
     const long double c = d.c, s = d.s;
     EXPECT_LE(std::abs(double(c * c + s * s - 1)), 4 * eps) << k;
-    // p <- c p - s q, q <- s p + c q leaves the pair's dot product c s (alpha - beta) + (c^2 - s^2) gamma.
+    // p <- c p - s q, q <- s p + c q leaves the pair's dot product c s (alpha - beta) + (c^2 - s^2)
+    // gamma.
     const long double after =
         c * s * (static_cast<long double>(p.alpha) - p.beta) + (c * c - s * s) * p.gamma;
     EXPECT_LE(std::abs(double(after)), 8 * eps * std::sqrt(p.alpha * p.beta)) << k;

@@ -1,6 +1,7 @@
 // rooflab::svd and rooflab::svd_batched against LAPACK's SVD tests (ddrvbd's ratios, <= 35 ulps)
 // and LAPACK's singular values, on every path (one kernel in shared memory, a warp per matrix,
-// the register ring, global memory with either schedule), with the awkward inputs: graded, rank-deficient, zero,
+// the register ring, global memory with either schedule), with the awkward inputs: graded,
+// rank-deficient, zero,
 // NaN/Inf, scaled near overflow and underflow, 1 x n, n x 1, wide and tall, padded leading
 // dimensions, too few sweeps. Tests named *Large* are too slow for compute-sanitizer.
 #include <cuda_runtime_api.h>
@@ -29,9 +30,9 @@
 namespace rooflab {
 namespace {
 
+using testing::clusters_unavailable;
 using testing::Factors;
 using testing::Route;
-using testing::clusters_unavailable;
 using testing::route_runs_here;
 using testing::route_shapes;
 using testing::RouteShape;
@@ -54,11 +55,13 @@ cpu::Matrix rounded(cpu::Matrix a) {
 // dgesvj: it stops unconverged on some rank-deficient matrices (the integer rank-one class), and
 // this bound asks only for what bidiagonalization gives.
 template <class T>
-void expect_values_match_lapack(const cpu::Matrix& a, const std::vector<double>& s, const std::string& what) {
+void expect_values_match_lapack(const cpu::Matrix& a, const std::vector<double>& s,
+                                const std::string& what) {
   const std::vector<double> reference = cpu::lapack_bidiagonal_singular_values(a);
   ASSERT_EQ(reference.size(), s.size()) << what;
   double worst = 0;
-  for (std::size_t l = 0; l < reference.size(); ++l) worst = std::max(worst, std::abs(s[l] - reference[l]));
+  for (std::size_t l = 0; l < reference.size(); ++l)
+    worst = std::max(worst, std::abs(s[l] - reference[l]));
   const double scale = reference[0] * std::max(a.m, a.n) * std::numeric_limits<T>::epsilon();
   if (reference[0] > 0)
     EXPECT_LE(worst / scale, threshold) << what;
@@ -69,7 +72,8 @@ void expect_values_match_lapack(const cpu::Matrix& a, const std::vector<double>&
 // ddrvbd's ratios, S descending and non-negative, and S against LAPACK dgesvj.
 template <class T>
 void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& what) {
-  const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<T>::epsilon());
+  const cpu::SvdAccuracy accuracy =
+      cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<T>::epsilon());
   EXPECT_TRUE(accuracy.s_descending_nonnegative) << what;
   EXPECT_LE(accuracy.residual, threshold) << what;
   EXPECT_LE(accuracy.u_orthogonality, threshold) << what;
@@ -86,10 +90,10 @@ std::string name(const std::string& kind, int m, int n, std::uint64_t seed) {
 // each row count per warp of the register ring: 7 (25 rows), 8 (32), 10 (33), 13 (50; and 52,
 // where the fourth warp's rows are all real) and 16 (64), and tall and wide ones that QR
 // preconditioning takes.
-const std::pair<int, int> shapes[] = {{1, 1},     {1, 7},     {7, 1},      {2, 2},     {3, 5},
-                                      {25, 25},   {33, 17},   {17, 33},    {64, 64},   {100, 100},
-                                      {130, 130}, {1000, 10}, {10, 1000},  {160, 90},  {50, 50},
-                                      {41, 52},   {32, 32},   {300, 20},   {20, 300},  {500, 64}};
+const std::pair<int, int> shapes[] = {{1, 1},     {1, 7},     {7, 1},     {2, 2},    {3, 5},
+                                      {25, 25},   {33, 17},   {17, 33},   {64, 64},  {100, 100},
+                                      {130, 130}, {1000, 10}, {10, 1000}, {160, 90}, {50, 50},
+                                      {41, 52},   {32, 32},   {300, 20},  {20, 300}, {500, 64}};
 
 TEST_F(Svd, RandomMatricesPassLapackTestsInBothPrecisions) {
   std::uint64_t seed = 100;
@@ -114,13 +118,16 @@ TEST_F(Svd, GradedMatrixKeepsHighRelativeAccuracyInTheSmallSingularValues) {
                                  : cpu::transposed(cpu::graded_matrix(n, m, seed, 10));
     const std::vector<double> reference = cpu::lapack_singular_values(a);
     const Factors f = run_svd<double>(a);
-    EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11) << name("double", m, n, seed);
+    EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11)
+        << name("double", m, n, seed);
     EXPECT_LT(reference.back(), 1e-8 * reference.front());
     expect_accurate<double>(a, f, name("graded double", m, n, seed));
-    if (std::max(m, n) > 60) continue;  // float's relative error grows with cond(B) ~ 60 at 150 x 140
+    if (std::max(m, n) > 60)
+      continue;  // float's relative error grows with cond(B) ~ 60 at 150 x 140
     const cpu::Matrix af = rounded<float>(a);
     const Factors ff = run_svd<float>(af);
-    EXPECT_LT(cpu::max_relative_singular_value_error(ff.s, cpu::lapack_singular_values(af), 0), 1e-4)
+    EXPECT_LT(cpu::max_relative_singular_value_error(ff.s, cpu::lapack_singular_values(af), 0),
+              1e-4)
         << name("float", m, n, seed);
   }
 }
@@ -137,12 +144,14 @@ TEST_F(Svd, RankDeficientMatrixGetsOrthonormalSingularVectors) {
 }
 
 TEST_F(Svd, ZeroMatrixGivesZeroValuesAndOrthonormalVectors) {
-  for (const auto& [m, n] : {std::pair{1, 1}, std::pair{20, 12}, std::pair{12, 20}, std::pair{130, 130}}) {
+  for (const auto& [m, n] :
+       {std::pair{1, 1}, std::pair{20, 12}, std::pair{12, 20}, std::pair{130, 130}}) {
     const cpu::Matrix a = cpu::zeros(m, n);
     for (const bool single : {false, true}) {
       const Factors f = single ? run_svd<float>(a) : run_svd<double>(a);
       for (const double value : f.s) EXPECT_EQ(value, 0);
-      const double ulp = single ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+      const double ulp =
+          single ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
       const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, ulp);
       EXPECT_EQ(accuracy.residual, 0) << m << " x " << n;
       EXPECT_LE(accuracy.u_orthogonality, threshold) << m << " x " << n;
@@ -193,13 +202,15 @@ TEST_F(Svd, ValuesOnlyMatchTheFullDecomposition) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 51);
     SvdOptions values_only;
     values_only.compute_uv = false;
-    expect_values_match_lapack<double>(a, run_svd<double>(a, values_only).s, name("double", m, n, 51));
+    expect_values_match_lapack<double>(a, run_svd<double>(a, values_only).s,
+                                       name("double", m, n, 51));
   }
 }
 
 TEST_F(Svd, NanOrInfInAIsAnErrorNamingA) {
   for (const auto& [m, n] : {std::pair{10, 10}, std::pair{6, 9}, std::pair{130, 130}})
-    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    for (const double bad :
+         {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
       cpu::Matrix a = cpu::random_matrix(m, n, 61);
       a(m / 2, n - 1) = bad;
       try {
@@ -231,19 +242,22 @@ TEST_F(Svd, TooFewSweepsAreReportedAsNotConverged) {
 TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
   const jacobi::Path qr = jacobi::Path::qr_preconditioned;
   std::uint64_t seed = 300;
-  for (const auto& [m, n] : {std::pair{300, 20}, std::pair{20, 300}, std::pair{65, 64}, std::pair{1000, 10},
-                             std::pair{130, 100}, std::pair{90, 90}, std::pair{7, 1}, std::pair{1, 7}}) {
+  for (const auto& [m, n] :
+       {std::pair{300, 20}, std::pair{20, 300}, std::pair{65, 64}, std::pair{1000, 10},
+        std::pair{130, 100}, std::pair{90, 90}, std::pair{7, 1}, std::pair{1, 7}}) {
     ++seed;
     const cpu::Matrix a = cpu::random_matrix(m, n, seed);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, int(seed % 2) * 3, &info, qr), name("qr double", m, n, seed));
+    expect_accurate<double>(a, run_svd<double>(a, {}, int(seed % 2) * 3, &info, qr),
+                            name("qr double", m, n, seed));
     EXPECT_TRUE(info.converged) << name("qr double", m, n, seed);
     const cpu::Matrix af = rounded<float>(a);
     expect_accurate<float>(af, run_svd<float>(af, {}, 0, &info, qr), name("qr float", m, n, seed));
     EXPECT_TRUE(info.converged) << name("qr float", m, n, seed);
   }
   for (const auto& [m, n] : {std::pair{300, 20}, std::pair{20, 300}}) {
-    const cpu::Matrix a = m >= n ? cpu::graded_matrix(m, n, 17, 10) : cpu::transposed(cpu::graded_matrix(n, m, 17, 10));
+    const cpu::Matrix a = m >= n ? cpu::graded_matrix(m, n, 17, 10)
+                                 : cpu::transposed(cpu::graded_matrix(n, m, 17, 10));
     const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
     EXPECT_LT(cpu::max_relative_singular_value_error(f.s, cpu::lapack_singular_values(a), 0), 1e-11)
         << name("qr graded", m, n, 17);
@@ -259,7 +273,8 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
     const cpu::Matrix a = cpu::zeros(m, n);
     const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
     for (const double value : f.s) EXPECT_EQ(value, 0);
-    const cpu::SvdAccuracy accuracy = cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<double>::epsilon());
+    const cpu::SvdAccuracy accuracy =
+        cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<double>::epsilon());
     EXPECT_EQ(accuracy.residual, 0) << m << " x " << n;
     EXPECT_LE(accuracy.u_orthogonality, threshold) << m << " x " << n;
     EXPECT_LE(accuracy.v_orthogonality, threshold) << m << " x " << n;
@@ -267,16 +282,19 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
   for (const double scale : {1e300, 1e-300}) {
     cpu::Matrix a = cpu::random_matrix(300, 20, 23);
     for (double& value : a.values) value *= scale;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 0, nullptr, qr), "qr double scaled by " + std::to_string(scale));
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, nullptr, qr),
+                            "qr double scaled by " + std::to_string(scale));
   }
   for (const double scale : {1e35, 1e-35}) {
     cpu::Matrix a = cpu::random_matrix(20, 300, 29);
     for (double& value : a.values) value *= scale;
     a = rounded<float>(a);
-    expect_accurate<float>(a, run_svd<float>(a, {}, 0, nullptr, qr), "qr float scaled by " + std::to_string(scale));
+    expect_accurate<float>(a, run_svd<float>(a, {}, 0, nullptr, qr),
+                           "qr float scaled by " + std::to_string(scale));
   }
   for (const auto& [m, n] : {std::pair{200, 10}, std::pair{10, 200}})
-    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    for (const double bad :
+         {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
       cpu::Matrix a = cpu::random_matrix(m, n, 37);
       a(m - 1, n / 2) = bad;
       DeviceBuffer<double> A(a.values), S(std::min(m, n)), U(std::size_t(m) * std::min(m, n)),
@@ -284,7 +302,8 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
       const jacobi::MatrixStatus status =
           svd_on_path<double>(qr, A.data(), m, n, m, S.data(), U.data(), m, V.data(), n, {});
       EXPECT_EQ(status.bad_input, 1) << bad << " in " << m << " x " << n;
-      for (const double value : S.download()) EXPECT_TRUE(std::isnan(value)) << bad << " in " << m << " x " << n;
+      for (const double value : S.download())
+        EXPECT_TRUE(std::isnan(value)) << bad << " in " << m << " x " << n;
     }
   {
     const cpu::Matrix a = cpu::random_matrix(200, 30, 41);
@@ -309,19 +328,22 @@ void expect_graded_accurate_on(const Route& route, int m, int n, std::uint64_t s
   const cpu::Matrix graded = cpu::graded_matrix(m, n, seed, 10);
   const std::vector<double> reference = cpu::lapack_singular_values(graded);
   const Factors f = run_svd<double>(graded, {}, 0, nullptr, route);
-  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11) << name("graded double", m, n, seed);
+  EXPECT_LT(cpu::max_relative_singular_value_error(f.s, reference, 0), 1e-11)
+      << name("graded double", m, n, seed);
   EXPECT_LT(reference.back(), 1e-8 * reference.front()) << name("graded double", m, n, seed);
   expect_accurate<double>(graded, f, name("graded double", m, n, seed));
 }
 
 TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
-  for (const auto& [m, n] : {std::pair{45, 30}, std::pair{30, 45}, std::pair{3, 1}, std::pair{70, 70}}) {
+  for (const auto& [m, n] :
+       {std::pair{45, 30}, std::pair{30, 45}, std::pair{3, 1}, std::pair{70, 70}}) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 81);
     const int k = std::min(m, n);
-    for (const auto schedule : {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
-                                jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent,
-                                jacobi::GlobalSchedule::gram, jacobi::GlobalSchedule::gram_fused,
-                                jacobi::GlobalSchedule::gram_cluster}) {
+    for (const auto schedule :
+         {jacobi::GlobalSchedule::launch_per_round, jacobi::GlobalSchedule::launch_per_sweep,
+          jacobi::GlobalSchedule::blocked, jacobi::GlobalSchedule::blocked_persistent,
+          jacobi::GlobalSchedule::gram, jacobi::GlobalSchedule::gram_fused,
+          jacobi::GlobalSchedule::gram_cluster}) {
       std::vector<double> host_a = a.values;
       DeviceBuffer<double> A(host_a), S(k), U(std::size_t(m) * k), V(std::size_t(n) * k);
       DeviceBuffer<jacobi::MatrixStatus> status(1);
@@ -349,13 +371,16 @@ TEST_F(Svd, EveryGlobalMemoryScheduleMatchesLapack) {
 // accuracy through the clusters' added parts of G.
 TEST_F(Svd, FusedGramRoundsPassLapackTests) {
   const Route fused = jacobi::GlobalSchedule::gram_fused;
-  for (const auto& [m, n] : {std::pair{300, 200}, std::pair{200, 300}, std::pair{520, 130}, std::pair{130, 520}}) {
+  for (const auto& [m, n] :
+       {std::pair{300, 200}, std::pair{200, 300}, std::pair{520, 130}, std::pair{130, 520}}) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 61 + m);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, fused), name("double", m, n, 61 + m));
+    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, fused),
+                            name("double", m, n, 61 + m));
     EXPECT_TRUE(info.converged) << name("double", m, n, 61 + m);
     const cpu::Matrix af = rounded<float>(a);
-    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, fused), name("float", m, n, 61 + m));
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, fused),
+                           name("float", m, n, 61 + m));
   }
   SvdOptions values_only;
   values_only.compute_uv = false;
@@ -373,7 +398,8 @@ TEST_F(Svd, FusedGramRoundsInSmallClustersPassLapackTests) {
   for (const auto& [m, n] : {std::pair{150, 100}, std::pair{300, 40}}) {
     const cpu::Matrix a = cpu::random_matrix(m, n, 71 + m);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, fused), name("double", m, n, 71 + m));
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, fused),
+                            name("double", m, n, 71 + m));
     EXPECT_TRUE(info.converged) << name("double", m, n, 71 + m);
   }
 }
@@ -387,17 +413,20 @@ TEST_F(Svd, FusedGramRoundsInSmallClustersPassLapackTests) {
 TEST_F(Svd, ClusterSweepsPassLapackTests) {
   if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const Route cluster = jacobi::GlobalSchedule::gram_cluster;
-  for (const auto& [m, n] :
-       {std::pair{100, 100}, std::pair{125, 125}, std::pair{200, 100}, std::pair{90, 128}, std::pair{45, 30}}) {
+  for (const auto& [m, n] : {std::pair{100, 100}, std::pair{125, 125}, std::pair{200, 100},
+                             std::pair{90, 128}, std::pair{45, 30}}) {
     ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
     ASSERT_TRUE(jacobi::runs_in_one_cluster<float>(m, n, true, 1)) << m << " x " << n;
     const cpu::Matrix a = cpu::random_matrix(m, n, 91 + m);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, cluster), name("double", m, n, 91 + m));
+    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, cluster),
+                            name("double", m, n, 91 + m));
     EXPECT_TRUE(info.converged) << name("double", m, n, 91 + m);
-    EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true)) << name("double", m, n, 91 + m);
+    EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true))
+        << name("double", m, n, 91 + m);
     const cpu::Matrix af = rounded<float>(a);
-    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster), name("float", m, n, 91 + m));
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster),
+                           name("float", m, n, 91 + m));
   }
   SvdOptions values_only;
   values_only.compute_uv = false;
@@ -435,7 +464,8 @@ TEST_F(Svd, ClusterSweepsInSmallClustersPassLapackTests) {
     ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
     const cpu::Matrix a = cpu::random_matrix(m, n, 95 + m);
     SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, jacobi::GlobalSchedule::gram_cluster),
+    expect_accurate<double>(a,
+                            run_svd<double>(a, {}, 0, &info, jacobi::GlobalSchedule::gram_cluster),
                             name("double", m, n, 95 + m));
     EXPECT_TRUE(info.converged) << name("double", m, n, 95 + m);
   }
@@ -453,7 +483,8 @@ std::vector<std::string> structured_classes() {
   std::vector<std::string> names;
   for (const cpu::SvdMatrixClass& c : cpu::svd_matrix_classes()) {
     const std::string name = c.name;
-    if (name != "mixed" && name.rfind("mode3", 0) != 0 && name.rfind("mode5", 0) != 0) names.push_back(name);
+    if (name != "mixed" && name.rfind("mode3", 0) != 0 && name.rfind("mode5", 0) != 0)
+      names.push_back(name);
   }
   return names;
 }
@@ -464,8 +495,9 @@ void expect_every_class_accurate(const RouteShape& shape, std::uint64_t seed) {
   if (!route_runs_here<T>(shape)) return;
   for (const std::string& matrix_class : structured_classes()) {
     const cpu::Matrix a = cpu::svd_test_matrix<T>(matrix_class, shape.m, shape.n, seed);
-    const std::string what = std::string(shape.what) + " " + (sizeof(T) == 4 ? "float " : "double ") +
-                             matrix_class + " " + std::to_string(shape.m) + " x " + std::to_string(shape.n);
+    const std::string what = std::string(shape.what) + " " +
+                             (sizeof(T) == 4 ? "float " : "double ") + matrix_class + " " +
+                             std::to_string(shape.m) + " x " + std::to_string(shape.n);
     SvdInfo info;
     const Factors f = run_svd<T>(a, {}, 0, &info, shape.route);
     expect_accurate<T>(a, f, what);
@@ -483,22 +515,22 @@ TEST_F(Svd, LargeEveryMatrixClassPassesLapackTestsOnEveryPath) {
 
 // The same at sizes compute-sanitizer covers: every class on the ring, a warp, a block, a small
 // cluster and a fused round, a test each, so that the sanitizers' shards share them out.
-class SvdClassesAtSmallSizes : public testing::GpuTest, public ::testing::WithParamInterface<RouteShape> {};
+class SvdClassesAtSmallSizes : public testing::GpuTest,
+                               public ::testing::WithParamInterface<RouteShape> {};
 
 TEST_P(SvdClassesAtSmallSizes, EveryMatrixClassPassesLapackTests) {
   expect_every_class_accurate<double>(GetParam(), 600);
   expect_every_class_accurate<float>(GetParam(), 601);
 }
 
-INSTANTIATE_TEST_SUITE_P(Routes, SvdClassesAtSmallSizes,
-                         ::testing::Values(RouteShape{"ring", jacobi::Path::register_ring, 12, 9},
-                                           RouteShape{"warp", jacobi::Path::warp_per_matrix, 9, 12},
-                                           RouteShape{"block", jacobi::Path::block_per_matrix, 20, 16},
-                                           RouteShape{"cluster", jacobi::GlobalSchedule::gram_cluster, 45, 30},
-                                           RouteShape{"fused", jacobi::GlobalSchedule::gram_fused, 150, 40}),
-                         [](const ::testing::TestParamInfo<RouteShape>& info) {
-                           return std::string(info.param.what);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Routes, SvdClassesAtSmallSizes,
+    ::testing::Values(RouteShape{"ring", jacobi::Path::register_ring, 12, 9},
+                      RouteShape{"warp", jacobi::Path::warp_per_matrix, 9, 12},
+                      RouteShape{"block", jacobi::Path::block_per_matrix, 20, 16},
+                      RouteShape{"cluster", jacobi::GlobalSchedule::gram_cluster, 45, 30},
+                      RouteShape{"fused", jacobi::GlobalSchedule::gram_fused, 150, 40}),
+    [](const ::testing::TestParamInfo<RouteShape>& info) { return std::string(info.param.what); });
 
 // The matrix that broke the SVD (an integer rank-one matrix, whose proportional columns leave pure
 // rounding error behind), on every route: converged within 3 sweeps where it ran 30 without
@@ -522,7 +554,8 @@ TEST_F(Svd, LargeIntegerRankOneMatrixConvergesInAFewSweepsOnEveryPath) {
       }
       EXPECT_TRUE(info.converged) << what;
       EXPECT_LE(info.sweeps, 3) << what;
-      for (std::size_t l = 1; l < f.s.size(); ++l) EXPECT_LE(f.s[l], 1e-5 * f.s[0]) << what << " sigma " << l;
+      for (std::size_t l = 1; l < f.s.size(); ++l)
+        EXPECT_LE(f.s[l], 1e-5 * f.s[0]) << what << " sigma " << l;
     }
 }
 
@@ -536,7 +569,10 @@ std::vector<cpu::Matrix> mixed_batch(int m, int n, int batch, std::uint64_t seed
     switch (b % 4) {
       case 0: matrices.push_back(cpu::random_matrix(m, n, seed + b)); break;
       case 1: matrices.push_back(cpu::graded_matrix(m, n, seed + b, 6)); break;
-      case 2: matrices.push_back(cpu::rank_deficient_matrix(m, n, std::max(1, std::min(m, n) / 3), seed + b)); break;
+      case 2:
+        matrices.push_back(
+            cpu::rank_deficient_matrix(m, n, std::max(1, std::min(m, n) / 3), seed + b));
+        break;
       default: matrices.push_back(cpu::zeros(m, n)); break;
     }
   }
@@ -565,7 +601,8 @@ BatchRun<T> run_batch(const std::vector<cpu::Matrix>& matrices,
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // Bitwise: a NaN planted in A never compares equal to itself.
   const std::vector<T> after = A.download();
-  EXPECT_EQ(std::memcmp(after.data(), packed.data(), packed.size() * sizeof(T)), 0) << "A was modified";
+  EXPECT_EQ(std::memcmp(after.data(), packed.data(), packed.size() * sizeof(T)), 0)
+      << "A was modified";
   return BatchRun<T>{S.download(), U.download(), V.download()};
 }
 
@@ -574,8 +611,10 @@ Factors factors_of(const BatchRun<T>& run, int m, int n, int b) {
   const int k = std::min(m, n);
   Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
   for (int l = 0; l < k; ++l) f.s[l] = run.s[std::size_t(b) * k + l];
-  for (std::size_t e = 0; e < f.u.values.size(); ++e) f.u.values[e] = run.u[std::size_t(b) * m * k + e];
-  for (std::size_t e = 0; e < f.v.values.size(); ++e) f.v.values[e] = run.v[std::size_t(b) * n * k + e];
+  for (std::size_t e = 0; e < f.u.values.size(); ++e)
+    f.u.values[e] = run.u[std::size_t(b) * m * k + e];
+  for (std::size_t e = 0; e < f.v.values.size(); ++e)
+    f.v.values[e] = run.v[std::size_t(b) * n * k + e];
   return f;
 }
 
@@ -654,11 +693,13 @@ bool batched_route_runs_here(const BatchedRoute& route, int m, int n) {
 
 template <class T>
 auto run_batch_on(const std::vector<cpu::Matrix>& matrices, const BatchedRoute& route) {
-  return route ? run_batch<T>(matrices, internal_route<T>(*route)) : run_batch<T>(matrices, public_batched<T>);
+  return route ? run_batch<T>(matrices, internal_route<T>(*route))
+               : run_batch<T>(matrices, public_batched<T>);
 }
 
 template <class T>
-void expect_mixed_batch_accurate(int m, int n, int batch, const BatchedRoute& route, std::uint64_t seed) {
+void expect_mixed_batch_accurate(int m, int n, int batch, const BatchedRoute& route,
+                                 std::uint64_t seed) {
   if (!batched_route_runs_here<T>(route, m, n)) return;
   std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, seed);
   for (cpu::Matrix& a : matrices) a = rounded<T>(a);
@@ -671,15 +712,16 @@ void expect_mixed_batch_accurate(int m, int n, int batch, const BatchedRoute& ro
 
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   // 13 x 9: odd leading dimensions, where the Gram schedule copies element by element.
-  const std::pair<int, int> small[] = {{8, 8}, {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4}, {33, 31}, {13, 9}};
+  const std::pair<int, int> small[] = {{8, 8},  {16, 16}, {32, 32}, {12, 5},
+                                       {5, 12}, {1, 4},   {33, 31}, {13, 9}};
   for (const auto& [m, n] : small)
-    for (const BatchedRoute& route : {public_call, warp_per_matrix, block_per_matrix, global_rounds, blocked,
-                                      blocked_persistent, register_ring, gram_rounds}) {
+    for (const BatchedRoute& route : {public_call, warp_per_matrix, block_per_matrix, global_rounds,
+                                      blocked, blocked_persistent, register_ring, gram_rounds}) {
       expect_mixed_batch_accurate<float>(m, n, 8, route, 1000 + m * 7 + n);
       expect_mixed_batch_accurate<double>(m, n, 8, route, 2000 + m * 7 + n);
     }
-  for (const BatchedRoute& route :
-       {public_call, block_per_matrix, global_rounds, blocked, blocked_persistent, register_ring, gram_rounds})
+  for (const BatchedRoute& route : {public_call, block_per_matrix, global_rounds, blocked,
+                                    blocked_persistent, register_ring, gram_rounds})
     expect_mixed_batch_accurate<float>(64, 48, 4, route, 3000);
   for (const BatchedRoute& route :
        {public_call, block_per_matrix, global_rounds, blocked, blocked_persistent, gram_rounds})
@@ -697,12 +739,14 @@ void expect_class_batch_accurate(int m, int n, const BatchedRoute& route, std::u
   const auto run = run_batch_on<T>(matrices, route);
   for (std::size_t b = 0; b < matrices.size(); ++b)
     expect_accurate<T>(matrices[b], factors_of(run, m, n, int(b)),
-                       std::string(sizeof(T) == 4 ? "float" : "double") + " " + route_name(route) + " " +
-                           structured_classes()[b] + " " + std::to_string(m) + " x " + std::to_string(n));
+                       std::string(sizeof(T) == 4 ? "float" : "double") + " " + route_name(route) +
+                           " " + structured_classes()[b] + " " + std::to_string(m) + " x " +
+                           std::to_string(n));
 }
 
 TEST_F(SvdBatched, EveryMatrixClassConvergesInABatchOnEveryPath) {
-  for (const BatchedRoute& route : {public_call, warp_per_matrix, block_per_matrix, register_ring, gram_rounds}) {
+  for (const BatchedRoute& route :
+       {public_call, warp_per_matrix, block_per_matrix, register_ring, gram_rounds}) {
     expect_class_batch_accurate<float>(24, 20, route, 700);
     expect_class_batch_accurate<double>(20, 24, route, 710);
   }
@@ -718,8 +762,8 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
   expect_mixed_batch_accurate<float>(200, 180, 4, public_call, 4100);
   expect_mixed_batch_accurate<double>(150, 260, 4, public_call, 4200);
   expect_mixed_batch_accurate<double>(130, 130, 3, global_rounds, 4300);
-  expect_mixed_batch_accurate<float>(300, 40, 3, blocked, 4400);               // tall
-  expect_mixed_batch_accurate<double>(40, 300, 3, blocked_persistent, 4500);   // wide
+  expect_mixed_batch_accurate<float>(300, 40, 3, blocked, 4400);              // tall
+  expect_mixed_batch_accurate<double>(40, 300, 3, blocked_persistent, 4500);  // wide
   expect_mixed_batch_accurate<double>(270, 250, 4, gram_rounds, 4600);  // several slices of rows
   // Gram, tall: 21 slices of rows a pair, the last one partial.
   expect_mixed_batch_accurate<double>(1300, 40, 2, gram_rounds, 4610);
@@ -732,7 +776,8 @@ TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
 // partial, padding columns in the last block.
 TEST_F(SvdBatched, GramScheduleFormsTheGramInTheSolveForLargeBatches) {
   expect_mixed_batch_accurate<double>(70, 40, 1000, gram_rounds, 4800);
-  expect_mixed_batch_accurate<float>(33, 100, 1000, gram_rounds, 4900);  // wide: the transpose's columns
+  expect_mixed_batch_accurate<float>(33, 100, 1000, gram_rounds,
+                                     4900);  // wide: the transpose's columns
 }
 
 // The same with one short tile: 21 rows (an odd leading dimension, copied element by element) and
@@ -764,7 +809,8 @@ TEST_F(SvdBatched, LargeMillionFourByFourMatrices) {
   svd_batched<float>(A.data(), m, n, batch, S.data(), U.data(), V.data(), info.data());
   const auto s = S.download(), u = U.download(), v = V.download();
   for (const auto* values : {&s, &u, &v})
-    EXPECT_TRUE(std::none_of(values->begin(), values->end(), [](float x) { return std::isnan(x); }));
+    EXPECT_TRUE(
+        std::none_of(values->begin(), values->end(), [](float x) { return std::isnan(x); }));
   EXPECT_TRUE(std::all_of(info.begin(), info.end(), [](const SvdInfo& i) { return i.converged; }));
   const BatchRun<float> run{s, u, v};
   std::vector<int> checked;
@@ -772,35 +818,39 @@ TEST_F(SvdBatched, LargeMillionFourByFourMatrices) {
   checked.push_back(batch - 1);  // the last matrix: offsets past 2^24 elements
   for (const int b : checked) {
     cpu::Matrix a = cpu::zeros(m, n);
-    for (int e = 0; e < m * n; ++e) a.values[e] = bench::random_float(seed, std::uint64_t(b) * m * n + e);
-    expect_accurate<float>(a, factors_of(run, m, n, b), "matrix " + std::to_string(b) + " of a million");
+    for (int e = 0; e < m * n; ++e)
+      a.values[e] = bench::random_float(seed, std::uint64_t(b) * m * n + e);
+    expect_accurate<float>(a, factors_of(run, m, n, b),
+                           "matrix " + std::to_string(b) + " of a million");
   }
 }
 
 TEST_F(SvdBatched, NanInOneMatrixIsNamedAndLeavesTheOthersIntact) {
-  for (const auto& [m, n, batch] : {std::tuple{16, 16, 10}, std::tuple{9, 40, 10}, std::tuple{100, 90, 5},
-                                    std::tuple{130, 130, 3}}) {
+  for (const auto& [m, n, batch] : {std::tuple{16, 16, 10}, std::tuple{9, 40, 10},
+                                    std::tuple{100, 90, 5}, std::tuple{130, 130, 3}}) {
     std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, 7000);
     const int bad = batch - 3;
     matrices[bad](m - 1, 0) = std::numeric_limits<double>::quiet_NaN();
     std::vector<SvdInfo> info(batch);
     std::string message;
-    const auto run = run_batch<double>(matrices, [&](const double* A, int m_, int n_, int b_, double* S,
-                                                     double* U, double* V) {
-      try {
-        svd_batched<double>(A, m_, n_, b_, S, U, V, info.data());
-      } catch (const Error& error) {
-        message = error.what();
-        EXPECT_EQ(error.argument(), "A");
-      }
-    });
+    const auto run = run_batch<double>(
+        matrices, [&](const double* A, int m_, int n_, int b_, double* S, double* U, double* V) {
+          try {
+            svd_batched<double>(A, m_, n_, b_, S, U, V, info.data());
+          } catch (const Error& error) {
+            message = error.what();
+            EXPECT_EQ(error.argument(), "A");
+          }
+        });
     EXPECT_NE(message.find("matrix " + std::to_string(bad) + " "), std::string::npos) << message;
     EXPECT_FALSE(info[bad].converged);
-    for (int l = 0; l < std::min(m, n); ++l) EXPECT_TRUE(std::isnan(run.s[std::size_t(bad) * std::min(m, n) + l]));
+    for (int l = 0; l < std::min(m, n); ++l)
+      EXPECT_TRUE(std::isnan(run.s[std::size_t(bad) * std::min(m, n) + l]));
     for (int b = 0; b < batch; ++b)
       if (b != bad) {
-        expect_accurate<double>(matrices[b], factors_of(run, m, n, b),
-                                "neighbour " + std::to_string(b) + " of a NaN matrix, " + name("batch", m, n, 7000));
+        expect_accurate<double>(
+            matrices[b], factors_of(run, m, n, b),
+            "neighbour " + std::to_string(b) + " of a NaN matrix, " + name("batch", m, n, 7000));
         EXPECT_TRUE(info[b].converged) << b;
       }
   }
@@ -811,18 +861,21 @@ TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
   SvdOptions one_sweep;
   one_sweep.max_sweeps = 1;
   std::vector<SvdInfo> info(6);
-  run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
-    svd_batched<double>(A, m, n, batch, S, U, V, info.data(), one_sweep);
-  });
+  run_batch<double>(matrices,
+                    [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+                      svd_batched<double>(A, m, n, batch, S, U, V, info.data(), one_sweep);
+                    });
   EXPECT_FALSE(info[0].converged);  // a random matrix needs more than one sweep
   EXPECT_EQ(info[0].sweeps, 1);
   EXPECT_TRUE(info[3].converged);  // the zero matrix converges at once
-  run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
-    EXPECT_THROW(svd_batched<double>(A, m, n, batch, S, U, V, nullptr, one_sweep), Error);
-  });
-  run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
-    svd_batched<double>(A, m, n, batch, S, U, V, info.data());
-  });
+  run_batch<double>(
+      matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+        EXPECT_THROW(svd_batched<double>(A, m, n, batch, S, U, V, nullptr, one_sweep), Error);
+      });
+  run_batch<double>(matrices,
+                    [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+                      svd_batched<double>(A, m, n, batch, S, U, V, info.data());
+                    });
   for (const SvdInfo& i : info) {
     EXPECT_TRUE(i.converged);
     EXPECT_GE(i.sweeps, 1);
@@ -834,14 +887,15 @@ TEST_F(SvdBatched, ValuesOnlyNeedNoVectors) {
   const std::vector<cpu::Matrix> matrices = mixed_batch(20, 30, 8, 9000);
   SvdOptions values_only;
   values_only.compute_uv = false;
-  const auto run = run_batch<double>(matrices, [&](const double* A, int m, int n, int batch, double* S,
-                                                   double*, double*) {
-    svd_batched<double>(A, m, n, batch, S, nullptr, nullptr, nullptr, values_only);
-  });
+  const auto run = run_batch<double>(
+      matrices, [&](const double* A, int m, int n, int batch, double* S, double*, double*) {
+        svd_batched<double>(A, m, n, batch, S, nullptr, nullptr, nullptr, values_only);
+      });
   for (int b = 0; b < 8; ++b) {
     const std::vector<double> reference = cpu::lapack_singular_values(matrices[b]);
     for (int l = 0; l < 20; ++l)
-      EXPECT_NEAR(run.s[std::size_t(b) * 20 + l], reference[l], 1e-13 * std::max(1.0, reference[0])) << b;
+      EXPECT_NEAR(run.s[std::size_t(b) * 20 + l], reference[l], 1e-13 * std::max(1.0, reference[0]))
+          << b;
   }
 }
 

@@ -38,7 +38,8 @@ jacobi::MatrixStatus svd_on_path(const Route& route, const T* A, int m, int n, i
                                  int ldu, T* V, int ldv, const SvdOptions& options) {
   DeviceBuffer<jacobi::MatrixStatus> status(1);
   status.fill_bytes(0xFF);
-  const jacobi::Problem<T> problem = jacobi::single_matrix_problem("svd", A, m, n, lda, S, U, ldu, V, ldv, options);
+  const jacobi::Problem<T> problem =
+      jacobi::single_matrix_problem("svd", A, m, n, lda, S, U, ldu, V, ldv, options);
   const jacobi::Report report{status.data(), nullptr};
   if (const auto* schedule = std::get_if<jacobi::GlobalSchedule>(&route))
     jacobi::run_global(problem, *schedule, report, nullptr);
@@ -66,8 +67,8 @@ Factors run_svd(const cpu::Matrix& a, const SvdOptions& options = {}, int pad = 
   T* const v_out = options.compute_uv ? V.data() : nullptr;
   SvdInfo info;
   if (path) {
-    const jacobi::MatrixStatus status = svd_on_path<T>(*path, A.data(), m, n, lda, S.data(), u_out, ldu,
-                                                       v_out, ldv, options);
+    const jacobi::MatrixStatus status =
+        svd_on_path<T>(*path, A.data(), m, n, lda, S.data(), u_out, ldu, v_out, ldv, options);
     EXPECT_EQ(status.bad_input, 0);
     info = jacobi::to_info(status);
   } else {
@@ -133,23 +134,27 @@ inline const RouteShape route_shapes[] = {
 template <class T>
 std::string route_unavailable(const Route& route, int m, int n, bool uv = true) {
   const auto* path = std::get_if<jacobi::Path>(&route);
-  if (path == nullptr || *path == jacobi::Path::qr_preconditioned || *path == jacobi::Path::gram) return {};
+  if (path == nullptr || *path == jacobi::Path::qr_preconditioned || *path == jacobi::Path::gram)
+    return {};
   const bool fits = *path == jacobi::Path::register_ring ? jacobi::fits_in_registers<T>(m, n, uv)
                     : *path == jacobi::Path::block_per_matrix
                         ? jacobi::fits_on_chip<T>(m, n, uv)
-                        : jacobi::on_chip_layout(m, n, sizeof(T), uv, false).bytes <= jacobi::shared_memory_optin();
+                        : jacobi::on_chip_layout(m, n, sizeof(T), uv, false).bytes <=
+                              jacobi::shared_memory_optin();
   if (fits) return {};
   const DeviceFeatures& features = current_device_features();
   return std::to_string(m) + " x " + std::to_string(n) + " does not fit the " +
-         std::to_string(features.shared_per_block / 1024) + " KB of shared memory a block has on sm_" +
-         std::to_string(features.arch);
+         std::to_string(features.shared_per_block / 1024) +
+         " KB of shared memory a block has on sm_" + std::to_string(features.arch);
 }
 
 // Whether `shape` runs on this device; where it does not, says so in the test's output.
 template <class T>
 bool route_runs_here(const RouteShape& shape) {
   const std::string why = route_unavailable<T>(shape.route, shape.m, shape.n);
-  if (!why.empty()) std::cout << "left out: " << shape.what << " " << (sizeof(T) == 4 ? "float" : "double") << ", " << why << "\n";
+  if (!why.empty())
+    std::cout << "left out: " << shape.what << " " << (sizeof(T) == 4 ? "float" : "double") << ", "
+              << why << "\n";
   return why.empty();
 }
 
@@ -157,7 +162,8 @@ bool route_runs_here(const RouteShape& shape) {
 inline std::string clusters_unavailable() {
   const DeviceFeatures& features = current_device_features();
   if (features.clusters()) return {};
-  return "thread-block clusters need sm_90; the dispatch plans here for sm_" + std::to_string(features.arch);
+  return "thread-block clusters need sm_90; the dispatch plans here for sm_" +
+         std::to_string(features.arch);
 }
 
 }  // namespace rooflab::testing

@@ -17,10 +17,12 @@
 namespace rooflab::testing {
 
 inline void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 inline void check(ncclResult_t result, const char* what) {
-  if (result != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(result));
+  if (result != ncclSuccess)
+    throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(result));
 }
 
 // NVLink multicast (NVLS) stays off in every test and benchmark of rooflab (docs/distributed.md).
@@ -46,7 +48,8 @@ class Clique {
     check(ncclCommInitAll(comms_.data(), ranks, nullptr), "ncclCommInitAll");
     for (int r = 0; r < ranks; ++r) {
       check(cudaSetDevice(r), "cudaSetDevice");
-      check(cudaStreamCreateWithFlags(&streams_[std::size_t(r)], cudaStreamNonBlocking), "cudaStreamCreate");
+      check(cudaStreamCreateWithFlags(&streams_[std::size_t(r)], cudaStreamNonBlocking),
+            "cudaStreamCreate");
     }
   }
   ~Clique() {
@@ -91,7 +94,8 @@ template <class T>
 class Shard {
  public:
   explicit Shard(const std::vector<T>& values, std::size_t extra = 0) : size_(values.size()) {
-    check(cudaMalloc(reinterpret_cast<void**>(&data_), (size_ + extra + 1) * sizeof(T)), "cudaMalloc");
+    check(cudaMalloc(reinterpret_cast<void**>(&data_), (size_ + extra + 1) * sizeof(T)),
+          "cudaMalloc");
     if (size_ > 0)
       check(cudaMemcpy(data_, values.data(), size_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
   }
@@ -105,7 +109,8 @@ class Shard {
   T* data() const { return data_; }
   std::vector<T> download(std::size_t count) const {
     std::vector<T> host(count);
-    if (count > 0) check(cudaMemcpy(host.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    if (count > 0)
+      check(cudaMemcpy(host.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost), "download");
     return host;
   }
 

@@ -61,7 +61,8 @@ std::vector<T> concatenation(const std::vector<std::vector<T>>& shards) {
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // Runs the single-GPU library on GPU 0 on the concatenation: fn(device input, device output).
@@ -88,7 +89,8 @@ class Distributed : public ::testing::TestWithParam<int> {
 
 // Each rank's outputs (count per rank) from fn(rank, device input, device output).
 template <class T, class Out, class Fn>
-std::vector<std::vector<Out>> on_every_rank(const Clique& clique, const std::vector<std::vector<T>>& shards,
+std::vector<std::vector<Out>> on_every_rank(const Clique& clique,
+                                            const std::vector<std::vector<T>>& shards,
                                             const std::vector<std::size_t>& outputs, Fn fn) {
   std::vector<std::vector<Out>> results(shards.size());
   clique.on_every_rank([&](int r) {
@@ -104,9 +106,8 @@ std::vector<std::vector<Out>> on_every_rank(const Clique& clique, const std::vec
 TEST_P(Distributed, ReduceFloatSumMatchesOneGpuAndIsBitwiseSameOnEveryRankAndRun) {
   for (const Sizes& sizes : size_patterns(ranks())) {
     SCOPED_TRACE(describe(sizes) + ", seed 11");
-    const auto shards = make_shards<float>(sizes, 11, [](auto& g) {
-      return std::uniform_real_distribution<float>(-1, 2)(g);
-    });
+    const auto shards = make_shards<float>(
+        sizes, 11, [](auto& g) { return std::uniform_real_distribution<float>(-1, 2)(g); });
     const auto all = concatenation(shards);
     const float expected = on_one_gpu<float, float>(all, 1, [&](const float* in, float* out) {
       rooflab::reduce(in, std::int64_t(all.size()), out);
@@ -115,14 +116,18 @@ TEST_P(Distributed, ReduceFloatSumMatchesOneGpuAndIsBitwiseSameOnEveryRankAndRun
     for (float v : all) magnitude += std::fabs(v);
     const std::vector<std::size_t> one(sizes.size(), 1);
     const auto run = [&] {
-      return on_every_rank<float, float>(*clique_, shards, one, [&](int r, const float* in, float* out) {
-        dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)], out, Sum{}, clique_->stream(r));
-      });
+      return on_every_rank<float, float>(*clique_, shards, one,
+                                         [&](int r, const float* in, float* out) {
+                                           dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)],
+                                                        out, Sum{}, clique_->stream(r));
+                                         });
     };
     const auto first = run(), second = run();
     for (int r = 0; r < ranks(); ++r) {
-      EXPECT_TRUE(same_bits(first[std::size_t(r)], first[0])) << "rank " << r << " differs from rank 0";
-      EXPECT_TRUE(same_bits(second[std::size_t(r)], first[std::size_t(r)])) << "rank " << r << " differs between runs";
+      EXPECT_TRUE(same_bits(first[std::size_t(r)], first[0]))
+          << "rank " << r << " differs from rank 0";
+      EXPECT_TRUE(same_bits(second[std::size_t(r)], first[std::size_t(r)]))
+          << "rank " << r << " differs between runs";
     }
     EXPECT_NEAR(first[0][0], expected, 1e-5 * magnitude + 1e-30);
   }
@@ -143,15 +148,15 @@ TEST_P(Distributed, ReduceInt64SumIsExactBeyond32Bits) {
           dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)], out, Sum{}, clique_->stream(r));
         });
     EXPECT_GT(expected, std::int64_t(1) << 32);
-    for (int r = 0; r < ranks(); ++r) EXPECT_EQ(results[std::size_t(r)][0], expected) << "rank " << r;
+    for (int r = 0; r < ranks(); ++r)
+      EXPECT_EQ(results[std::size_t(r)][0], expected) << "rank " << r;
   }
 }
 
 TEST_P(Distributed, ReduceMinAndMaxMatchOneGpuExactly) {
   const Sizes sizes = size_patterns(ranks())[1];
-  const auto shards = make_shards<double>(sizes, 13, [](auto& g) {
-    return std::normal_distribution<double>(0, 1e3)(g);
-  });
+  const auto shards = make_shards<double>(
+      sizes, 13, [](auto& g) { return std::normal_distribution<double>(0, 1e3)(g); });
   const auto all = concatenation(shards);
   const std::vector<std::size_t> one(sizes.size(), 1);
   const double least = on_one_gpu<double, double>(all, 1, [&](const double* in, double* out) {
@@ -160,12 +165,14 @@ TEST_P(Distributed, ReduceMinAndMaxMatchOneGpuExactly) {
   const double most = on_one_gpu<double, double>(all, 1, [&](const double* in, double* out) {
     rooflab::reduce(in, std::int64_t(all.size()), out, Max{});
   })[0];
-  const auto mins = on_every_rank<double, double>(*clique_, shards, one, [&](int r, const double* in, double* out) {
-    dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)], out, Min{}, clique_->stream(r));
-  });
-  const auto maxs = on_every_rank<double, double>(*clique_, shards, one, [&](int r, const double* in, double* out) {
-    dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)], out, Max{}, clique_->stream(r));
-  });
+  const auto mins = on_every_rank<double, double>(
+      *clique_, shards, one, [&](int r, const double* in, double* out) {
+        dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)], out, Min{}, clique_->stream(r));
+      });
+  const auto maxs = on_every_rank<double, double>(
+      *clique_, shards, one, [&](int r, const double* in, double* out) {
+        dist::reduce(clique_->comm(r), in, sizes[std::size_t(r)], out, Max{}, clique_->stream(r));
+      });
   for (int r = 0; r < ranks(); ++r) {
     EXPECT_EQ(mins[std::size_t(r)][0], least) << "rank " << r;
     EXPECT_EQ(maxs[std::size_t(r)][0], most) << "rank " << r;
@@ -174,7 +181,8 @@ TEST_P(Distributed, ReduceMinAndMaxMatchOneGpuExactly) {
 
 // Every rank's scan output, concatenated in rank order, for fn(rank, in, out).
 template <class T, class Fn>
-std::vector<T> sharded_scan(const Clique& clique, const std::vector<std::vector<T>>& shards, Fn fn) {
+std::vector<T> sharded_scan(const Clique& clique, const std::vector<std::vector<T>>& shards,
+                            Fn fn) {
   std::vector<std::size_t> outputs;
   for (const auto& shard : shards) outputs.push_back(shard.size());
   return concatenation(on_every_rank<T, T>(clique, shards, outputs, fn));
@@ -191,9 +199,11 @@ TEST_P(Distributed, InclusiveScanInt64MatchesOneGpuExactlyBeyond32Bits) {
         all, all.size(), [&](const std::int64_t* in, std::int64_t* out) {
           rooflab::inclusive_scan(in, out, std::int64_t(all.size()));
         });
-    const auto got = sharded_scan(*clique_, shards, [&](int r, const std::int64_t* in, std::int64_t* out) {
-      dist::inclusive_scan(clique_->comm(r), in, out, sizes[std::size_t(r)], clique_->stream(r));
-    });
+    const auto got =
+        sharded_scan(*clique_, shards, [&](int r, const std::int64_t* in, std::int64_t* out) {
+          dist::inclusive_scan(clique_->comm(r), in, out, sizes[std::size_t(r)],
+                               clique_->stream(r));
+        });
     EXPECT_EQ(got, expected);
   }
 }
@@ -214,7 +224,8 @@ TEST_P(Distributed, ExclusiveScanInt32InPlaceMatchesOneGpuExactly) {
     std::vector<std::vector<std::int32_t>> per_rank(sizes.size());
     clique_->on_every_rank([&](int r) {
       Shard<std::int32_t> data(shards[std::size_t(r)]);
-      dist::exclusive_scan(clique_->comm(r), data.data(), data.data(), sizes[std::size_t(r)], clique_->stream(r));
+      dist::exclusive_scan(clique_->comm(r), data.data(), data.data(), sizes[std::size_t(r)],
+                           clique_->stream(r));
       check(cudaStreamSynchronize(clique_->stream(r)), "scan");
       per_rank[std::size_t(r)] = data.download(std::size_t(sizes[std::size_t(r)]));
     });
@@ -224,9 +235,8 @@ TEST_P(Distributed, ExclusiveScanInt32InPlaceMatchesOneGpuExactly) {
 
 TEST_P(Distributed, InclusiveScanFloatMatchesOneGpuWithinTheBoundAndRepeatsBitwise) {
   const Sizes sizes = size_patterns(ranks())[0];
-  const auto shards = make_shards<float>(sizes, 16, [](auto& g) {
-    return std::uniform_real_distribution<float>(-1, 2)(g);
-  });
+  const auto shards = make_shards<float>(
+      sizes, 16, [](auto& g) { return std::uniform_real_distribution<float>(-1, 2)(g); });
   const auto all = concatenation(shards);
   const auto expected = on_one_gpu<float, float>(all, all.size(), [&](const float* in, float* out) {
     rooflab::inclusive_scan(in, out, std::int64_t(all.size()));
@@ -244,27 +254,30 @@ TEST_P(Distributed, InclusiveScanFloatMatchesOneGpuWithinTheBoundAndRepeatsBitwi
   for (std::size_t i = 0; i < all.size(); ++i) {
     magnitude += std::fabs(all[i]);
     // Two scans' bounds (docs/scan.md) plus the rank-order fold of the shard totals.
-    const double error = std::fabs(double(first[i]) - double(expected[i])) / (magnitude * 1e-5 + 1e-30);
+    const double error =
+        std::fabs(double(first[i]) - double(expected[i])) / (magnitude * 1e-5 + 1e-30);
     if (error > worst_error) worst_error = error, worst = i;
   }
-  EXPECT_LE(worst_error, 1.0) << "element " << worst << ": " << first[worst] << " vs " << expected[worst];
+  EXPECT_LE(worst_error, 1.0) << "element " << worst << ": " << first[worst] << " vs "
+                              << expected[worst];
 }
 
 TEST_P(Distributed, HistogramFloatMatchesOneGpuExactlyOnEveryRank) {
   for (const Sizes& sizes : size_patterns(ranks())) {
     SCOPED_TRACE(describe(sizes) + ", seed 17");
-    const auto shards = make_shards<float>(sizes, 17, [](auto& g) {
-      return std::uniform_real_distribution<float>(-0.25f, 1.25f)(g);
-    });
+    const auto shards = make_shards<float>(
+        sizes, 17, [](auto& g) { return std::uniform_real_distribution<float>(-0.25f, 1.25f)(g); });
     const auto all = concatenation(shards);
     const int bins = 1000;
-    const auto expected = on_one_gpu<float, std::uint64_t>(all, bins, [&](const float* in, std::uint64_t* out) {
-      rooflab::histogram_even(in, std::int64_t(all.size()), bins, 0.0, 1.0, out);
-    });
+    const auto expected =
+        on_one_gpu<float, std::uint64_t>(all, bins, [&](const float* in, std::uint64_t* out) {
+          rooflab::histogram_even(in, std::int64_t(all.size()), bins, 0.0, 1.0, out);
+        });
     const std::vector<std::size_t> outputs(sizes.size(), bins);
     const auto results = on_every_rank<float, std::uint64_t>(
         *clique_, shards, outputs, [&](int r, const float* in, std::uint64_t* out) {
-          dist::histogram_even(clique_->comm(r), in, sizes[std::size_t(r)], bins, 0.0, 1.0, out, clique_->stream(r));
+          dist::histogram_even(clique_->comm(r), in, sizes[std::size_t(r)], bins, 0.0, 1.0, out,
+                               clique_->stream(r));
         });
     for (int r = 0; r < ranks(); ++r) EXPECT_EQ(results[std::size_t(r)], expected) << "rank " << r;
   }
@@ -284,7 +297,9 @@ TEST_P(Distributed, HugeHistogramCountsBeyond32Bits) {
     dist::histogram_even(clique_->comm(r), data, n, 4, 0.0, 256.0, out, clique_->stream(r));
     check(cudaStreamSynchronize(clique_->stream(r)), "histogram");
     counts[std::size_t(r)].resize(4);
-    check(cudaMemcpy(counts[std::size_t(r)].data(), out, 4 * sizeof(std::uint64_t), cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(counts[std::size_t(r)].data(), out, 4 * sizeof(std::uint64_t),
+                     cudaMemcpyDeviceToHost),
+          "download");
     cudaFree(data);
     cudaFree(out);
   });
@@ -310,7 +325,8 @@ TEST_P(Distributed, ReduceRowsSplitAcrossRanksMatchesOneGpu) {
   const std::vector<std::size_t> outputs(rows.size(), std::size_t(total_rows));
   const auto results = on_every_rank<std::int32_t, std::int32_t>(
       *clique_, shards, outputs, [&](int r, const std::int32_t* in, std::int32_t* out) {
-        dist::reduce_rows(clique_->comm(r), in, rows[std::size_t(r)], cols, out, Sum{}, clique_->stream(r));
+        dist::reduce_rows(clique_->comm(r), in, rows[std::size_t(r)], cols, out, Sum{},
+                          clique_->stream(r));
       });
   for (int r = 0; r < ranks(); ++r) EXPECT_EQ(results[std::size_t(r)], expected) << "rank " << r;
 }
@@ -332,10 +348,12 @@ TEST_P(Distributed, BadArgumentOnOneRankThrowsOnEveryRankNamingThatRank) {
   const auto texts = messages(*clique_, [&](int r) {
     Shard<float> in(std::vector<float>(100, 1.0f));
     Shard<float> out(1);
-    dist::reduce(clique_->comm(r), in.data(), r == 1 ? -5 : 100, out.data(), Sum{}, clique_->stream(r));
+    dist::reduce(clique_->comm(r), in.data(), r == 1 ? -5 : 100, out.data(), Sum{},
+                 clique_->stream(r));
   });
   for (int r = 0; r < ranks(); ++r) {
-    EXPECT_NE(texts[std::size_t(r)].find("rank 1 of " + std::to_string(ranks())), std::string::npos) << texts[std::size_t(r)];
+    EXPECT_NE(texts[std::size_t(r)].find("rank 1 of " + std::to_string(ranks())), std::string::npos)
+        << texts[std::size_t(r)];
     EXPECT_NE(texts[std::size_t(r)].find("'n'"), std::string::npos) << texts[std::size_t(r)];
   }
 }
@@ -344,8 +362,8 @@ TEST_P(Distributed, DifferentBinsAcrossRanksThrowOnEveryRank) {
   const auto texts = messages(*clique_, [&](int r) {
     Shard<float> in(std::vector<float>(100, 0.5f));
     Shard<std::uint64_t> counts(64);
-    dist::histogram_even(clique_->comm(r), in.data(), 100, r == ranks() - 1 ? 64 : 32, 0.0, 1.0, counts.data(),
-                         clique_->stream(r));
+    dist::histogram_even(clique_->comm(r), in.data(), 100, r == ranks() - 1 ? 64 : 32, 0.0, 1.0,
+                         counts.data(), clique_->stream(r));
   });
   for (const std::string& text : texts) EXPECT_NE(text.find("'bins'"), std::string::npos) << text;
 }
@@ -355,20 +373,25 @@ TEST_P(Distributed, HostPointerOnOneRankThrowsOnEveryRank) {
   const auto texts = messages(*clique_, [&](int r) {
     Shard<float> in(host);
     Shard<float> out(1);
-    dist::reduce(clique_->comm(r), r == 0 ? host.data() : in.data(), 100, out.data(), Sum{}, clique_->stream(r));
+    dist::reduce(clique_->comm(r), r == 0 ? host.data() : in.data(), 100, out.data(), Sum{},
+                 clique_->stream(r));
   });
-  for (const std::string& text : texts) EXPECT_NE(text.find("rank 0 of"), std::string::npos) << text;
+  for (const std::string& text : texts)
+    EXPECT_NE(text.find("rank 0 of"), std::string::npos) << text;
 }
 
 TEST_P(Distributed, ReduceOfOnlyEmptyShardsThrowsOnEveryRank) {
   const auto texts = messages(*clique_, [&](int r) {
     Shard<float> out(1);
-    dist::reduce(clique_->comm(r), static_cast<const float*>(nullptr), 0, out.data(), Sum{}, clique_->stream(r));
+    dist::reduce(clique_->comm(r), static_cast<const float*>(nullptr), 0, out.data(), Sum{},
+                 clique_->stream(r));
   });
   for (const std::string& text : texts) EXPECT_NE(text.find("empty"), std::string::npos) << text;
 }
 
-std::string gpus_name(const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "Gpus"; }
+std::string gpus_name(const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "Gpus";
+}
 INSTANTIATE_TEST_SUITE_P(Distributed, Distributed, ::testing::Values(2, 4), gpus_name);
 
 }  // namespace

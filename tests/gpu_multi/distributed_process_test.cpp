@@ -2,7 +2,8 @@
 // per rank (fork and exec, so that no child inherits the parent's CUDA state); rank 0 calls
 // ncclGetUniqueId and passes the id to the others through a file; every rank checks the sharded
 // ops against the single-GPU library on its own GPU, and that a float result has the same bits on
-// every rank. This file has its own main: a child runs its rank and exits, the parent runs GoogleTest.
+// every rank. This file has its own main: a child runs its rank and exits, the parent runs
+// GoogleTest.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -46,14 +47,16 @@ ncclUniqueId shared_id(int rank, const std::string& path) {
       std::ofstream file(path + ".partial", std::ios::binary);
       file.write(id.internal, sizeof(id.internal));
     }
-    if (std::rename((path + ".partial").c_str(), path.c_str()) != 0) throw std::runtime_error("rename " + path);
+    if (std::rename((path + ".partial").c_str(), path.c_str()) != 0)
+      throw std::runtime_error("rename " + path);
     return id;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
     std::ifstream file(path, std::ios::binary);
     if (file && file.read(id.internal, sizeof(id.internal))) return id;
-    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no NCCL id in " + path);
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("no NCCL id in " + path);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -61,9 +64,11 @@ ncclUniqueId shared_id(int rank, const std::string& path) {
 template <class T>
 T* upload(const std::vector<T>& values) {
   T* device = nullptr;
-  check(cudaMalloc(reinterpret_cast<void**>(&device), (values.size() + 1) * sizeof(T)), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&device), (values.size() + 1) * sizeof(T)),
+        "cudaMalloc");
   if (!values.empty())
-    check(cudaMemcpy(device, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    check(cudaMemcpy(device, values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+          "upload");
   return device;
 }
 template <class T>
@@ -95,11 +100,14 @@ int run_child(int rank, int ranks, const std::string& id_path) {
   std::vector<float> all_f(std::size_t(offsets.back()));
   for (float& v : all_f) v = std::uniform_real_distribution<float>(-1, 2)(generator);
   std::vector<std::int64_t> all_i(all_f.size());
-  for (std::int64_t& v : all_i) v = std::uniform_int_distribution<std::int64_t>(-(1ll << 35), 1ll << 36)(generator);
+  for (std::int64_t& v : all_i)
+    v = std::uniform_int_distribution<std::int64_t>(-(1ll << 35), 1ll << 36)(generator);
   const std::int64_t n = sizes[std::size_t(rank)];
   const auto begin = std::size_t(offsets[std::size_t(rank)]);
-  const std::vector<float> mine_f(all_f.begin() + std::ptrdiff_t(begin), all_f.begin() + std::ptrdiff_t(begin + std::size_t(n)));
-  const std::vector<std::int64_t> mine_i(all_i.begin() + std::ptrdiff_t(begin), all_i.begin() + std::ptrdiff_t(begin + std::size_t(n)));
+  const std::vector<float> mine_f(all_f.begin() + std::ptrdiff_t(begin),
+                                  all_f.begin() + std::ptrdiff_t(begin + std::size_t(n)));
+  const std::vector<std::int64_t> mine_i(all_i.begin() + std::ptrdiff_t(begin),
+                                         all_i.begin() + std::ptrdiff_t(begin + std::size_t(n)));
 
   float* whole_f = upload(all_f);
   std::int64_t* whole_i = upload(all_i);
@@ -114,15 +122,18 @@ int run_child(int rank, int ranks, const std::string& id_path) {
   // reduce: near the one-GPU sum, and the same bits on every rank (all-gathered to compare).
   dist::reduce(comm, shard_f, n, result_f + rank, Sum{}, stream);
   check(ncclAllGather(result_f + rank, result_f, 1, ncclFloat32, comm, stream), "ncclAllGather");
-  rooflab::reduce(whole_f, std::int64_t(all_f.size()), result_f + ranks, Sum{}, stream);  // slot `ranks`: spare
+  rooflab::reduce(whole_f, std::int64_t(all_f.size()), result_f + ranks, Sum{},
+                  stream);  // slot `ranks`: spare
   check(cudaStreamSynchronize(stream), "reduce");
   const std::vector<float> results = download(result_f, std::size_t(ranks) + 1);
   for (int r = 1; r < ranks; ++r)
-    if (std::memcmp(&results[std::size_t(r)], &results[0], sizeof(float)) != 0) fail("reduce: rank " + std::to_string(r) + " differs from rank 0");
+    if (std::memcmp(&results[std::size_t(r)], &results[0], sizeof(float)) != 0)
+      fail("reduce: rank " + std::to_string(r) + " differs from rank 0");
   double magnitude = 0;
   for (float v : all_f) magnitude += std::fabs(v);
   if (std::fabs(double(results[0]) - double(results[std::size_t(ranks)])) > 1e-5 * magnitude)
-    fail("reduce: " + std::to_string(results[0]) + " vs one GPU " + std::to_string(results[std::size_t(ranks)]));
+    fail("reduce: " + std::to_string(results[0]) + " vs one GPU " +
+         std::to_string(results[std::size_t(ranks)]));
 
   // inclusive scan of int64: this rank's part of the one-GPU scan, exactly.
   dist::inclusive_scan(comm, shard_i, scanned, n, stream);
@@ -134,16 +145,19 @@ int run_child(int rank, int ranks, const std::string& id_path) {
 
   // histogram: the one-GPU counts, exactly.
   dist::histogram_even(comm, shard_f, n, 100, -1.0, 2.0, counts, stream);
-  rooflab::histogram_even(whole_f, std::int64_t(all_f.size()), 100, -1.0, 2.0, expected_counts, stream);
+  rooflab::histogram_even(whole_f, std::int64_t(all_f.size()), 100, -1.0, 2.0, expected_counts,
+                          stream);
   check(cudaStreamSynchronize(stream), "histogram");
-  if (download(counts, 100) != download(expected_counts, 100)) fail("histogram_even differs from one GPU");
+  if (download(counts, 100) != download(expected_counts, 100))
+    fail("histogram_even differs from one GPU");
 
   // A bad argument on rank 0 is thrown on every rank, naming rank 0, and nobody hangs.
   try {
     dist::histogram_even(comm, shard_f, n, rank == 0 ? 0 : 100, -1.0, 2.0, counts, stream);
     fail("bins = 0 on rank 0 did not throw");
   } catch (const rooflab::Error& error) {
-    if (std::string(error.what()).find("rank 0 of") == std::string::npos) fail(std::string("message: ") + error.what());
+    if (std::string(error.what()).find("rank 0 of") == std::string::npos)
+      fail(std::string("message: ") + error.what());
   }
 
   for (void* p : std::initializer_list<void*>{whole_f, whole_i, shard_f, shard_i, result_f, scanned,
@@ -214,7 +228,9 @@ TEST_P(DistributedProcesses, OneProcessPerGpuMatchesOneGpu) {
   rmdir(directory);
 }
 
-std::string gpus_name(const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "Gpus"; }
+std::string gpus_name(const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "Gpus";
+}
 INSTANTIATE_TEST_SUITE_P(Distributed, DistributedProcesses, ::testing::Values(2, 4), gpus_name);
 
 }  // namespace
@@ -223,8 +239,11 @@ INSTANTIATE_TEST_SUITE_P(Distributed, DistributedProcesses, ::testing::Values(2,
 int main(int argc, char** argv) {
   if (const char* rank = std::getenv("ROOFLAB_DIST_RANK")) {
     try {
-      return rooflab::testing::run_child(std::atoi(rank), std::atoi(std::getenv("ROOFLAB_DIST_RANKS")),
-                                         std::getenv("ROOFLAB_DIST_ID_FILE")) == 0 ? 0 : 1;
+      return rooflab::testing::run_child(std::atoi(rank),
+                                         std::atoi(std::getenv("ROOFLAB_DIST_RANKS")),
+                                         std::getenv("ROOFLAB_DIST_ID_FILE")) == 0
+                 ? 0
+                 : 1;
     } catch (const std::exception& error) {
       std::cerr << "rank " << rank << ": " << error.what() << "\n";
       return 2;

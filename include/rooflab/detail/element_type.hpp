@@ -22,14 +22,38 @@ inline constexpr bool is_standard_integer_v =
 
 template <std::size_t Bytes, bool Signed>
 struct fixed_width_integer {};
-template <> struct fixed_width_integer<1, true> { using type = std::int8_t; };
-template <> struct fixed_width_integer<1, false> { using type = std::uint8_t; };
-template <> struct fixed_width_integer<2, true> { using type = std::int16_t; };
-template <> struct fixed_width_integer<2, false> { using type = std::uint16_t; };
-template <> struct fixed_width_integer<4, true> { using type = std::int32_t; };
-template <> struct fixed_width_integer<4, false> { using type = std::uint32_t; };
-template <> struct fixed_width_integer<8, true> { using type = std::int64_t; };
-template <> struct fixed_width_integer<8, false> { using type = std::uint64_t; };
+template <>
+struct fixed_width_integer<1, true> {
+  using type = std::int8_t;
+};
+template <>
+struct fixed_width_integer<1, false> {
+  using type = std::uint8_t;
+};
+template <>
+struct fixed_width_integer<2, true> {
+  using type = std::int16_t;
+};
+template <>
+struct fixed_width_integer<2, false> {
+  using type = std::uint16_t;
+};
+template <>
+struct fixed_width_integer<4, true> {
+  using type = std::int32_t;
+};
+template <>
+struct fixed_width_integer<4, false> {
+  using type = std::uint32_t;
+};
+template <>
+struct fixed_width_integer<8, true> {
+  using type = std::int64_t;
+};
+template <>
+struct fixed_width_integer<8, false> {
+  using type = std::uint64_t;
+};
 
 template <class T, bool = is_standard_integer_v<T>>
 struct element_type {

@@ -10,7 +10,8 @@ namespace rooflab::detail {
 constexpr int max_threads_per_sm() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
   return 1024;
-#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
+#elif defined(__CUDA_ARCH__) && \
+    (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
   return 1536;
 #else
   return 2048;

@@ -168,8 +168,7 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
     const std::int64_t vectors = (length - head_length) / width;
     const auto* body = reinterpret_cast<const Vector<T>*>(start + head_length);
     acc = strided_fold<LoadsInFlight, Join>(
-        acc, lane, vectors, lanes, op,
-        [&](std::int64_t v) { return load_vector(body + v); },
+        acc, lane, vectors, lanes, op, [&](std::int64_t v) { return load_vector(body + v); },
         [&](const Vector<T>& vector) { return fold_vector(vector, op); });
     scalar_begin = head_length + vectors * width;
   }
@@ -241,7 +240,8 @@ __device__ __forceinline__ T fold_partials(const T* partials, std::int64_t count
 // The one-pass reduce: grid-stride over the input, a block fold, then the last
 // block folds the gridDim.x partials in index order and resets the ticket for the next call.
 template <class T, class Op>
-__global__ void __launch_bounds__(reduce_block_threads, min_blocks_per_sm(reduce_block_threads, reduce_min_blocks_per_sm))
+__global__ void __launch_bounds__(reduce_block_threads,
+                                  min_blocks_per_sm(reduce_block_threads, reduce_min_blocks_per_sm))
     reduce_kernel(const T* __restrict__ in, std::int64_t n, T* out, Op op, T* partials,
                   unsigned* ticket) {
   __shared__ BlockReduceStorage<T, reduce_block_threads> storage;
@@ -304,7 +304,9 @@ __device__ __forceinline__ void load_then_fold(T (&value)[Steps], Unit identity,
 }
 
 template <int Lanes, class T, class Op>
-__global__ void __launch_bounds__(reduce_block_threads, min_blocks_per_sm(reduce_block_threads, small_rows_min_blocks_per_sm))
+__global__ void __launch_bounds__(reduce_block_threads,
+                                  min_blocks_per_sm(reduce_block_threads,
+                                                    small_rows_min_blocks_per_sm))
     reduce_small_rows_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                              T* __restrict__ out, Op op, bool vector_units) {
   constexpr int width = vector_width<T>();
@@ -446,9 +448,9 @@ int resident_blocks(const char* op) {
   int blocks = slot.load(std::memory_order_relaxed);
   if (blocks == 0) {
     int per_sm = 0;
-    ROOFLAB_CUDA(op, "asking how many reduction blocks fit on an SM",
-                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel,
-                                                               reduce_block_threads, 0));
+    ROOFLAB_CUDA(
+        op, "asking how many reduction blocks fit on an SM",
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, reduce_block_threads, 0));
     blocks = (per_sm > 0 ? per_sm : 1) * current_sm_count();
     slot.store(blocks, std::memory_order_relaxed);
   }
@@ -557,7 +559,7 @@ void reduce_rows_elements(const T* in, std::int64_t rows, std::int64_t cols, T* 
 
 // The instantiations the library compiles (src/reduce/reduce.cu); callers of these use them rather
 // than compiling their own.
-#define ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Op)                                          \
+#define ROOFLAB_REDUCE_INSTANTIATION(prefix, T, Op)                                              \
   prefix template void reduce_elements<T, Op>(const T*, std::int64_t, T*, Op, cudaStream_t);     \
   prefix template void reduce_rows_elements<T, Op>(const T*, std::int64_t, std::int64_t, T*, Op, \
                                                    cudaStream_t);

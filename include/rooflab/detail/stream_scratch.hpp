@@ -37,7 +37,7 @@ class StreamScratch {
   StreamScratch(const StreamScratch&) = delete;
   StreamScratch& operator=(const StreamScratch&) = delete;
 
-  void* bytes() const noexcept { return bytes_; }        // 256-byte aligned, contents undefined
+  void* bytes() const noexcept { return bytes_; }            // 256-byte aligned, contents undefined
   unsigned* counters() const noexcept { return counters_; }  // all zero
 
  private:
@@ -45,7 +45,7 @@ class StreamScratch {
   unsigned* counters_ = nullptr;
   cudaStream_t stream_ = nullptr;
   int device_ = -1;
-  int slot_ = -1;  // the leased slot of device_, or -1
+  int slot_ = -1;                      // the leased slot of device_, or -1
   std::unique_ptr<StreamBuffer> own_;  // scratch of this call's own, where it has no slot
 };
 

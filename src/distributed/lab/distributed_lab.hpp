@@ -13,9 +13,9 @@
 namespace rooflab::dist::lab {
 
 struct ShardedBenchOptions {
-  std::string op;              // reduce, histogram, scan, latency, interconnect or all
-  int gpus = 0;                // ranks, GPUs 0..gpus-1 of this process
-  std::int64_t n_per_rank = 0; // 0: 2^30 (the size)
+  std::string op;               // reduce, histogram, scan, latency, interconnect or all
+  int gpus = 0;                 // ranks, GPUs 0..gpus-1 of this process
+  std::int64_t n_per_rank = 0;  // 0: 2^30 (the size)
   int reps = 10;
   int warmup = 2;
   std::string format = "table";  // table or json

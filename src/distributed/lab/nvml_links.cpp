@@ -31,14 +31,16 @@ LinkTheory nvlink_theory(int cuda_device) {
   }
   const auto init = reinterpret_cast<NvmlInit>(dlsym(library, "nvmlInit_v2"));
   const auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(library, "nvmlShutdown"));
-  const auto by_bus = reinterpret_cast<NvmlByPciBusId>(dlsym(library, "nvmlDeviceGetHandleByPciBusId_v2"));
+  const auto by_bus =
+      reinterpret_cast<NvmlByPciBusId>(dlsym(library, "nvmlDeviceGetHandleByPciBusId_v2"));
   const auto state = reinterpret_cast<NvmlLinkState>(dlsym(library, "nvmlDeviceGetNvLinkState"));
   char bus_id[32] = {};
   NvmlDevice device = nullptr;
   if (!init || !shutdown || !by_bus || !state || init() != 0) {
     theory.why = "unknown: NVML did not start";
   } else {
-    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cuda_device) != cudaSuccess || by_bus(bus_id, &device) != 0) {
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cuda_device) != cudaSuccess ||
+        by_bus(bus_id, &device) != 0) {
       theory.why = "unknown: NVML does not know GPU " + std::to_string(cuda_device);
     } else {
       for (unsigned link = 0; link < max_links; ++link) {
@@ -51,12 +53,14 @@ LinkTheory nvlink_theory(int cuda_device) {
       if (theory.active_links == 0) {
         theory.why = "unknown: no active NVLink (PCIe only?)";
       } else if (theory.per_link_bytes_per_second == 0) {
-        theory.why = "unknown: NVLink rate of compute capability " + std::to_string(properties.major) + ".x";
+        theory.why =
+            "unknown: NVLink rate of compute capability " + std::to_string(properties.major) + ".x";
       } else {
         theory.known = true;
         theory.bytes_per_second = theory.active_links * theory.per_link_bytes_per_second;
         theory.why = std::to_string(theory.active_links) + " active NVLinks (NVML) x " +
-                     std::to_string(int(theory.per_link_bytes_per_second / 1e9)) + " GB/s a direction";
+                     std::to_string(int(theory.per_link_bytes_per_second / 1e9)) +
+                     " GB/s a direction";
       }
     }
     shutdown();

@@ -62,7 +62,8 @@ Rank rank_of(ncclComm_t comm, const char* op) {
 DeviceScope::DeviceScope(const Rank& rank) {
   check_cuda(cudaGetDevice(&previous_), rank, "reading the current device");
   if (previous_ == rank.device) return;
-  check_cuda(cudaSetDevice(rank.device), rank, "making the comm's GPU " + std::to_string(rank.device) + " current");
+  check_cuda(cudaSetDevice(rank.device), rank,
+             "making the comm's GPU " + std::to_string(rank.device) + " current");
 }
 
 DeviceScope::~DeviceScope() {
@@ -89,14 +90,16 @@ void require_device_pointer(ShardRecord& record, const Rank& rank, const void* p
     return;              // cannot tell; the local call will say
   }
   if (attributes.type == cudaMemoryTypeUnregistered || attributes.type == cudaMemoryTypeHost)
-    return complain(record, argument, "is host memory, not memory of GPU " + std::to_string(rank.device));
+    return complain(record, argument,
+                    "is host memory, not memory of GPU " + std::to_string(rank.device));
   if (attributes.type == cudaMemoryTypeDevice && attributes.device != rank.device)
     return complain(record, argument,
                     "is on GPU " + std::to_string(attributes.device) + ", the comm's GPU is " +
                         std::to_string(rank.device));
 }
 
-RecordExchange::RecordExchange(const Rank& rank, cudaStream_t stream) : rank_(rank), stream_(stream) {
+RecordExchange::RecordExchange(const Rank& rank, cudaStream_t stream)
+    : rank_(rank), stream_(stream) {
   const std::size_t bytes = sizeof(ShardRecord) * std::size_t(rank.ranks);
   check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&slots_), bytes, stream), rank,
              "allocating the argument records");
@@ -113,10 +116,11 @@ unsigned char* RecordExchange::own_value() const {
 
 std::vector<ShardRecord> RecordExchange::exchange(const ShardRecord& own) {
   unsigned char* slot = slots_ + sizeof(ShardRecord) * std::size_t(rank_.rank);
-  check_cuda(cudaMemcpyAsync(slot, &own, offsetof(ShardRecord, value), cudaMemcpyHostToDevice, stream_),
-             rank_, "copying the argument record");
-  check_nccl(ncclAllGather(slot, slots_, sizeof(ShardRecord), ncclUint8, rank_.comm, stream_), rank_,
-             "ncclAllGather of the argument records");
+  check_cuda(
+      cudaMemcpyAsync(slot, &own, offsetof(ShardRecord, value), cudaMemcpyHostToDevice, stream_),
+      rank_, "copying the argument record");
+  check_nccl(ncclAllGather(slot, slots_, sizeof(ShardRecord), ncclUint8, rank_.comm, stream_),
+             rank_, "ncclAllGather of the argument records");
   std::vector<ShardRecord> records(std::size_t(rank_.ranks));
   check_cuda(cudaMemcpyAsync(records.data(), slots_, sizeof(ShardRecord) * records.size(),
                              cudaMemcpyDeviceToHost, stream_),
@@ -128,19 +132,22 @@ std::vector<ShardRecord> RecordExchange::exchange(const ShardRecord& own) {
     if (records[std::size_t(r)].bad != 0 && bad_ranks++ == 0) first = r;
   if (bad_ranks > 0) {
     const ShardRecord& record = records[std::size_t(first)];
-    std::string problem = "rank " + std::to_string(first) + " of " + std::to_string(rank_.ranks) +
-                          (record.bad == 2 ? ": its local part failed: " : ": ") +
-                          std::string(record.problem, strnlen(record.problem, sizeof(record.problem)));
+    std::string problem =
+        "rank " + std::to_string(first) + " of " + std::to_string(rank_.ranks) +
+        (record.bad == 2 ? ": its local part failed: " : ": ") +
+        std::string(record.problem, strnlen(record.problem, sizeof(record.problem)));
     if (bad_ranks > 1) problem += " (and " + std::to_string(bad_ranks - 1) + " more ranks)";
     if (first != rank_.rank) problem += " [seen by rank " + std::to_string(rank_.rank) + "]";
-    throw Error(rank_.op, std::string(record.argument, strnlen(record.argument, sizeof(record.argument))),
+    throw Error(rank_.op,
+                std::string(record.argument, strnlen(record.argument, sizeof(record.argument))),
                 problem);
   }
   return records;
 }
 
 void require_same_everywhere(const Rank& rank, const std::vector<ShardRecord>& records,
-                             const char* argument, bool (*same)(const ShardRecord&, const ShardRecord&),
+                             const char* argument,
+                             bool (*same)(const ShardRecord&, const ShardRecord&),
                              std::string (*show)(const ShardRecord&)) {
   for (std::size_t r = 1; r < records.size(); ++r)
     if (!same(records[0], records[r]))

@@ -91,7 +91,8 @@ class RecordExchange {
 
 // Throws on every rank if the records disagree on a value that must be the same everywhere.
 void require_same_everywhere(const Rank& rank, const std::vector<ShardRecord>& records,
-                             const char* argument, bool (*same)(const ShardRecord&, const ShardRecord&),
+                             const char* argument,
+                             bool (*same)(const ShardRecord&, const ShardRecord&),
                              std::string (*show)(const ShardRecord&));
 
 }  // namespace rooflab::dist::detail

@@ -58,7 +58,8 @@ void launch_add_offset(const Rank& rank, T* out, std::int64_t n, T offset, cudaS
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank.device), rank,
              "reading the SM count");
   const std::int64_t threads = 256;
-  const std::int64_t blocks = std::min<std::int64_t>((n + threads - 1) / threads, std::int64_t(sms) * 8);
+  const std::int64_t blocks =
+      std::min<std::int64_t>((n + threads - 1) / threads, std::int64_t(sms) * 8);
   add_offset<T><<<unsigned(blocks), unsigned(threads), 0, stream>>>(out, n, offset);
   check_cuda(cudaGetLastError(), rank, "launching add_offset");
 }
@@ -73,7 +74,8 @@ std::string show_double(double value) {
 }  // namespace
 
 template <class T, class Op>
-void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op, cudaStream_t stream) {
+void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op,
+                   cudaStream_t stream) {
   const Rank rank = rank_of(comm, "dist::reduce");
   DeviceScope scope(rank);
   RecordExchange exchange(rank, stream);
@@ -84,7 +86,9 @@ void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op, 
   require_device_pointer(own, rank, out, sizeof(T), "out");
   // The partial goes straight into this rank's record.
   if (n > 0)
-    local_part(own, [&] { rooflab::reduce(in, n, reinterpret_cast<T*>(exchange.own_value()), op, stream); });
+    local_part(own, [&] {
+      rooflab::reduce(in, n, reinterpret_cast<T*>(exchange.own_value()), op, stream);
+    });
   const std::vector<ShardRecord> records = exchange.exchange(own);
 
   std::vector<T> partials(records.size());
@@ -95,7 +99,8 @@ void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op, 
   }
   bool found = false;
   const T total = fold_in_rank_order(partials, counted, op, found);
-  if (!found) throw Error(rank.op, "n", "every rank's shard is empty: the reduction needs an element");
+  if (!found)
+    throw Error(rank.op, "n", "every rank's shard is empty: the reduction needs an element");
   // From pageable memory: returns once `total` has been staged, so the local may go.
   check_cuda(cudaMemcpyAsync(out, &total, sizeof(T), cudaMemcpyHostToDevice, stream), rank,
              "writing the total");
@@ -116,28 +121,32 @@ void reduce_rows_shards(ncclComm_t comm, const T* in, std::int64_t rows, std::in
   require_device_pointer(own, rank, out, sizeof(T), "out");
   const std::vector<ShardRecord> records = exchange.exchange(own);
   require_same_everywhere(
-      rank, records, "cols", [](const ShardRecord& a, const ShardRecord& b) { return a.cols == b.cols; },
+      rank, records, "cols",
+      [](const ShardRecord& a, const ShardRecord& b) { return a.cols == b.cols; },
       [](const ShardRecord& r) { return show_int(r.cols); });
   std::vector<std::int64_t> sizes;
   for (const ShardRecord& record : records) sizes.push_back(record.size);
   const std::vector<std::int64_t> offsets = shard_offsets(sizes);
-  if (offsets.back() == 0) throw Error(rank.op, "rows", "every rank holds 0 rows: nothing to reduce");
+  if (offsets.back() == 0)
+    throw Error(rank.op, "rows", "every rank holds 0 rows: nothing to reduce");
 
-  if (rows > 0) rooflab::reduce_rows(in, rows, cols, out + offsets[std::size_t(rank.rank)], op, stream);
+  if (rows > 0)
+    rooflab::reduce_rows(in, rows, cols, out + offsets[std::size_t(rank.rank)], op, stream);
   // An all-gather of unequal parts: each rank broadcasts its rows' results in place.
   check_nccl(ncclGroupStart(), rank, "ncclGroupStart");
   for (int q = 0; q < rank.ranks; ++q) {
     if (sizes[std::size_t(q)] == 0) continue;
     T* part = out + offsets[std::size_t(q)];
-    check_nccl(ncclBroadcast(part, part, std::size_t(sizes[std::size_t(q)]) * sizeof(T), ncclUint8, q,
-                             comm, stream),
+    check_nccl(ncclBroadcast(part, part, std::size_t(sizes[std::size_t(q)]) * sizeof(T), ncclUint8,
+                             q, comm, stream),
                rank, "ncclBroadcast of the row results");
   }
   check_nccl(ncclGroupEnd(), rank, "ncclGroupEnd (row results)");
 }
 
 template <class T>
-void scan_shards(ncclComm_t comm, const T* in, T* out, std::int64_t n, bool inclusive, cudaStream_t stream) {
+void scan_shards(ncclComm_t comm, const T* in, T* out, std::int64_t n, bool inclusive,
+                 cudaStream_t stream) {
   const Rank rank = rank_of(comm, inclusive ? "dist::inclusive_scan" : "dist::exclusive_scan");
   DeviceScope scope(rank);
   RecordExchange exchange(rank, stream);
@@ -149,21 +158,23 @@ void scan_shards(ncclComm_t comm, const T* in, T* out, std::int64_t n, bool incl
     require_device_pointer(own, rank, out, sizeof(T), "out");
     const auto a = reinterpret_cast<std::uintptr_t>(in), b = reinterpret_cast<std::uintptr_t>(out);
     const std::uintptr_t bytes = std::uintptr_t(n) * sizeof(T);
-    require_arg(own, a == b || a + bytes <= b || b + bytes <= a, "out", "overlaps in without being equal to it");
+    require_arg(own, a == b || a + bytes <= b || b + bytes <= a, "out",
+                "overlaps in without being equal to it");
   }
   // The record's value: the last local output, then the last input (read before an in-place scan
   // overwrites it); the shard's total is the first (inclusive) or their sum (exclusive).
   unsigned char* value = exchange.own_value();
   if (n > 0)
     local_part(own, [&] {
-      check_cuda(cudaMemcpyAsync(value + 8, in + (n - 1), sizeof(T), cudaMemcpyDeviceToDevice, stream), rank,
-                 "saving the shard's last input");
+      check_cuda(
+          cudaMemcpyAsync(value + 8, in + (n - 1), sizeof(T), cudaMemcpyDeviceToDevice, stream),
+          rank, "saving the shard's last input");
       if (inclusive)
         rooflab::inclusive_scan(in, out, n, stream);
       else
         rooflab::exclusive_scan(in, out, n, stream);
-      check_cuda(cudaMemcpyAsync(value, out + (n - 1), sizeof(T), cudaMemcpyDeviceToDevice, stream), rank,
-                 "saving the shard's last output");
+      check_cuda(cudaMemcpyAsync(value, out + (n - 1), sizeof(T), cudaMemcpyDeviceToDevice, stream),
+                 rank, "saving the shard's last output");
     });
   const std::vector<ShardRecord> records = exchange.exchange(own);
 
@@ -182,8 +193,8 @@ void scan_shards(ncclComm_t comm, const T* in, T* out, std::int64_t n, bool incl
 }
 
 template <class T>
-void histogram_even_shards(ncclComm_t comm, const T* in, std::int64_t n, int bins, double lo, double hi,
-                           std::uint64_t* counts, cudaStream_t stream) {
+void histogram_even_shards(ncclComm_t comm, const T* in, std::int64_t n, int bins, double lo,
+                           double hi, std::uint64_t* counts, cudaStream_t stream) {
   const Rank rank = rank_of(comm, "dist::histogram_even");
   DeviceScope scope(rank);
   RecordExchange exchange(rank, stream);
@@ -193,9 +204,11 @@ void histogram_even_shards(ncclComm_t comm, const T* in, std::int64_t n, int bin
   own.lo = lo;
   own.hi = hi;
   require_arg(own, n >= 0, "n", "must not be negative (got " + std::to_string(n) + ")");
-  require_arg(own, bins >= 1 && bins <= (1 << 24), "bins", "must be in [1, 2^24] (got " + std::to_string(bins) + ")");
+  require_arg(own, bins >= 1 && bins <= (1 << 24), "bins",
+              "must be in [1, 2^24] (got " + std::to_string(bins) + ")");
   require_arg(own, std::isfinite(lo) && std::isfinite(hi) && lo < hi, "hi",
-              "lo and hi must be finite with lo < hi (got " + show_double(lo) + ", " + show_double(hi) + ")");
+              "lo and hi must be finite with lo < hi (got " + show_double(lo) + ", " +
+                  show_double(hi) + ")");
   if (own.bad == 0)
     require_arg(own, std::isfinite((hi - lo) * bins) && std::isfinite(bins / (hi - lo)), "hi",
                 "(hi - lo) * bins and bins / (hi - lo) must be finite");
@@ -204,7 +217,8 @@ void histogram_even_shards(ncclComm_t comm, const T* in, std::int64_t n, int bin
   local_part(own, [&] { rooflab::histogram_even(in, n, bins, lo, hi, counts, stream); });
   const std::vector<ShardRecord> records = exchange.exchange(own);
   require_same_everywhere(
-      rank, records, "bins", [](const ShardRecord& a, const ShardRecord& b) { return a.bins == b.bins; },
+      rank, records, "bins",
+      [](const ShardRecord& a, const ShardRecord& b) { return a.bins == b.bins; },
       [](const ShardRecord& r) { return show_int(r.bins); });
   require_same_everywhere(
       rank, records, "lo", [](const ShardRecord& a, const ShardRecord& b) { return a.lo == b.lo; },
@@ -213,26 +227,26 @@ void histogram_even_shards(ncclComm_t comm, const T* in, std::int64_t n, int bin
       rank, records, "hi", [](const ShardRecord& a, const ShardRecord& b) { return a.hi == b.hi; },
       [](const ShardRecord& r) { return show_double(r.hi); });
   // Integer counts: any order of the sums gives the same bits.
-  check_nccl(ncclAllReduce(counts, counts, std::size_t(bins), ncclUint64, ncclSum, comm, stream), rank,
-             "ncclAllReduce of the counts");
+  check_nccl(ncclAllReduce(counts, counts, std::size_t(bins), ncclUint64, ncclSum, comm, stream),
+             rank, "ncclAllReduce of the counts");
 }
 
-#define ROOFLAB_DIST_REDUCE(T, Op)                                                                   \
-  template void reduce_shards<T, Op>(ncclComm_t, const T*, std::int64_t, T*, Op, cudaStream_t);      \
-  template void reduce_rows_shards<T, Op>(ncclComm_t, const T*, std::int64_t, std::int64_t, T*, Op, \
-                                          cudaStream_t);
-#define ROOFLAB_DIST_NUMERIC(T)                                                                      \
-  ROOFLAB_DIST_REDUCE(T, Sum)                                                                        \
-  ROOFLAB_DIST_REDUCE(T, Min)                                                                        \
-  ROOFLAB_DIST_REDUCE(T, Max)                                                                        \
+#define ROOFLAB_DIST_REDUCE(T, Op)                                                              \
+  template void reduce_shards<T, Op>(ncclComm_t, const T*, std::int64_t, T*, Op, cudaStream_t); \
+  template void reduce_rows_shards<T, Op>(ncclComm_t, const T*, std::int64_t, std::int64_t, T*, \
+                                          Op, cudaStream_t);
+#define ROOFLAB_DIST_NUMERIC(T) \
+  ROOFLAB_DIST_REDUCE(T, Sum)   \
+  ROOFLAB_DIST_REDUCE(T, Min)   \
+  ROOFLAB_DIST_REDUCE(T, Max)   \
   template void scan_shards<T>(ncclComm_t, const T*, T*, std::int64_t, bool, cudaStream_t);
 ROOFLAB_DIST_NUMERIC(float)
 ROOFLAB_DIST_NUMERIC(double)
 ROOFLAB_DIST_NUMERIC(std::int32_t)
 ROOFLAB_DIST_NUMERIC(std::int64_t)
 ROOFLAB_DIST_NUMERIC(std::uint32_t)
-#define ROOFLAB_DIST_HISTOGRAM(T)                                                                    \
-  template void histogram_even_shards<T>(ncclComm_t, const T*, std::int64_t, int, double, double,   \
+#define ROOFLAB_DIST_HISTOGRAM(T)                                                                 \
+  template void histogram_even_shards<T>(ncclComm_t, const T*, std::int64_t, int, double, double, \
                                          std::uint64_t*, cudaStream_t);
 ROOFLAB_DIST_HISTOGRAM(std::uint8_t)
 ROOFLAB_DIST_HISTOGRAM(std::int32_t)
