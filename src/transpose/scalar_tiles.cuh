@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "rooflab/cuda_check.hpp"
+#include "rooflab/detail/launch_bounds.cuh"
 
 namespace rooflab::scalar_transpose {
 
@@ -38,7 +39,9 @@ constexpr int resident_blocks() {
 // The block loops over the tiles past the grid's limits (2^31 - 1 in x, 65535 in y). In
 // column-major order the grid's x runs down the tile rows, y across the tile columns.
 template <class T, int TileRows, int TileCols, int Threads, TileOrder Order>
-__global__ void __launch_bounds__(Threads, (resident_blocks<T, TileRows, TileCols, Threads>()))
+__global__ void __launch_bounds__(
+    Threads,
+    (detail::min_blocks_per_sm(Threads, resident_blocks<T, TileRows, TileCols, Threads>())))
     scalar_tiles(const T* __restrict__ in, T* __restrict__ out, std::int64_t rows,
                  std::int64_t cols, std::int64_t tiles_x, std::int64_t tiles_y) {
   // Reads: thread t takes column t % TileCols of every (Threads / TileCols)-th tile row; writes:

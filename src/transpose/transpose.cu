@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "rooflab/cuda_check.hpp"
+#include "rooflab/detail/launch_bounds.cuh"
 #include "rooflab/error.hpp"
 #include "rooflab/transpose.hpp"
 #include "transpose/scalar_tiles.cuh"
@@ -269,7 +270,9 @@ __device__ void store_edge_tile(const Tile<E>& tile, E* __restrict__ target, std
 // One tile per block iteration, tiles numbered column-major (down the input first); the loop
 // only matters beyond 2^31 - 1 tiles.
 template <class E>
-__global__ void __launch_bounds__(transpose_threads, resident_blocks<E>())
+__global__ void __launch_bounds__(transpose_threads,
+                                  detail::min_blocks_per_sm(transpose_threads,
+                                                            resident_blocks<E>()))
     transpose_tiles(const E* __restrict__ in, E* __restrict__ out, std::int64_t rows,
                     std::int64_t cols, std::int64_t tiles_down, std::int64_t tiles) {
   constexpr int side = tile_side<E>();
@@ -444,7 +447,9 @@ __device__ void tile_to_chunk(const E* tile, int pitch, E* first, int count, int
 // and the output slab is the chunk; otherwise in is long_side x short_side, the chunk is read
 // and the output rows are the runs.
 template <class E, bool ShortRows>
-__global__ void __launch_bounds__(transpose_threads, band_resident_blocks<E>())
+__global__ void __launch_bounds__(transpose_threads,
+                                  detail::min_blocks_per_sm(transpose_threads,
+                                                            band_resident_blocks<E>()))
     transpose_band(const E* __restrict__ in, E* __restrict__ out, int short_side,
                    std::int64_t long_side, int slab, int pitch, std::int64_t slabs) {
   // Room for short_side < tile_side rows of up to 2 padding elements each.
