@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_query.hpp"
+
 namespace rooflab::testing {
 
 inline void check(cudaError_t status, const char* what) {
@@ -30,12 +32,10 @@ inline void keep_nvls_off() { setenv("NCCL_NVLS_ENABLE", "0", 1); }
 
 // Empty when `needed` GPUs can be used, else why not.
 inline std::string gpus_unavailable_reason(int needed) {
+  // The library's reason where there is no device: it names a missing driver as such.
+  if (std::string why = cuda_device_unavailable_reason(); !why.empty()) return why;
   int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    cudaGetLastError();
-    return std::string("no CUDA device (") + cudaGetErrorString(status) + ")";
-  }
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (count < needed)
     return "needs " + std::to_string(needed) + " GPUs, found " + std::to_string(count);
   return {};
