@@ -47,10 +47,11 @@ Check AddWorkspace::check(Where where) {
 
 namespace {
 
-ROOFLAB_OP(vector_add_op<AddWorkspace>("add",
-                                       "lecture 003's vector add (it adds in place, x += y), out = "
-                                       "a + b over n floats (12 bytes per element)",
-                                       28, 24));
+ROOFLAB_OP(vector_add_op<AddWorkspace>(
+    "add",
+    "The limiting-factors lecture's vector add (it adds in place, x += y), out = "
+    "a + b over n floats (12 bytes per element)",
+    28, 24));
 
 // Rung 0 — the CPU loop: one core streaming three arrays; rooflab's baseline (the lecture has
 // none).

@@ -1,5 +1,6 @@
 #pragma once
-// Lecture 003's vector add (it adds in place, x += y; here out = a + b, the same 12 bytes per
+// The limiting-factors lecture's vector add (it adds in place, x += y; here out = a + b, the same
+// 12 bytes per
 // element) over n floats: the first op of the lab, and the smallest
 // complete example of an op (workspace, model, rungs).
 #include <cstdint>

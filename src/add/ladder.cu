@@ -1,4 +1,4 @@
-// The add ladder (lecture 003): the same 12 bytes per element, moved three ways.
+// The add ladder (the limiting-factors lecture): the same 12 bytes per element, moved three ways.
 #include <cstdint>
 
 #include "add/add_workspace.hpp"

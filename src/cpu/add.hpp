@@ -3,7 +3,8 @@
 
 namespace rooflab::cpu {
 
-// rooflab's CPU baseline for lecture 003's vector add (the lecture times none): one core, one loop.
+// rooflab's CPU baseline for the limiting-factors lecture's vector add (the lecture times none):
+// one core, one loop.
 void add_serial(const float* a, const float* b, float* out, std::int64_t n);
 
 }  // namespace rooflab::cpu

@@ -1,6 +1,7 @@
 #pragma once
 // CPU side of histogram_even: the bin rule written out as the API states it (independently of the
-// device's), the CPU loop that stands in for seed 000's (not shown there), and the parallel
+// device's), the CPU loop that stands in for the memory-basics lab's (not shown there), and the
+// parallel
 // reference the checks use.
 #include <algorithm>
 #include <cstdint>
@@ -16,7 +17,8 @@ namespace rooflab::cpu {
 // outside [lo, hi) or NaN.
 int even_bin(double v, double lo, double hi, int bins);
 
-// The CPU baseline (seed 000's CPU loop): one core, one pass; counts[0, bins) overwritten.
+// The CPU baseline (the memory-basics lab's CPU loop): one core, one pass; counts[0, bins)
+// overwritten.
 template <class T>
 void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi,
                       std::uint64_t* counts);

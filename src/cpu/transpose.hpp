@@ -1,5 +1,6 @@
 #pragma once
-// CPU side of the transpose: the CPU loop that stands in for seed 000's (not shown there) and the
+// CPU side of the transpose: the CPU loop that stands in for the memory-basics lab's (not shown
+// there) and the
 // element-exact check.
 #include <cstddef>
 #include <cstdint>

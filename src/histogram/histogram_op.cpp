@@ -139,9 +139,10 @@ Problem histogram_problem(std::int64_t n, DType dtype, std::int64_t bins, Distri
 
 ROOFLAB_OP(Op{
     "histogram",
-    "seed 000's histogram: n values counted into evenly spaced bins (reads every value once)",
+    "The memory-basics lab's histogram: n values counted into evenly spaced bins (reads every "
+    "value once)",
     [](Problem problem) {
-      if (problem.n == 0) problem.n = 50'000'000;  // seed 000's size
+      if (problem.n == 0) problem.n = 50'000'000;  // the memory-basics lab's size
       if (problem.bins == 0) problem.bins = 256;
       require(problem.n >= 1, "bench histogram", "--n", "must be at least 1");
       require(problem.bins >= 1 && problem.bins <= (1 << 24), "bench histogram", "--bins",
@@ -171,7 +172,8 @@ ROOFLAB_OP(Op{
                                     histogram_problem(1 << 22, DType::i32, 256, equal),
                                     histogram_problem(1 << 24, DType::u8, 256, uniform),
                                     histogram_problem(1 << 22, DType::f32, 256, uniform)};
-      // Seed 000's 50M int32 first (its CPU, naive and shared-memory table), then the targets.
+      // The memory-basics lab's 50M int32 first (its CPU, naive and shared-memory table), then the
+      // targets.
       const std::int64_t seed_n = 50'000'000;
       return std::vector<Problem>{histogram_problem(seed_n, DType::i32, 256, uniform),
                                   histogram_problem(seed_n, DType::i32, 4096, uniform),
@@ -183,19 +185,21 @@ ROOFLAB_OP(Op{
     {"--n", "--bins"},
 });
 
-// Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not shown):
+// Rung 0 — the CPU loop, rooflab's stand-in for the memory-basics lab's CPU baseline (timed there,
+// not shown):
 // one core binning and counting value by value.
-ROOFLAB_VARIANT(Variant{
-    "histogram", 0, "cpu-loop", "one CPU core, one pass (in place of seed 000's CPU loop)",
-    Where::cpu, false, at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
-    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) {
-      w.prepare_host();
-      visit_histogram_type(w.dtype, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::histogram_serial(reinterpret_cast<const T*>(w.host_in.data()), w.n, w.bins, w.lo, w.hi,
-                              w.host_counts.data());
-      });
-    })});
+ROOFLAB_VARIANT(Variant{"histogram", 0, "cpu-loop",
+                        "one CPU core, one pass (in place of the memory-basics lab's CPU loop)",
+                        Where::cpu, false,
+                        at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
+                        on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) {
+                          w.prepare_host();
+                          visit_histogram_type(w.dtype, [&](auto zero) {
+                            using T = decltype(zero);
+                            cpu::histogram_serial(reinterpret_cast<const T*>(w.host_in.data()), w.n,
+                                                  w.bins, w.lo, w.hi, w.host_counts.data());
+                          });
+                        })});
 
 }  // namespace
 }  // namespace rooflab::bench

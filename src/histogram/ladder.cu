@@ -1,4 +1,5 @@
-// The histogram ladder (seed 000): the same int32 values counted seven ways, from one global
+// The histogram ladder (the memory-basics lab): the same int32 values counted seven ways, from one
+// global
 // atomic per value to block, warp and packed counters in shared memory; the production path,
 // and CUB's HistogramEven for comparison. Every rung bins with the same exact rule
 // (even_bins.cuh): the ladder is about where and how the counting happens.
@@ -35,7 +36,8 @@ void zero_counts(HistogramWorkspace& w, cudaStream_t stream) {
 
 std::string int32_only(const Problem& problem) {
   if (problem.dtype == "int32") return {};
-  return "the ladder's rungs are built for int32 (seed 000's type); production takes every type";
+  return "the ladder's rungs are built for int32 (the memory-basics lab's type); production takes "
+         "every type";
 }
 
 // A limit for rungs that keep `copies` histograms of 32-bit counters in one block.
@@ -72,7 +74,7 @@ __device__ void zero_block_counts(std::uint32_t* block_counts, int words) {
   __syncthreads();
 }
 
-// Rung 1 — naive global atomics (seed 000's naiveHist).
+// Rung 1 — naive global atomics (the memory-basics lab's naiveHist).
 // One atomicAdd on the output per value: every increment is a round trip to L2, and all the
 // threads of the GPU that hit one bin queue on one address there.
 __global__ void histogram_naive(const std::int32_t* __restrict__ in, std::int64_t n, EvenBins rule,
@@ -83,7 +85,7 @@ __global__ void histogram_naive(const std::int32_t* __restrict__ in, std::int64_
   }
 }
 
-// Rung 2 — a histogram per block in shared memory (seed 000's hist).
+// Rung 2 — a histogram per block in shared memory (the memory-basics lab's hist).
 // The atomics stay in the SM's shared memory, and a block adds its counters to the output once,
 // at the end. A hot bin is still contended by all threads of the block.
 __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::int64_t n,
@@ -180,9 +182,9 @@ void launch_vectorized(HistogramWorkspace& w, cudaStream_t stream) {
 }
 
 ROOFLAB_VARIANT(Variant{
-    "histogram", 1, "naive-global", "one atomicAdd on the output per value (seed 000's naiveHist)",
-    Where::gpu, false, int32_only,
-    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+    "histogram", 1, "naive-global",
+    "one atomicAdd on the output per value (the memory-basics lab's naiveHist)", Where::gpu, false,
+    int32_only, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       zero_counts(w, stream);
       const unsigned blocks = current_sm_count() * (2048 / rung_threads);  // one resident wave
       histogram_naive<<<blocks, rung_threads, 0, stream>>>(w.input<std::int32_t>(), w.n, rule_of(w),
@@ -191,9 +193,9 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 ROOFLAB_VARIANT(Variant{
-    "histogram", 2, "shared-block", "a histogram per block in shared memory (seed 000's hist)",
-    Where::gpu, false, shared_counters_fit(1),
-    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+    "histogram", 2, "shared-block",
+    "a histogram per block in shared memory (the memory-basics lab's hist)", Where::gpu, false,
+    shared_counters_fit(1), on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       zero_counts(w, stream);
       const std::size_t shared = std::size_t(w.bins) * 4;
       const unsigned blocks = resident_grid(histogram_per_block, shared, w.n, rung_threads);

@@ -1,4 +1,5 @@
-// The atomics ladder (lecture 003): n threads, one counter. From a race, through one atomic per
+// The atomics ladder (the limiting-factors lecture): n threads, one counter. From a race, through
+// one atomic per
 // thread, to one atomic per warp and one per block.
 #include <cstdint>
 

@@ -30,10 +30,11 @@ void CoalescingWorkspace::refill(std::uint64_t seed) {
 
 namespace {
 
-ROOFLAB_OP(vector_add_op<CoalescingWorkspace>("coalescing",
-                                              "lecture 003's add (out = a + b, n floats) with k "
-                                              "elements per thread, strides and permutations",
-                                              27, 22));
+ROOFLAB_OP(vector_add_op<CoalescingWorkspace>(
+    "coalescing",
+    "The limiting-factors lecture's add (out = a + b, n floats) with k "
+    "elements per thread, strides and permutations",
+    27, 22));
 
 // Rung 0 — the CPU loop, for scale.
 ROOFLAB_VARIANT(Variant{"coalescing", 0, "cpu-loop", "one CPU core, one loop (for scale)",

@@ -1,5 +1,6 @@
 #pragma once
-// Coalescing (lecture 003's add against stupid_add, generalized): out = a + b over n floats, the
+// Coalescing (the limiting-factors lecture's add against stupid_add, generalized): out = a + b over
+// n floats, the
 // same 12 bytes per element, with only the mapping of elements to threads changing.
 #include <cstdint>
 

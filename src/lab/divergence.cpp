@@ -54,7 +54,8 @@ int spacing_of(const Problem& problem) { return lab::warp_size / heavy_per_warp(
 
 ROOFLAB_OP(Op{
     "divergence",
-    "heavy work for --m of every 32 elements (16: threadIdx.x % 2, seed 000; 1: one busy lane)",
+    "heavy work for --m of every 32 elements (16: threadIdx.x % 2, the memory-basics lab; 1: one "
+    "busy lane)",
     [](Problem problem) {
       if (problem.n == 0) problem.n = std::int64_t(1) << 22;
       if (problem.m == 0) problem.m = 16;

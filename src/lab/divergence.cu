@@ -1,4 +1,5 @@
-// The divergence ladder (seed 000, lecture 003): the same heavy elements, assigned to threads so
+// The divergence ladder (the memory-basics lab, the limiting-factors lecture): the same heavy
+// elements, assigned to threads so
 // that a warp's lanes disagree on the branch, or agree.
 #include <cstdint>
 
@@ -15,7 +16,8 @@ unsigned blocks_for(std::int64_t threads) {
   return unsigned((threads + block_threads - 1) / block_threads);
 }
 
-// Rung 1 — branch per lane (seed 000's threadIdx.x % 2; lecture 003's one busy thread).
+// Rung 1 — branch per lane (the memory-basics lab's threadIdx.x % 2; the limiting-factors lecture's
+// one busy thread).
 // Thread i takes element i, so the heavy elements sit in every warp: the warp runs the heavy loop
 // with only the heavy lanes active, then the light path with the others. A warp costs as much as
 // its slowest lane: with 16 heavy lanes half the lanes idle through the loop, with 1, 31 of 32.
@@ -30,7 +32,7 @@ __global__ void heavy_by_lane(const float* __restrict__ in, float* __restrict__ 
     out[i] = y;
 }
 
-// Rung 2 — branch per warp (seed 000's fix: decide by the warp index).
+// Rung 2 — branch per warp (the memory-basics lab's fix: decide by the warp index).
 // The warp-sorted mapping gives each tile's first warp its 32 heavy elements and the other warps
 // the light ones, so all lanes of a warp take the same branch: the heavy loop runs with 32 active
 // lanes and 32 / heavy-per-warp times fewer warps run it. The loads become mildly strided.

@@ -1,5 +1,6 @@
 #pragma once
-// Divergence (seed 000, lecture 003): out[i] = heavy_work(in[i]) for the heavy elements (a fixed
+// Divergence (the memory-basics lab, the limiting-factors lecture): out[i] = heavy_work(in[i]) for
+// the heavy elements (a fixed
 // number in every 32), in[i] for the others. The rungs differ only in which thread takes which
 // element, so whether the 32 lanes of a warp agree on the branch.
 #include <cstdint>

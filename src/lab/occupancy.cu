@@ -1,4 +1,5 @@
-// The occupancy ladder (lecture 003): one kernel, every block size, then its registers capped
+// The occupancy ladder (the limiting-factors lecture): one kernel, every block size, then its
+// registers capped
 // until they spill. Each rung's note shows what the compiler and the occupancy calculator say.
 #include <cuda_runtime_api.h>
 

@@ -47,10 +47,11 @@ std::string TimingWorkspace::self_report(const std::string& lesson) const {
 
 namespace {
 
-ROOFLAB_OP(vector_add_op<TimingWorkspace>("timing",
-                                          "lecture 003's timing pitfalls: one add kernel timed by "
-                                          "events and host clocks, right and wrong",
-                                          25, 22));
+ROOFLAB_OP(vector_add_op<TimingWorkspace>(
+    "timing",
+    "The limiting-factors lecture's timing pitfalls: one add kernel timed by "
+    "events and host clocks, right and wrong",
+    25, 22));
 
 // Rung 0 — the CPU loop, timed by a host clock around it: right, because CPU work is synchronous.
 ROOFLAB_VARIANT(Variant{"timing",

@@ -1,4 +1,5 @@
-// The timing ladder (lecture 003): the same add kernel in every rung, timed by the rung itself in
+// The timing ladder (the limiting-factors lecture): the same add kernel in every rung, timed by the
+// rung itself in
 // four ways. The harness times each run correctly (its own events, synchronized); the note says
 // what the rung's method read, so the table puts the two side by side.
 #include <chrono>
@@ -17,7 +18,7 @@ double elapsed_ms(host_clock::time_point begin) {
   return std::chrono::duration<double, std::milli>(host_clock::now() - begin).count();
 }
 
-// The kernel every rung times: lecture 003's vector add, written grid-stride.
+// The kernel every rung times: the limiting-factors lecture's vector add, written grid-stride.
 __global__ void add_timed(const float* __restrict__ a, const float* __restrict__ b,
                           float* __restrict__ out, std::int64_t n) {
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;

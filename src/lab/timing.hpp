@@ -1,5 +1,6 @@
 #pragma once
-// Timing pitfalls (lecture 003): the add kernel timed four ways by the rung itself, each row's note
+// Timing pitfalls (the limiting-factors lecture): the add kernel timed four ways by the rung
+// itself, each row's note
 // saying what that method read, beside the harness's own (correct) event timing of the same run.
 #include <cuda_runtime_api.h>
 

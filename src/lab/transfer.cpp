@@ -134,7 +134,8 @@ namespace {
 
 ROOFLAB_OP(Op{
     "transfer",
-    "host <-> device copies of --n bytes from pageable, pinned and managed memory (lecture 003)",
+    "host <-> device copies of --n bytes from pageable, pinned and managed memory (the "
+    "limiting-factors lecture)",
     [](Problem problem) {
       if (problem.n == 0) problem.n = 256 * mib;
       require(problem.n >= 4 && problem.n % 4 == 0, "bench transfer", "--n",

@@ -1,4 +1,5 @@
-// The transfer ladder (lecture 003): --n bytes across the host link, from each kind of host memory.
+// The transfer ladder (the limiting-factors lecture): --n bytes across the host link, from each
+// kind of host memory.
 #include <algorithm>
 #include <cstdint>
 

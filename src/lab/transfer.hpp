@@ -1,5 +1,6 @@
 #pragma once
-// Host-device transfers (lecture 003): the same bytes moved from pageable (malloc) memory, pinned
+// Host-device transfers (the limiting-factors lecture): the same bytes moved from pageable (malloc)
+// memory, pinned
 // (cudaHostAlloc) memory and managed (cudaMallocManaged) memory, whose rate the host link bounds.
 #include <cuda_runtime_api.h>
 

@@ -1,5 +1,6 @@
 #pragma once
-// The shared-memory block trees of the seeds' rungs (ladder.cu, rows_ladder.cu), for float.
+// The shared-memory block trees of the course documents' rungs (ladder.cu, rows_ladder.cu), for
+// float.
 
 namespace rooflab::bench {
 
@@ -19,7 +20,7 @@ __device__ __forceinline__ float last_warp_syncwarp(float* s, unsigned t) {
   return sum;
 }
 
-// The whole block tree of seed 001's V5 over s[0, Threads), the block size a template argument:
+// The whole block tree of Harris's V5 over s[0, Threads), the block size a template argument:
 // each `if (Threads >= ...)` is decided by the compiler, which drops the dead steps, the loop and
 // its counter. Every thread of the block calls it after s is written and synchronized; thread 0
 // returns the sum.

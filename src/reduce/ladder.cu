@@ -1,12 +1,15 @@
 // The reduce ladder: one sum over n floats, from one atomic per element to the production path.
-// Rungs 3-10 are V0-V6 of Harris's "Optimizing Parallel Reduction in CUDA" as retold by the series
-// seed 001 ends (seed 001 covers V2-V6; V0 and V1 are from its first part, not among the seeds),
-// rungs 11-15 seed 002's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads,
+// Rungs 3-10 are V0-V6 of Harris's "Optimizing Parallel Reduction in CUDA" as retold by the
+// Harris's reduction document (it covers V2-V6; V0 and V1 are from the first part of its series,
+// not among the course documents),
+// rungs 11-15 the loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles,
+// 16-byte loads,
 // one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for aligned
 // floats, with plain read-only loads: rung 18 deals the input by grid stride as production does
 // (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
 // contiguous range as CUB does. Rung 20 is CUB.
-// The seeds' kernels leave one partial per block; their run() finishes on the device by running
+// The course documents' kernels leave one partial per block; their run() finishes on the device by
+// running
 // the same kernel again over the partials (reduce_in_passes), so every rung's time includes it.
 #include <cub/device/device_reduce.cuh>
 
@@ -28,8 +31,10 @@ namespace {
 
 using FloatWorkspace = TypedReduceWorkspace<float>;
 constexpr const char* op_name = "bench reduce";
-constexpr unsigned harris_threads = 256;   // rooflab's block for V0-V6 (seed 001 names none)
-constexpr unsigned unroll_threads = 1024;  // seed 002's block (grid 16384 x 1024 for 2^24)
+constexpr unsigned harris_threads =
+    256;  // rooflab's block for V0-V6 (the Harris's reduction document names none)
+constexpr unsigned unroll_threads =
+    1024;  // the loop-unrolling lab's block (grid 16384 x 1024 for 2^24)
 
 std::string float_only(const Problem& problem) {
   return problem.dtype == "float"
@@ -39,7 +44,7 @@ std::string float_only(const Problem& problem) {
 
 // Finishes on the device what a per-block kernel starts. pass(in, partial, count, blocks) turns
 // count values into one partial per block of per_block values; it runs again over its own
-// partials until one value is left, the last pass writing *out. (The seeds do not show how they
+// partials until one value is left, the last pass writing *out. (The documents do not show how they
 // add the partials; this is the least that keeps the result on the device: log_per_block(n)
 // launches, the partials in stream-ordered scratch.)
 template <class Pass>
@@ -83,7 +88,8 @@ std::function<void(Workspace&, cudaStream_t)> in_passes(Kernel kernel, unsigned 
   });
 }
 
-// Turns a run-time block size into a template argument (seed 001's switch): fn receives it as a
+// Turns a run-time block size into a template argument (the Harris's reduction document's switch):
+// fn receives it as a
 // std::integral_constant.
 template <class Fn>
 void with_block_size(unsigned threads, Fn fn) {
@@ -97,7 +103,7 @@ void with_block_size(unsigned threads, Fn fn) {
 }
 
 // Sum of in[first + k * stride] for k < Loads (0 past n): every load is issued before any add
-// (seed 002's a1 ... a8), so Loads of them are in flight at once.
+// (the loop-unrolling lab's a1 ... a8), so Loads of them are in flight at once.
 template <int Loads>
 __device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t first,
                                               std::int64_t stride, std::int64_t n) {
@@ -123,7 +129,8 @@ __global__ void reduce_atomic_global(const float* in, float* out, std::int64_t n
   if (i < n) atomicAdd(out, in[i]);
 }
 
-// Rung 3 — interleaved addressing, divergent branching (V0, from seed 001's first part).
+// Rung 3 — interleaved addressing, divergent branching (V0, from the first part of the series the
+// Harris's reduction document concludes).
 // A block copies its 256 values to shared memory and halves them log2(256) times; at stride s,
 // threads with t % 2s == 0 add. Active threads are scattered over every warp, so each step keeps
 // all 8 warps busy for a shrinking handful of adds, and % is slow.
@@ -140,7 +147,8 @@ __global__ void reduce_interleaved_divergent(const float* in, float* partial, st
   if (t == 0) partial[blockIdx.x] = s[0];
 }
 
-// Rung 4 — interleaved addressing, strided index (V1, from seed 001's first part).
+// Rung 4 — interleaved addressing, strided index (V1, from the first part of the series the
+// Harris's reduction document concludes).
 // Thread t works on element 2st: the active threads are now the first ones, so whole warps
 // retire and the branch no longer diverges inside a warp; but the index 2st makes the threads of
 // a warp hit the same shared-memory banks (2-, 4-, ... 16-way conflicts), and each conflict
@@ -159,7 +167,7 @@ __global__ void reduce_interleaved_strided(const float* in, float* partial, std:
   if (t == 0) partial[blockIdx.x] = s[0];
 }
 
-// Rung 5 — sequential addressing (seed 001 V2).
+// Rung 5 — sequential addressing (Harris's V2).
 // Thread t adds element t + s with s halving from 128: a warp touches 32 consecutive words, so
 // no bank conflicts, and the active threads stay contiguous. Half the threads idle from the
 // first step on, though: each loads one element and then mostly waits.
@@ -176,7 +184,7 @@ __global__ void reduce_sequential(const float* in, float* partial, std::int64_t 
   if (t == 0) partial[blockIdx.x] = s[0];
 }
 
-// Rung 6 — first add during load (seed 001 V3).
+// Rung 6 — first add during load (Harris's V3).
 // Each thread loads two elements a block apart and adds them before the tree: half the blocks
 // for the same n, so the idle half of V2's first step is gone and each thread has two loads in
 // flight.
@@ -193,8 +201,10 @@ __global__ void reduce_first_add(const float* in, float* partial, std::int64_t n
   if (t == 0) partial[blockIdx.x] = s[0];
 }
 
-// Rung 7 — unroll the last warp with `volatile` (seed 001 V4, seed 002's last-warp unroll).
-// Below 64 live values only one warp works, so the seeds drop the loop and the __syncthreads and
+// Rung 7 — unroll the last warp with `volatile` (Harris's V4, the loop-unrolling lab's last-warp
+// unroll).
+// Below 64 live values only one warp works, so the documents drop the loop and the __syncthreads
+// and
 // write the six steps out, trusting the warp to run in lockstep and `volatile` to keep every value
 // in shared memory. Since Volta the lanes of a warp are scheduled independently: nothing orders
 // lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it; see
@@ -242,10 +252,11 @@ __global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::
   }
 }
 
-// Rung 9 — complete unroll, the block size a template argument (seed 001 V5).
+// Rung 9 — complete unroll, the block size a template argument (Harris's V5).
 // With Threads known at compile time every step of the tree is written out and the dead ones are
 // dropped: no loop counter, no comparisons. A switch turns the run-time block size into the
-// template argument (with_block_size). Also seed 002's last rung, with 8 loads per thread
+// template argument (with_block_size). Also the loop-unrolling lab's last rung, with 8 loads per
+// thread
 // (rung 15).
 template <unsigned Threads, int Loads>
 __global__ void reduce_complete_unroll(const float* in, float* partial, std::int64_t n) {
@@ -257,7 +268,7 @@ __global__ void reduce_complete_unroll(const float* in, float* partial, std::int
   if (t == 0) partial[blockIdx.x] = sum;
 }
 
-// Rung 10 — multiple adds per thread, algorithm cascading (seed 001 V6).
+// Rung 10 — multiple adds per thread, algorithm cascading (Harris's V6).
 // A fixed grid (one wave of resident blocks) strides over the input, each thread adding many
 // elements, two per step, before the tree: the tree's cost is paid once per thread instead of
 // once per two elements, and many independent loads per thread hide memory latency. Then one
@@ -276,11 +287,14 @@ __global__ void reduce_multiple_adds(const float* in, float* partial, std::int64
   if (t == 0) partial[blockIdx.x] = sum;
 }
 
-// Rungs 11-13 — unroll2, unroll4, unroll8 (seed 002).
+// Rungs 11-13 — unroll2, unroll4, unroll8 (the loop-unrolling lab).
 // A block of 1024 threads sums Loads consecutive block-sized tiles: each thread issues Loads
-// independent loads before one shared-memory tree (seed 002's sequential-addressing loop), and
-// the grid shrinks Loads-fold. More loads in flight per thread is what raised seed 002's DRAM
-// throughput from 23 to 49 GB/s. (Seed 002 reduced in place in global memory, destroying its
+// independent loads before one shared-memory tree (the loop-unrolling lab's sequential-addressing
+// loop), and
+// the grid shrinks Loads-fold. More loads in flight per thread is what raised the loop-unrolling
+// lab's DRAM
+// throughput from 23 to 49 GB/s. (The loop-unrolling lab reduced in place in global memory,
+// destroying its
 // input; here the tree runs in shared memory so that run() can be repeated.)
 template <int Loads>
 __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n) {
@@ -296,9 +310,11 @@ __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n)
   if (t == 0) partial[blockIdx.x] = s[0];
 }
 
-// Rung 14 — unroll8 with the tree written out (seed 002's complete unroll + last warp).
+// Rung 14 — unroll8 with the tree written out (the loop-unrolling lab's complete unroll + last
+// warp).
 // The steps above 32 are written out but still test blockDim.x at run time; the last warp is
-// rung 8's (seed 002 used the volatile unroll of rung 7). Seed 002 found no gain over unroll8
+// rung 8's (the loop-unrolling lab used the volatile unroll of rung 7). The loop-unrolling lab
+// found no gain over unroll8
 // plus a last-warp unroll and put it down to the compiler having done that work already.
 __global__ void reduce_unrolled_complete(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[unroll_threads];
@@ -322,7 +338,7 @@ __global__ void reduce_unrolled_complete(const float* in, float* partial, std::i
 }
 
 // Rung 16 — warp shuffles, 16-byte loads, grid-stride, one pass.
-// What the seeds did in shared memory now happens in registers: a thread folds float4s (4 in
+// What the documents did in shared memory now happens in registers: a thread folds float4s (4 in
 // flight) over a grid-stride loop, a warp combines with __shfl_down_sync, a block through 8
 // shared values; the last block to take the ticket (after __threadfence) folds the per-block
 // partials, so there is no second launch. This rung allocates its partials and zeroes the ticket

@@ -1,5 +1,7 @@
-// The two reduction ops of the lab, reduce (seeds 001 and 002: one sum over n elements) and
-// reduce-rows (seed 001's batched reduction: one sum per row), with their CPU rungs. The GPU rungs
+// The two reduction ops of the lab, reduce (Harris's reduction and the loop-unrolling lab: one sum
+// over n elements) and
+// reduce-rows (the Harris's reduction document's batched reduction: one sum per row), with their
+// CPU rungs. The GPU rungs
 // are in ladder.cu and rows_ladder.cu.
 #include <limits>
 #include <string>
@@ -35,7 +37,8 @@ Problem shape(std::int64_t rows, std::int64_t cols) {
 
 ROOFLAB_OP(Op{
     "reduce",
-    "sum of n elements (seeds 001 and 002): n x sizeof(T) bytes read once, one add each",
+    "sum of n elements (Harris's reduction and the loop-unrolling lab): n x sizeof(T) bytes read "
+    "once, one add each",
     [](Problem problem) {
       if (problem.n == 0) problem.n = std::int64_t(1) << 24;
       require(problem.n >= 1, "bench reduce", "--n", "must be at least 1");
@@ -68,7 +71,8 @@ ROOFLAB_OP(Op{
 
 ROOFLAB_OP(Op{
     "reduce-rows",
-    "one sum per row of a rows x cols matrix (seed 001's batched reduction), any shape",
+    "one sum per row of a rows x cols matrix (the Harris's reduction document's batched "
+    "reduction), any shape",
     [](Problem problem) {
       if (problem.rows == 0) problem.rows = 64 * kibi;
       if (problem.cols == 0) problem.cols = 4 * kibi;
@@ -106,10 +110,12 @@ ROOFLAB_OP(Op{
     {"--rows", "--cols"},
 });
 
-// Rung 0 — one CPU core, one loop (seed 002's CPU baseline), summing in double (integers in
+// Rung 0 — one CPU core, one loop (the loop-unrolling lab's CPU baseline), summing in double
+// (integers in
 // wrapping unsigned arithmetic).
-ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial", "one CPU core, one loop (seed 002's baseline)",
-                        Where::cpu, false, no_limit, [](Workspace& workspace, cudaStream_t) {
+ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial",
+                        "one CPU core, one loop (the loop-unrolling lab's baseline)", Where::cpu,
+                        false, no_limit, [](Workspace& workspace, cudaStream_t) {
                           with_element_type(workspace, [](auto& w) {
                             w.prepare_host();
                             w.host_out[0] = cpu::sum_serial(w.host_in.data(), w.cols);

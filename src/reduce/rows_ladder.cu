@@ -46,9 +46,10 @@ __global__ void reduce_rows_thread_per_row(const float* in, std::int64_t rows, s
   out[row] = sum;
 }
 
-// Rung 2 — a block per row (seed 001's ready-to-use batched reduction).
-// Seed 001's template: one block per row, each thread folding every 256th element (the seed's
-// "fold"), then the complete-unroll tree. The seed's template has limits (a power-of-two block
+// Rung 2 — a block per row (the Harris's reduction document's ready-to-use batched reduction).
+// The Harris's reduction document's template: one block per row, each thread folding every 256th
+// element (the document's
+// "fold"), then the complete-unroll tree. The document's template has limits (a power-of-two block
 // size that must divide its data, sizes it leaves to other code); here any cols (threads past
 // the end fold nothing) and any rows (the grid strides over them). Coalesced and busy for long
 // rows, but a short row leaves most of its block idle and a few rows leave most of the GPU idle.
@@ -90,8 +91,9 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 ROOFLAB_VARIANT(Variant{
-    "reduce-rows", 2, "block-per-row", "seed 001's batched template: a block per row, any shape",
-    Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+    "reduce-rows", 2, "block-per-row",
+    "The Harris's reduction document's batched template: a block per row, any shape", Where::gpu,
+    false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       reduce_rows_block_per_row<<<grid_of(w.rows), row_threads, 0, stream>>>(w.in.data(), w.rows,
                                                                              w.cols, w.out.data());
       detail::check_launch(op_name, "reduce_rows_block_per_row");

@@ -1,4 +1,5 @@
-// Paper 004's ladder (Bezruchenko & Egunov 2023): its Jacobi iteration ported to CUDA one
+// The Jacobi SVD paper's ladder (Bezruchenko & Egunov 2023): its Jacobi iteration ported to CUDA
+// one
 // optimization at a time, P1 to P6, each rung run at the sizes and thread shapes of its table.
 //
 // The algorithm of every rung: while some off-diagonal |a_ij| exceeds the threshold, sweep the

@@ -201,7 +201,8 @@ constexpr std::int64_t largest_n = 2048;
 
 ROOFLAB_OP(Op{
     "svd-paper",
-    "paper 004's Jacobi \"SVD\" (the symmetric Jacobi eigenvalue iteration) of A = B^T B, n x n "
+    "The Jacobi SVD paper's Jacobi \"SVD\" (the symmetric Jacobi eigenvalue iteration) of A = B^T "
+    "B, n x n "
     "doubles, ported to CUDA one optimization at a time",
     [](Problem problem) {
       if (problem.n == 0) problem.n = 100;

@@ -1,5 +1,6 @@
 #pragma once
-// Paper 004's system (Bezruchenko & Egunov 2023): what the paper calls SVD by Jacobi's method, in
+// The Jacobi SVD paper's system (Bezruchenko & Egunov 2023): what the paper calls SVD by Jacobi's
+// method, in
 // our reading of its listings the cyclic Jacobi eigenvalue iteration, ported to CUDA one
 // optimization at a time. The problem is a symmetric n x n matrix A = B^T B with B random, so the
 // values the iteration reads off the diagonal are the eigenvalues of A (its singular values too,

@@ -1,4 +1,5 @@
-// The transpose ladder (seed 000): the same bytes moved seven ways. First with strided reads, then
+// The transpose ladder (the memory-basics lab): the same bytes moved seven ways. First with strided
+// reads, then
 // through a shared-memory tile, without and with bank conflicts, then with more work and wider
 // accesses per thread, then in another tile order; the production path, two candidates for the
 // odd-pitch target, and cuBLAS geam for comparison.
@@ -18,7 +19,8 @@
 namespace rooflab::bench {
 namespace {
 
-// The rungs' tiles are 32 x 32 elements (seed 000's blocks), numbered row-major over the input.
+// The rungs' tiles are 32 x 32 elements (the memory-basics lab's blocks), numbered row-major over
+// the input.
 constexpr int tile = 32;
 
 struct TileGrid {
@@ -33,7 +35,7 @@ TileGrid tile_grid(const TransposeWorkspace& w, int side) {
   return TileGrid{across, (w.rows + side - 1) / side * across};
 }
 
-// Rung 1 — naive (seed 000's naiveTranspose).
+// Rung 1 — naive (the memory-basics lab's naiveTranspose).
 // Thread x of a warp takes input row r0 + x: its writes along the output row are consecutive
 // (coalesced), but its reads are `cols` elements apart, one 32-byte sector fetched for every
 // 4 or 8 useful bytes.
@@ -47,7 +49,7 @@ __global__ void transpose_naive(const T* __restrict__ in, T* __restrict__ out, s
   }
 }
 
-// Rungs 2 and 3 — a shared-memory tile (seed 000's transpose), unpadded and padded.
+// Rungs 2 and 3 — a shared-memory tile (the memory-basics lab's transpose), unpadded and padded.
 // The block reads a 32 x 32 tile along input rows and writes it along output rows, both
 // coalesced; the exchange happens in shared memory. Unpadded, the write phase reads a tile
 // column: 32 words 32 words apart, all in one bank, served one at a time (a 32-way conflict).
@@ -144,18 +146,19 @@ void on_float_or_double(const TransposeWorkspace& w, Fn fn) {
     fn(double{});
 }
 
-ROOFLAB_VARIANT(Variant{"transpose", 1, "naive",
-                        "one element per thread: coalesced writes, reads cols apart (seed 000)",
-                        Where::gpu, false, float_or_double,
-                        on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
-                          on_float_or_double(w, [&](auto zero) {
-                            using T = decltype(zero);
-                            const TileGrid grid = tile_grid(w, tile);
-                            transpose_naive<T><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
-                                w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
-                            detail::check_launch("bench transpose", "transpose_naive");
-                          });
-                        })});
+ROOFLAB_VARIANT(Variant{
+    "transpose", 1, "naive",
+    "one element per thread: coalesced writes, reads cols apart (the memory-basics lab)",
+    Where::gpu, false, float_or_double,
+    on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, tile);
+        transpose_naive<T><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_naive");
+      });
+    })});
 
 ROOFLAB_VARIANT(Variant{"transpose", 2, "shared-tile",
                         "32 x 32 shared-memory tile: both sides coalesced, 32-way bank conflicts",
@@ -170,18 +173,18 @@ ROOFLAB_VARIANT(Variant{"transpose", 2, "shared-tile",
                           });
                         })});
 
-ROOFLAB_VARIANT(Variant{"transpose", 3, "padded-tile",
-                        "tile[32][33]: one padding word per row, no bank conflicts (seed 000)",
-                        Where::gpu, false, float_or_double,
-                        on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
-                          on_float_or_double(w, [&](auto zero) {
-                            using T = decltype(zero);
-                            const TileGrid grid = tile_grid(w, tile);
-                            transpose_shared<T, 1><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
-                                w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
-                            detail::check_launch("bench transpose", "transpose_shared<1>");
-                          });
-                        })});
+ROOFLAB_VARIANT(Variant{
+    "transpose", 3, "padded-tile",
+    "tile[32][33]: one padding word per row, no bank conflicts (the memory-basics lab)", Where::gpu,
+    false, float_or_double, on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
+      on_float_or_double(w, [&](auto zero) {
+        using T = decltype(zero);
+        const TileGrid grid = tile_grid(w, tile);
+        transpose_shared<T, 1><<<grid.blocks(), dim3(tile, tile), 0, stream>>>(
+            w.input<T>(), w.output<T>(), w.rows, w.cols, grid);
+        detail::check_launch("bench transpose", "transpose_shared<1>");
+      });
+    })});
 
 ROOFLAB_VARIANT(Variant{
     "transpose", 4, "block-rows",

@@ -92,7 +92,8 @@ Problem transpose_problem(std::int64_t rows, std::int64_t cols, const char* dtyp
 
 ROOFLAB_OP(Op{
     "transpose",
-    "seed 000's matrix transpose, rows x cols -> cols x rows (reads and writes every element once)",
+    "The memory-basics lab's matrix transpose, rows x cols -> cols x rows (reads and writes every "
+    "element once)",
     [](Problem problem) {
       if (problem.rows == 0) problem.rows = 4096;
       if (problem.cols == 0) problem.cols = 4096;
@@ -120,7 +121,8 @@ ROOFLAB_OP(Op{
             transpose_problem(4096, 4096, "float"), transpose_problem(1000, 3001, "float"),
             transpose_problem(33, 1 << 16, "double"), transpose_problem(1, 1 << 20, "float"),
             transpose_problem(1024, 1000, "uint8")};
-      // Seed 000's 4096^2 first, then the targets: large squares, odd shapes, every size class.
+      // The memory-basics lab's 4096^2 first, then the targets: large squares, odd shapes, every
+      // size class.
       return std::vector<Problem>{
           transpose_problem(4096, 4096, "float"),   transpose_problem(16384, 16384, "float"),
           transpose_problem(8192, 16384, "double"), transpose_problem(4097, 4099, "float"),
@@ -131,12 +133,14 @@ ROOFLAB_OP(Op{
     {"--rows", "--cols"},
 });
 
-// Rung 0 — the CPU loop, rooflab's stand-in for seed 000's CPU baseline (timed there, not
+// Rung 0 — the CPU loop, rooflab's stand-in for the memory-basics lab's CPU baseline (timed there,
+// not
 // shown): one core walking the input by rows and the output by columns, so every write lands on a
 // different cache line.
 ROOFLAB_VARIANT(Variant{
-    "transpose", 0, "cpu-loop", "one CPU core, the double loop (in place of seed 000's CPU loop)",
-    Where::cpu, false,
+    "transpose", 0, "cpu-loop",
+    "one CPU core, the double loop (in place of the memory-basics lab's CPU loop)", Where::cpu,
+    false,
     [](const Problem& problem) -> std::string {
       if (problem.rows * problem.cols <= (std::int64_t(1) << 26)) return {};
       return "one core would take seconds per run (limit rows x cols <= 2^26)";

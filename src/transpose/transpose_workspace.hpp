@@ -1,5 +1,6 @@
 #pragma once
-// The transpose op of the lab (seed 000): out = in^T, rows x cols row-major in, cols x rows out.
+// The transpose op of the lab (the memory-basics lab): out = in^T, rows x cols row-major in, cols x
+// rows out.
 // A transpose only moves bytes, so the workspace holds raw bytes and knows the element's size.
 #include <cstddef>
 #include <cstdint>

@@ -270,7 +270,7 @@ TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
                                              "cub"}));
 }
 
-// The naive rungs, seed 001's block per row, production, CUB.
+// The naive rungs, the Harris's reduction document's block per row, production, CUB.
 TEST(ReduceOps, RowsLadderEndsWithProductionAndCub) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce-rows"))

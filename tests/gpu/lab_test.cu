@@ -1,4 +1,5 @@
-// The limiting-factor lab (lecture 003) on the device: every rung but the deliberate race matches
+// The limiting-factor lab (the limiting-factors lecture) on the device: every rung but the
+// deliberate race matches
 // its reference at awkward sizes, the race is shown failing, and the harness's hooks (prepare,
 // note, failure by design) do what the lab relies on.
 #include <cuda_runtime_api.h>
