@@ -1,7 +1,7 @@
 // The scan ladder (the parallel prefix sum the limiting-factors lecture announces): from a
 // block-wide scan in shared
 // memory to a single pass at copy speed. Rungs 2-5 scan blocks of 1024 elements and share one
-// second level; rungs 6-11 scan tiles held in registers (core/warp_scan.cuh) and differ in how a
+// second level; rungs 6-11 scan tiles held in registers (warp_scan.cuh) and differ in how a
 // tile learns the sum of the tiles before it, in the order tiles are taken, and in tile size.
 #include <cub/device/device_scan.cuh>
 #include <cuda/atomic>
@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "core/device_info.hpp"
-#include "core/warp_scan.cuh"
+#include "scan/warp_scan.cuh"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/scan.hpp"

@@ -30,7 +30,7 @@
 #include <optional>
 #include <string>
 
-#include "core/warp_scan.cuh"
+#include "scan/warp_scan.cuh"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
