@@ -2,6 +2,7 @@
 // kernel. The kernels live in the library (src/svd/svd.cu, src/svd_batched/svd_batched.cu, built
 // from src/svd/jacobi.cuh), because rooflab::svd dispatches to them; each rung here runs one of
 // them on its own.
+#include <functional>
 #include <string>
 
 #include "bench/registry.hpp"
@@ -13,6 +14,15 @@
 
 namespace rooflab::bench {
 namespace {
+
+// A rung that runs one of the global-memory schedules on the workspace's matrix.
+std::function<void(Workspace&, cudaStream_t)> run_schedule(jacobi::GlobalSchedule schedule) {
+  return [schedule](Workspace& workspace, cudaStream_t stream) {
+    visit_svd_workspace(workspace, [stream, schedule](auto& w) {
+      jacobi::run_global(w.problem(stream), schedule, w.report(), stream);
+    });
+  };
+}
 
 // Rungs 13 and 14 stand on thread-block clusters: where the device or the loaded code lacks them
 // (before sm_90, a PTX build for an older architecture, ROOFLAB_TREAT_AS_SM) they are not run.
@@ -33,13 +43,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         no_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream),
-                                               jacobi::GlobalSchedule::launch_per_round, w.report(),
-                                               stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::launch_per_round),
                         {},
                         svd_sweeps_note});
 
@@ -53,13 +57,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         no_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream),
-                                               jacobi::GlobalSchedule::launch_per_sweep, w.report(),
-                                               stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::launch_per_sweep),
                         {},
                         svd_sweeps_note});
 
@@ -122,12 +120,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         blocked_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::blocked,
-                                               w.report(), stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::blocked),
                         {},
                         svd_sweeps_note});
 
@@ -143,13 +136,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         blocked_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream),
-                                               jacobi::GlobalSchedule::blocked_persistent,
-                                               w.report(), stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::blocked_persistent),
                         {},
                         svd_sweeps_note});
 
@@ -166,11 +153,7 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu,
     false,
     no_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram, w.report(), stream);
-      });
-    },
+    run_schedule(jacobi::GlobalSchedule::gram),
     {},
     svd_sweeps_note});
 
@@ -230,12 +213,7 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu,
     false,
     needs_clusters,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram_fused, w.report(),
-                           stream);
-      });
-    },
+    run_schedule(jacobi::GlobalSchedule::gram_fused),
     {},
     svd_sweeps_note});
 
@@ -252,13 +230,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         needs_clusters,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream),
-                                               jacobi::GlobalSchedule::gram_cluster, w.report(),
-                                               stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::gram_cluster),
                         {},
                         svd_sweeps_note});
 
