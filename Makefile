@@ -9,7 +9,7 @@ REPORT_DIR ?= rooflab-report
 JOBS ?= $(shell nproc)
 TEST_REPORT = $(CURDIR)/build/release/test-results.xml
 
-.PHONY: test bench report build build-native deps clean
+.PHONY: test bench report build build-native deps gpu clean
 
 # ctest's own exit status is make's: skipped tests pass, a failed one fails.
 test: build
@@ -28,12 +28,16 @@ build: deps
 	cmake --build --preset release -j $(JOBS)
 
 # The benchmarks need a GPU: the build is for that GPU only, several times faster to compile.
-build-native: deps
+build-native: gpu deps
 	cmake --preset native
 	cmake --build --preset native -j $(JOBS)
 
 deps:
 	scripts/install-deps.sh
+
+# Says so in one line where there is no GPU to build for and measure on (make test needs none).
+gpu:
+	@nvidia-smi -L >/dev/null 2>&1 || { echo "make: no NVIDIA GPU found (nvidia-smi lists none); make bench and make report need one, make test does not" >&2; exit 1; }
 
 clean:
 	rm -rf build
