@@ -83,8 +83,8 @@ struct Variant {
   std::function<std::string(const Problem&)> limit;
   // Computes the op once, asynchronously on `stream` (GPU) or synchronously (CPU).
   std::function<void(Workspace&, cudaStream_t)> run;
-  // Optional. Restores the state the rung must start from (say, managed pages back on the host
-  // for a first-touch rung) before every run the runner makes: validation, warm-up and each timed
+  // Optional. Restores the state the rung must start from (say, managed pages back on the host for
+  // a first-touch rung) before every run the runner makes: validation, warm-up and each timed
   // repetition. It is outside the timed region: work it queues on `stream` precedes the start
   // event.
   std::function<void(Workspace&, cudaStream_t)> prepare = {};

@@ -23,10 +23,9 @@ std::string describe_bytes(std::size_t bytes);
 }  // namespace rooflab::detail
 
 // ROOFLAB_CUDA(op, doing, call) runs `call` and, if it fails, throws rooflab::Error from `op`
-// saying
-// that `doing` failed. `doing` is anything a std::string can be made from ("recording the stop
-// event", "allocating " + detail::describe_bytes(bytes) + " of device memory"), and is evaluated
-// only on failure, so that a description costs nothing on the path that succeeds.
+// saying that `doing` failed. `doing` is anything a std::string can be made from ("recording the
+// stop event", "allocating " + detail::describe_bytes(bytes) + " of device memory"), and is
+// evaluated only on failure, so that a description costs nothing on the path that succeeds.
 #define ROOFLAB_CUDA(op, doing, call)                                             \
   do {                                                                            \
     if (const cudaError_t rooflab_status = (call); rooflab_status != cudaSuccess) \

@@ -1,8 +1,7 @@
 #pragma once
 // The limiting-factors lecture's vector add (it adds in place, x += y; here out = a + b, the same
-// 12 bytes per
-// element) over n floats: the first op of the lab, and the smallest
-// complete example of an op (workspace, model, rungs).
+// 12 bytes per element) over n floats: the first op of the lab, and the smallest complete example
+// of an op (workspace, model, rungs).
 #include <cstdint>
 #include <memory>
 #include <string>

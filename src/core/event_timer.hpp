@@ -1,7 +1,6 @@
 #pragma once
-// A pair of CUDA events around a region of one stream. elapsed_ms() waits for the stop event
-// first: reading an event that has not completed gives nothing (the limiting-factors lecture's
-// pitfall).
+// A pair of CUDA events around a region of one stream. elapsed_ms() waits for the stop event first:
+// reading an event that has not completed gives nothing (the limiting-factors lecture's pitfall).
 #include <cuda_runtime_api.h>
 
 namespace rooflab {

@@ -1,7 +1,6 @@
 #pragma once
 // CPU baselines of the limiting-factor lab (the limiting-factors lecture): the same results the GPU
-// rungs compute,
-// on every core. The references in double are in src/lab/patterns.hpp's formulas.
+// rungs compute, on every core. The references in double are in src/lab/patterns.hpp's formulas.
 #include <cstdint>
 #include <vector>
 

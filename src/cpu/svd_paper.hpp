@@ -1,9 +1,7 @@
 #pragma once
 // The system of the Jacobi SVD paper (Bezruchenko & Egunov 2023) on the CPU: what the paper calls
-// SVD by
-// Jacobi's method is, as we read its listings, the cyclic Jacobi eigenvalue iteration for
-// symmetric matrices. Column-major, like
-// src/cpu/svd_reference.hpp.
+// SVD by Jacobi's method is, as we read its listings, the cyclic Jacobi eigenvalue iteration for
+// symmetric matrices. Column-major, like src/cpu/svd_reference.hpp.
 #include <cmath>
 #include <cstdint>
 #include <vector>

@@ -1,7 +1,6 @@
 #pragma once
 // CPU side of the transpose: the CPU loop that stands in for the memory-basics lab's (not shown
-// there) and the
-// element-exact check.
+// there) and the element-exact check.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -186,8 +186,7 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — the CPU loop, rooflab's stand-in for the memory-basics lab's CPU baseline (timed there,
-// not shown):
-// one core binning and counting value by value.
+// not shown): one core binning and counting value by value.
 ROOFLAB_VARIANT(Variant{"histogram", 0, "cpu-loop",
                         "one CPU core, one pass (in place of the memory-basics lab's CPU loop)",
                         Where::cpu, false,

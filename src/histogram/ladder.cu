@@ -1,8 +1,7 @@
 // The histogram ladder (the memory-basics lab): the same int32 values counted seven ways, from one
-// global
-// atomic per value to block, warp and packed counters in shared memory; the production path,
-// and CUB's HistogramEven for comparison. Every rung bins with the same exact rule
-// (even_bins.cuh): the ladder is about where and how the counting happens.
+// global atomic per value to block, warp and packed counters in shared memory; the production path,
+// and CUB's HistogramEven for comparison. Every rung bins with the same exact rule (even_bins.cuh):
+// the ladder is about where and how the counting happens.
 // Rung 8 counts uint8 data, production's byte kernel by itself.
 #include <cub/device/device_histogram.cuh>
 
@@ -100,9 +99,8 @@ __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::in
 }
 
 // Rung 3 — a histogram per warp.
-// Each warp counts into its own copy, so warps never queue on each other's counters; a hot bin
-// is contended by the 32 lanes of one instruction, not by a block. The copies are summed at the
-// end.
+// Each warp counts into its own copy, so warps never queue on each other's counters; a hot bin is
+// contended by the 32 lanes of one instruction, not by a block. The copies are summed at the end.
 __global__ void histogram_per_warp(const std::int32_t* __restrict__ in, std::int64_t n,
                                    EvenBins rule, unsigned long long* counts) {
   extern __shared__ std::uint32_t block_counts[];

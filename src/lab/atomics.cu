@@ -1,6 +1,5 @@
 // The atomics ladder (the limiting-factors lecture): n threads, one counter. From a race, through
-// one atomic per
-// thread, to one atomic per warp and one per block.
+// one atomic per thread, to one atomic per warp and one per block.
 #include <cstdint>
 
 #include "lab/atomics.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // Atomics (the limiting-factors lecture): one counter, incremented by every thread by its value (1
-// to 4), so that
-// the total is a sum the CPU can check and the compiler cannot fold into a count of threads.
+// to 4), so that the total is a sum the CPU can check and the compiler cannot fold into a count of
+// threads.
 #include <cstdint>
 #include <vector>
 

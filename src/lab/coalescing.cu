@@ -1,6 +1,6 @@
 // The coalescing ladder (the limiting-factors lecture): the same add, the same bytes, different
-// element-to-thread
-// mappings. What changes is how many 32-byte sectors one warp instruction touches.
+// element-to-thread mappings. What changes is how many 32-byte sectors one warp instruction
+// touches.
 #include <cstdint>
 
 #include "lab/coalescing.hpp"
@@ -16,8 +16,8 @@ unsigned blocks_for(std::int64_t threads) {
   return unsigned((threads + block_threads - 1) / block_threads);
 }
 
-// Rungs 1, 2, 4, 6, 8 — block-stride, k elements per thread (the limiting-factors lecture's add: k
-// = 2).
+// Rungs 1, 2, 4, 6, 8 — block-stride, k elements per thread (the limiting-factors lecture's add:
+// k = 2).
 // Block b owns k * 256 elements; at step j thread t takes b * 256k + j * 256 + t, so a warp's 32
 // loads are 32 consecutive floats: one 128-byte line, 4 sectors, every byte used. Larger k only
 // puts more independent loads in flight per thread.
@@ -35,10 +35,10 @@ __global__ void add_block_stride(const float* __restrict__ a, const float* __res
 // Rungs 3, 5, 7, 9 — contiguous chunk of k elements per thread (the limiting-factors lecture's
 // stupid_add: k = 2).
 // The block owns the same k * 256 elements, but thread t takes k neighbours: at each step the
-// warp's loads are k floats apart, spread over k lines (32 sectors once k >= 8) of which it uses
-// 4 bytes per sector; stores become partial-sector writes. The lecture's slide measured 3.2x at
-// k = 2 (18.6 against 5.8 ms; the lecture says four times); a remark in its questions recalls about
-// 3x at k = 8.
+// warp's loads are k floats apart, spread over k lines (32 sectors once k >= 8) of which it uses 4
+// bytes per sector; stores become partial-sector writes. The lecture's slide measured 3.2x at k = 2
+// (18.6 against 5.8 ms; the lecture says four times); a remark in its questions recalls about 3x at
+// k = 8.
 template <int K>
 __global__ void add_contiguous_chunk(const float* __restrict__ a, const float* __restrict__ b,
                                      float* __restrict__ out, std::int64_t n) {

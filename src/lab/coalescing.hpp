@@ -1,7 +1,6 @@
 #pragma once
 // Coalescing (the limiting-factors lecture's add against stupid_add, generalized): out = a + b over
-// n floats, the
-// same 12 bytes per element, with only the mapping of elements to threads changing.
+// n floats, the same 12 bytes per element, with only the mapping of elements to threads changing.
 #include <cstdint>
 
 #include "add/add_workspace.hpp"

@@ -1,6 +1,5 @@
 // The divergence ladder (the memory-basics lab, the limiting-factors lecture): the same heavy
-// elements, assigned to threads so
-// that a warp's lanes disagree on the branch, or agree.
+// elements, assigned to threads so that a warp's lanes disagree on the branch, or agree.
 #include <cstdint>
 
 #include "lab/divergence.hpp"

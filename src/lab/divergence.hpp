@@ -1,8 +1,7 @@
 #pragma once
 // Divergence (the memory-basics lab, the limiting-factors lecture): out[i] = heavy_work(in[i]) for
-// the heavy elements (a fixed
-// number in every 32), in[i] for the others. The rungs differ only in which thread takes which
-// element, so whether the 32 lanes of a warp agree on the branch.
+// the heavy elements (a fixed number in every 32), in[i] for the others. The rungs differ only in
+// which thread takes which element, so whether the 32 lanes of a warp agree on the branch.
 #include <cstdint>
 #include <vector>
 

@@ -1,6 +1,6 @@
 // The occupancy ladder (the limiting-factors lecture): one kernel, every block size, then its
-// registers capped
-// until they spill. Each rung's note shows what the compiler and the occupancy calculator say.
+// registers capped until they spill. Each rung's note shows what the compiler and the occupancy
+// calculator say.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

@@ -1,8 +1,7 @@
 #pragma once
 // Occupancy and registers (the limiting-factors lecture): one register-hungry kernel (each warp
-// smooths a 32 x 32
-// tile held in registers, 32 floats per thread, lab::smooth_column) launched with block sizes from
-// 32 to 1024 and with its registers capped until they spill to local memory.
+// smooths a 32 x 32 tile held in registers, 32 floats per thread, lab::smooth_column) launched with
+// block sizes from 32 to 1024 and with its registers capped until they spill to local memory.
 #include <cstddef>
 #include <cstdint>
 #include <string>

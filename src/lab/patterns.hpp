@@ -1,8 +1,8 @@
 #pragma once
 // The index mappings and per-element formulas of the limiting-factor lab (the limiting-factors
-// lecture), shared by
-// the kernels, the CPU baselines, the references and the CPU tests (which prove every mapping a
-// bijection, so that a rung can only be slow, never wrong, because of its access pattern).
+// lecture), shared by the kernels, the CPU baselines, the references and the CPU tests (which prove
+// every mapping a bijection, so that a rung can only be slow, never wrong, because of its access
+// pattern).
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -24,8 +24,7 @@ ROOFLAB_LAB_HD constexpr int strided_offset(int r, int stride) {
 
 // Divergence: in every group of 32 elements, `heavy_per_warp` of them need the heavy work, evenly
 // spaced (16: every second element, the memory-basics lab's threadIdx.x % 2; 1: one element, the
-// limiting-factors lecture's
-// single busy thread). spacing = 32 / heavy_per_warp, a power of two.
+// limiting-factors lecture's single busy thread). spacing = 32 / heavy_per_warp, a power of two.
 ROOFLAB_LAB_HD constexpr bool is_heavy(std::int64_t i, int spacing) {
   return (i & (spacing - 1)) == 0;
 }

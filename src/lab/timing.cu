@@ -1,7 +1,6 @@
 // The timing ladder (the limiting-factors lecture): the same add kernel in every rung, timed by the
-// rung itself in
-// four ways. The harness times each run correctly (its own events, synchronized); the note says
-// what the rung's method read, so the table puts the two side by side.
+// rung itself in four ways. The harness times each run correctly (its own events, synchronized);
+// the note says what the rung's method read, so the table puts the two side by side.
 #include <chrono>
 #include <cstdint>
 

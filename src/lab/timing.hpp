@@ -1,7 +1,7 @@
 #pragma once
 // Timing pitfalls (the limiting-factors lecture): the add kernel timed four ways by the rung
-// itself, each row's note
-// saying what that method read, beside the harness's own (correct) event timing of the same run.
+// itself, each row's note saying what that method read, beside the harness's own (correct) event
+// timing of the same run.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

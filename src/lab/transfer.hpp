@@ -1,7 +1,7 @@
 #pragma once
 // Host-device transfers (the limiting-factors lecture): the same bytes moved from pageable (malloc)
-// memory, pinned
-// (cudaHostAlloc) memory and managed (cudaMallocManaged) memory, whose rate the host link bounds.
+// memory, pinned (cudaHostAlloc) memory and managed (cudaMallocManaged) memory, whose rate the host
+// link bounds.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

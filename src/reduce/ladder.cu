@@ -1,16 +1,14 @@
 // The reduce ladder: one sum over n floats, from one atomic per element to the production path.
 // Rungs 3-10 are V0-V6 of Harris's "Optimizing Parallel Reduction in CUDA" as retold by the
 // Harris's reduction document (it covers V2-V6; V0 and V1 are from the first part of its series,
-// not among the course documents),
-// rungs 11-15 the loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles,
-// 16-byte loads,
-// one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for aligned
-// floats, with plain read-only loads: rung 18 deals the input by grid stride as production does
-// (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
-// contiguous range as CUB does. Rung 20 is CUB.
+// not among the course documents), rungs 11-15 the loop-unrolling lab's unrolling steps, rung 16
+// what today's GPUs add (shuffles, 16-byte loads, one pass), rung 17 production. Rungs 18-19 are
+// production's one-pass kernel written for aligned floats, with plain read-only loads: rung 18
+// deals the input by grid stride as production does (beside rung 17 it shows what production's
+// generality costs), rung 19 deals each block a contiguous range as CUB does. Rung 20 is CUB.
 // The course documents' kernels leave one partial per block; their run() finishes on the device by
-// running
-// the same kernel again over the partials (reduce_in_passes), so every rung's time includes it.
+// running the same kernel again over the partials (reduce_in_passes), so every rung's time includes
+// it.
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -89,8 +87,7 @@ std::function<void(Workspace&, cudaStream_t)> in_passes(Kernel kernel, unsigned 
 }
 
 // Turns a run-time block size into a template argument (the Harris's reduction document's switch):
-// fn receives it as a
-// std::integral_constant.
+// fn receives it as a std::integral_constant.
 template <class Fn>
 void with_block_size(unsigned threads, Fn fn) {
   switch (threads) {
@@ -149,10 +146,10 @@ __global__ void reduce_interleaved_divergent(const float* in, float* partial, st
 
 // Rung 4 — interleaved addressing, strided index (V1, from the first part of the series the
 // Harris's reduction document concludes).
-// Thread t works on element 2st: the active threads are now the first ones, so whole warps
-// retire and the branch no longer diverges inside a warp; but the index 2st makes the threads of
-// a warp hit the same shared-memory banks (2-, 4-, ... 16-way conflicts), and each conflict
-// replays the access.
+// Thread t works on element 2st: the active threads are now the first ones, so whole warps retire
+// and the branch no longer diverges inside a warp; but the index 2st makes the threads of a warp
+// hit the same shared-memory banks (2-, 4-, ... 16-way conflicts), and each conflict replays the
+// access.
 __global__ void reduce_interleaved_strided(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[harris_threads];
   const unsigned t = threadIdx.x;
@@ -204,11 +201,10 @@ __global__ void reduce_first_add(const float* in, float* partial, std::int64_t n
 // Rung 7 — unroll the last warp with `volatile` (Harris's V4, the loop-unrolling lab's last-warp
 // unroll).
 // Below 64 live values only one warp works, so the documents drop the loop and the __syncthreads
-// and
-// write the six steps out, trusting the warp to run in lockstep and `volatile` to keep every value
-// in shared memory. Since Volta the lanes of a warp are scheduled independently: nothing orders
-// lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it; see
-// the RaceByDesign tests, left out of the sanitizer run); rung 8 fixes it.
+// and write the six steps out, trusting the warp to run in lockstep and `volatile` to keep every
+// value in shared memory. Since Volta the lanes of a warp are scheduled independently: nothing
+// orders lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it;
+// see the RaceByDesign tests, left out of the sanitizer run); rung 8 fixes it.
 __device__ void last_warp_volatile(volatile float* s, unsigned t) {
   s[t] += s[t + 32];
   s[t] += s[t + 16];
@@ -256,8 +252,7 @@ __global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::
 // With Threads known at compile time every step of the tree is written out and the dead ones are
 // dropped: no loop counter, no comparisons. A switch turns the run-time block size into the
 // template argument (with_block_size). Also the loop-unrolling lab's last rung, with 8 loads per
-// thread
-// (rung 15).
+// thread (rung 15).
 template <unsigned Threads, int Loads>
 __global__ void reduce_complete_unroll(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[Threads];
@@ -290,12 +285,10 @@ __global__ void reduce_multiple_adds(const float* in, float* partial, std::int64
 // Rungs 11-13 — unroll2, unroll4, unroll8 (the loop-unrolling lab).
 // A block of 1024 threads sums Loads consecutive block-sized tiles: each thread issues Loads
 // independent loads before one shared-memory tree (the loop-unrolling lab's sequential-addressing
-// loop), and
-// the grid shrinks Loads-fold. More loads in flight per thread is what raised the loop-unrolling
-// lab's DRAM
-// throughput from 23 to 49 GB/s. (The loop-unrolling lab reduced in place in global memory,
-// destroying its
-// input; here the tree runs in shared memory so that run() can be repeated.)
+// loop), and the grid shrinks Loads-fold. More loads in flight per thread is what raised the
+// loop-unrolling lab's DRAM throughput from 23 to 49 GB/s. (The loop-unrolling lab reduced in place
+// in global memory, destroying its input; here the tree runs in shared memory so that run() can be
+// repeated.)
 template <int Loads>
 __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[unroll_threads];
@@ -312,10 +305,10 @@ __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n)
 
 // Rung 14 — unroll8 with the tree written out (the loop-unrolling lab's complete unroll + last
 // warp).
-// The steps above 32 are written out but still test blockDim.x at run time; the last warp is
-// rung 8's (the loop-unrolling lab used the volatile unroll of rung 7). The loop-unrolling lab
-// found no gain over unroll8
-// plus a last-warp unroll and put it down to the compiler having done that work already.
+// The steps above 32 are written out but still test blockDim.x at run time; the last warp is rung
+// 8's (the loop-unrolling lab used the volatile unroll of rung 7). The loop-unrolling lab found no
+// gain over unroll8 plus a last-warp unroll and put it down to the compiler having done that work
+// already.
 __global__ void reduce_unrolled_complete(const float* in, float* partial, std::int64_t n) {
   __shared__ float s[unroll_threads];
   constexpr int loads = 8;

@@ -1,8 +1,6 @@
 // The two reduction ops of the lab, reduce (Harris's reduction and the loop-unrolling lab: one sum
-// over n elements) and
-// reduce-rows (the Harris's reduction document's batched reduction: one sum per row), with their
-// CPU rungs. The GPU rungs
-// are in ladder.cu and rows_ladder.cu.
+// over n elements) and reduce-rows (the Harris's reduction document's batched reduction: one sum
+// per row), with their CPU rungs. The GPU rungs are in ladder.cu and rows_ladder.cu.
 #include <limits>
 #include <string>
 
@@ -111,8 +109,7 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — one CPU core, one loop (the loop-unrolling lab's CPU baseline), summing in double
-// (integers in
-// wrapping unsigned arithmetic).
+// (integers in wrapping unsigned arithmetic).
 ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial",
                         "one CPU core, one loop (the loop-unrolling lab's baseline)", Where::cpu,
                         false, no_limit, [](Workspace& workspace, cudaStream_t) {

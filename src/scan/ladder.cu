@@ -1,8 +1,8 @@
 // The scan ladder (the parallel prefix sum the limiting-factors lecture announces): from a
-// block-wide scan in shared
-// memory to a single pass at copy speed. Rungs 2-5 scan blocks of 1024 elements and share one
-// second level; rungs 6-11 scan tiles held in registers (warp_scan.cuh) and differ in how a
-// tile learns the sum of the tiles before it, in the order tiles are taken, and in tile size.
+// block-wide scan in shared memory to a single pass at copy speed. Rungs 2-5 scan blocks of 1024
+// elements and share one second level; rungs 6-11 scan tiles held in registers (warp_scan.cuh) and
+// differ in how a tile learns the sum of the tiles before it, in the order tiles are taken, and in
+// tile size.
 #include <cub/device/device_scan.cuh>
 #include <cuda/atomic>
 

@@ -15,12 +15,10 @@ namespace {
 // holds the same G and, solving it with the same arithmetic, the same Q; then each block multiplies
 // its own rows by Q and stores them. The three kernels each paid a launch, a trip of G or Q through
 // L2 and the wait for the slowest block before them; the fused round pays one launch and two
-// cluster barriers.
-// Rows of W and V per block, together: one product's worth (a chunk) where the clusters fit, else
-// two. On the H200, double, a round of 256 x 256 took 14.5 us in clusters of 4 blocks of 128 rows
-// against 16.5 in 2 of 256 (and 16.2 in 8 of 64 + 64 padding); 512 x 512 fits 16 clusters of 4
-// blocks
-// of 256 rows, not of 8 of 128.
+// cluster barriers. Rows of W and V per block, together: one product's worth (a chunk) where the
+// clusters fit, else two. On the H200, double, a round of 256 x 256 took 14.5 us in clusters of 4
+// blocks of 128 rows against 16.5 in 2 of 256 (and 16.2 in 8 of 64 + 64 padding); 512 x 512 fits 16
+// clusters of 4 blocks of 256 rows, not of 8 of 128.
 constexpr int fused_preferred_rows = gram_apply_rows;
 constexpr int fused_max_rows = 2 * gram_apply_rows;
 constexpr int fused_max_cluster = 8;           // the portable cluster size

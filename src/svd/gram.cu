@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 }
 
 // A block per pair and gram_apply_rows rows of W or of V: the rows' 32 columns times Q, written in
-// place
-// (the block reads all 32 inputs of its rows before it writes an output). In double each warp
+// place (the block reads all 32 inputs of its rows before it writes an output). In double each warp
 // forms 16 rows of the product on the tensor cores; in float each thread a 4 x 4 patch with FMAs.
 // The results pass through shared memory so that the stores are whole column segments.
 template <class T>

@@ -173,11 +173,9 @@ __device__ __forceinline__ void wait_copies() {
 
 // Issues, as one group, the asynchronous copies of rows r0 .. r0 + tile_rows - 1 of `slots` (a
 // pair's 32) columns of X (leading dimension ld, `rows` rows) into tile, column slot s at tile[s *
-// ldt];
-// column_of(slot) names slot's column, those >= N and the rows past `rows` read as zero. 16-byte
-// copies when every column starts on 16 bytes, else one element a copy; `threads` threads share
-// them.
-// With `commit` false the copies join the group the caller commits next.
+// ldt]; column_of(slot) names slot's column, those >= N and the rows past `rows` read as zero.
+// 16-byte copies when every column starts on 16 bytes, else one element a copy; `threads` threads
+// share them. With `commit` false the copies join the group the caller commits next.
 template <int tile_rows, int threads, int slots = gram_width, bool commit = true, class T,
           class ColumnOf>
 __device__ __forceinline__ void copy_tile_async(T* tile, int ldt, const T* X, std::int64_t ld,

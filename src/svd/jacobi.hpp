@@ -13,10 +13,9 @@
 namespace rooflab::jacobi {
 
 // One or many m x n matrices and where their factors go. Matrix b starts at A + b * a_stride
-// (column-major, leading dimension lda); its outputs at S + b * s_stride, U + b * u_stride
-// (m x k, leading dimension ldu) and V + b * v_stride (n x k, leading dimension ldv), k = min(m,
-// n).
-// U and V are ignored when uv is false.
+// (column-major, leading dimension lda); its outputs at S + b * s_stride, U + b * u_stride (m x k,
+// leading dimension ldu) and V + b * v_stride (n x k, leading dimension ldv), k = min(m, n). U and
+// V are ignored when uv is false.
 template <class T>
 struct Problem {
   const T* A = nullptr;

@@ -25,8 +25,7 @@ T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
   require(options.max_sweeps >= 1, op, "opt.max_sweeps",
           "must be at least 1, got " + std::to_string(options.max_sweeps));
   // As LAPACK's dgesvj (CTOL >= 1): orthogonality below epsilon is not asked for, and the
-  // rotations'
-  // arithmetic relies on it (rsqrt_of_normal).
+  // rotations' arithmetic relies on it (rsqrt_of_normal).
   require(options.tol == 0 ||
               (std::isfinite(options.tol) && T(options.tol) >= std::numeric_limits<T>::epsilon()),
           op, "opt.tol", "must be 0 (the default) or at least the type's epsilon");

@@ -1,6 +1,5 @@
 // The Jacobi SVD paper's ladder (Bezruchenko & Egunov 2023): its Jacobi iteration ported to CUDA
-// one
-// optimization at a time, P1 to P6, each rung run at the sizes and thread shapes of its table.
+// one optimization at a time, P1 to P6, each rung run at the sizes and thread shapes of its table.
 //
 // The algorithm of every rung: while some off-diagonal |a_ij| exceeds the threshold, sweep the
 // pairs j < k in row order; for a pair above the threshold form the n x n rotation matrix R and

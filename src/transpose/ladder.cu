@@ -1,8 +1,7 @@
 // The transpose ladder (the memory-basics lab): the same bytes moved seven ways. First with strided
-// reads, then
-// through a shared-memory tile, without and with bank conflicts, then with more work and wider
-// accesses per thread, then in another tile order; the production path, two candidates for the
-// odd-pitch target, and cuBLAS geam for comparison.
+// reads, then through a shared-memory tile, without and with bank conflicts, then with more work
+// and wider accesses per thread, then in another tile order; the production path, two candidates
+// for the odd-pitch target, and cuBLAS geam for comparison.
 #include <cublas_v2.h>
 
 #include <algorithm>

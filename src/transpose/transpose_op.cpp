@@ -134,9 +134,8 @@ ROOFLAB_OP(Op{
 });
 
 // Rung 0 — the CPU loop, rooflab's stand-in for the memory-basics lab's CPU baseline (timed there,
-// not
-// shown): one core walking the input by rows and the output by columns, so every write lands on a
-// different cache line.
+// not shown): one core walking the input by rows and the output by columns, so every write lands on
+// a different cache line.
 ROOFLAB_VARIANT(Variant{
     "transpose", 0, "cpu-loop",
     "one CPU core, the double loop (in place of the memory-basics lab's CPU loop)", Where::cpu,

@@ -1,7 +1,7 @@
 #pragma once
 // The transpose op of the lab (the memory-basics lab): out = in^T, rows x cols row-major in, cols x
-// rows out.
-// A transpose only moves bytes, so the workspace holds raw bytes and knows the element's size.
+// rows out. A transpose only moves bytes, so the workspace holds raw bytes and knows the element's
+// size.
 #include <cstddef>
 #include <cstdint>
 #include <string>

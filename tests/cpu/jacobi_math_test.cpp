@@ -286,8 +286,7 @@ TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
 
 // The player in each seat in round `round` of an ordering of `rounds` rounds (seat_of(player,
 // round), next_seat(seat)), checking that the seats are a permutation and that next_seat takes
-// every
-// player to its seat of the next round.
+// every player to its seat of the next round.
 template <class SeatOf, class NextSeat>
 void seat_players(SeatOf seat_of, NextSeat next_seat, int players, int round, int rounds,
                   std::vector<int>& at) {

@@ -1,7 +1,6 @@
 // The limiting-factor lab (the limiting-factors lecture) on the device: every rung but the
-// deliberate race matches
-// its reference at awkward sizes, the race is shown failing, and the harness's hooks (prepare,
-// note, failure by design) do what the lab relies on.
+// deliberate race matches its reference at awkward sizes, the race is shown failing, and the
+// harness's hooks (prepare, note, failure by design) do what the lab relies on.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

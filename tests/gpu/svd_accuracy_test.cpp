@@ -22,9 +22,8 @@
 //
 // The table of docs/svd.md (the smallest singular value's relative error of rooflab and cuSOLVER's
 // gesvdj, gesvdp and gesvd) comes from SvdAccuracy.LargeGradedSmallestValueBesideCusolver: it
-// prints
-// the table, and writes it with the device and the commit to the file that ROOFLAB_SVD_ACCURACY_OUT
-// names. Tests named *Large* are too slow for compute-sanitizer.
+// prints the table, and writes it with the device and the commit to the file that
+// ROOFLAB_SVD_ACCURACY_OUT names. Tests named *Large* are too slow for compute-sanitizer.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
 // rooflab::svd and rooflab::svd_batched against LAPACK's SVD tests (ddrvbd's ratios, <= 35 ulps)
-// and LAPACK's singular values, on every path (one kernel in shared memory, a warp per matrix,
-// the register ring, global memory with either schedule), with the awkward inputs: graded,
-// rank-deficient, zero,
-// NaN/Inf, scaled near overflow and underflow, 1 x n, n x 1, wide and tall, padded leading
-// dimensions, too few sweeps. Tests named *Large* are too slow for compute-sanitizer.
+// and LAPACK's singular values, on every path (one kernel in shared memory, a warp per matrix, the
+// register ring, global memory with either schedule), with the awkward inputs: graded,
+// rank-deficient, zero, NaN/Inf, scaled near overflow and underflow, 1 x n, n x 1, wide and tall,
+// padded leading dimensions, too few sweeps. Tests named *Large* are too slow for
+// compute-sanitizer.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

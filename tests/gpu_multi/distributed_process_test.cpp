@@ -1,9 +1,8 @@
 // One process per GPU, as under a launcher on one node or many: the test re-runs this program once
 // per rank (fork and exec, so that no child inherits the parent's CUDA state); rank 0 calls
-// ncclGetUniqueId and passes the id to the others through a file; every rank checks the sharded
-// ops against the single-GPU library on its own GPU, and that a float result has the same bits on
-// every rank. This file has its own main: a child runs its rank and exits, the parent runs
-// GoogleTest.
+// ncclGetUniqueId and passes the id to the others through a file; every rank checks the sharded ops
+// against the single-GPU library on its own GPU, and that a float result has the same bits on every
+// rank. This file has its own main: a child runs its rank and exits, the parent runs GoogleTest.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
