@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
 
 namespace rooflab::dist::detail {
@@ -43,9 +44,8 @@ void check_nccl(ncclResult_t result, const Rank& rank, const char* call) {
 }
 
 void check_cuda(cudaError_t status, const Rank& rank, const std::string& doing) {
-  if (status == cudaSuccess) return;
-  throw Error(rank.op, "", rank.name() + ": " + doing + " failed: " + cudaGetErrorString(status),
-              cudaGetErrorName(status));
+  if (status != cudaSuccess)
+    ::rooflab::detail::throw_cuda_error(status, rank.op, rank.name() + ": " + doing);
 }
 
 Rank rank_of(ncclComm_t comm, const char* op) {
