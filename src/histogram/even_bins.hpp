@@ -22,6 +22,11 @@
 //   in the same unit interval: floor(q) = floor(t) - 1, and that is at most bins - 1 and at least
 //   0 (a q at or just above bins puts t within E of bins + 1), so no clamp. Values with
 //   |d| >= 1/2 - 2E (the limit keeps a factor 2 of margin) are binned by the rule itself.
+//   t is clamped to [3/2, bins + 1/2] first: next to the histogram's own edges (t near 1 and
+//   bins + 1, v near lo and hi) no rule is needed, since floor(q) is 0 for t < 3/2 (q >= 0 for a
+//   counted value) and bins - 1 for t > bins + 1/2 (a q at bins is clamped), and the clamped t
+//   lies mid-bin there. So data piled up at lo, as the smallest value of a skewed distribution
+//   is, never waits for the rule; the edges inside are untouched.
 //   The host takes this path only when 2E <= 2^-8 (at most a few values in a thousand near an
 //   edge), bins <= 2^21 and the magnitudes stay far from float's range. Five FP32 instructions
 //   and a range test per value, no division, no branch on the common path.
@@ -68,6 +73,8 @@ struct EvenBins {
   bool single_precision = false;
   float scale_single = 0, offset_single = 0;  // t = v * scale_single + offset_single
   float middle_limit = 0;                     // fast only where |t - floor(t) - 1/2| < middle_limit
+  float top_single = 0;                       // bins + 1/2, where t is clamped (fast_bin_single)
+  double top_double = 0;                      // bins - 1/4, where t is clamped (fast_bin_double)
   // Integer edges (the argument at the top), per data type, and the width's log2.
   bool integer_edges_int = false, integer_edges_float = false, integer_edges_double = false;
   int width_shift = 0;
@@ -91,6 +98,7 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
   rule.bins_d = double(bins);
   rule.scale = rule.bins_d / rule.range;
   rule.bins = bins;
+  rule.top_double = bins - 0.25;  // exact: bins <= 2^24
   // Integers in [lo, hi): from ceil(lo) to ceil(hi) - 1, within int32.
   const double first = std::max(std::ceil(lo), -2147483648.0),
                last = std::min(std::ceil(hi) - 1, 2147483647.0);
@@ -111,6 +119,7 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
       rule.single_precision = true;
       rule.scale_single = float(rule.scale);
       rule.offset_single = float(1 - lo * rule.scale);
+      rule.top_single = float(bins) + 0.5f;  // exact: bins <= 2^21
       // The largest float at most 1/2 - 2 error: rounding must not widen the fast band.
       const double limit = 0.5 - 2 * error;
       rule.middle_limit = float(limit);
@@ -219,7 +228,8 @@ struct FastBin {
 ROOFLAB_HOST_DEVICE inline FastBin fast_bin_single(float v, const EvenBins& rule) {
   constexpr float two_to_23 = 0x1p23f;
   constexpr float two_to_23_less_half = 0x1.fffffep22f;  // 2^23 - 1/2, a float
-  const float t = fused_multiply_add(v, rule.scale_single, rule.offset_single);
+  const float t = fminf(fmaxf(fused_multiply_add(v, rule.scale_single, rule.offset_single), 1.5f),
+                        rule.top_single);
   const float floor_shifted = add_down(t, two_to_23);                     // 2^23 + floor(t)
   const float middle = add_nearest(floor_shifted, -two_to_23_less_half);  // floor(t) + 1/2
   const float from_middle = add_nearest(t, -middle);

@@ -175,6 +175,40 @@ TEST(HistogramFastBins, SinglePrecisionGivesTheRulesBinOrDefersToIt) {
   }
 }
 
+// Values at lo and just below hi lie on the histogram's own edges, where the bin is 0 or
+// bins - 1 without asking the rule: data piled up at lo (the smallest value of a skewed
+// distribution) must not take the slow path. Edges inside are still deferred.
+TEST(HistogramFastBins, TheHistogramsOwnEdgesNeverNeedTheRule) {
+  for (const auto& [lo, hi, bins] : {std::tuple{0.0, 1.0, 256}, std::tuple{-1e6, 2e6, 256},
+                                     std::tuple{0.1, 0.7, 7}, std::tuple{-1e6, 2e6, 4096}}) {
+    const detail::EvenBins rule = detail::make_even_bins(bins, lo, hi);
+    ASSERT_TRUE(rule.single_precision) << lo << " " << hi << " " << bins;
+    float at_lo = rule.first_float;
+    float below_hi = std::nextafter(rule.end_float, -INFINITY);
+    for (int step = 0; step < 4; ++step) {
+      for (const float v : {at_lo, below_hi}) {
+        const detail::FastBin fast = detail::fast_bin_single(v, rule);
+        EXPECT_FALSE(fast.near_edge) << v << " in [" << lo << ", " << hi << ") " << bins;
+        EXPECT_EQ(fast.bin, cpu::even_bin(double(v), lo, hi, bins)) << v;
+      }
+      at_lo = std::nextafter(at_lo, INFINITY);
+      below_hi = std::nextafter(below_hi, -INFINITY);
+    }
+    const std::int32_t first = rule.first_int, last = rule.last_int;
+    if (first <= last && lo == std::floor(lo)) {
+      for (const std::int32_t v : {first, last}) {
+        const detail::FastBin fast = detail::fast_bin_single(detail::to_single(v), rule);
+        EXPECT_FALSE(fast.near_edge) << v;
+        EXPECT_EQ(fast.bin, cpu::even_bin(double(v), lo, hi, bins)) << v;
+      }
+    }
+    // An edge inside: the value on it is still the rule's to bin.
+    const float inside = float(lo + (hi - lo) / bins * (bins / 2));
+    if (double(inside) == lo + (hi - lo) / bins * (bins / 2))
+      EXPECT_TRUE(detail::fast_bin_single(inside, rule).near_edge) << inside;
+  }
+}
+
 TEST(HistogramFastBins, RandomDataRarelyNeedsTheRule) {
   // The lab's problems: at 256 bins a few values in ten thousand lie close enough to an edge to
   // need the division, at 4096 bins a few in a thousand (the band is 4 E wide, E growing with
