@@ -100,6 +100,8 @@ sanitizer_seconds=${ROOFLAB_SANITIZER_SECONDS:-360}
 # ROOFLAB_RACECHECK_EXCLUDE (gtest patterns) leaves tests out of racecheck alone: the larger runs
 # of a kernel that a smaller test covers there, still run under memcheck and synccheck.
 racecheck_shards=${ROOFLAB_RACECHECK_SHARDS:-4}
+# initcheck, the next slowest (it tracks every global-memory byte), is split the same way.
+initcheck_shards=${ROOFLAB_INITCHECK_SHARDS:-4}
 racecheck_filter="$filter${ROOFLAB_RACECHECK_EXCLUDE:+:$ROOFLAB_RACECHECK_EXCLUDE}"
 if [[ " $stages " == *" sanitize "* ]]; then
   pids=()
@@ -107,6 +109,7 @@ if [[ " $stages " == *" sanitize "* ]]; then
   for tool in memcheck initcheck racecheck synccheck; do
     shards=1 tool_filter=$filter
     [ "$tool" = racecheck ] && shards=$racecheck_shards tool_filter=$racecheck_filter
+    [ "$tool" = initcheck ] && shards=$initcheck_shards
     for ((shard = 0; shard < shards; shard++)); do
       run="$tool-$shard"
       sanitizer_runs+=("$run")

@@ -297,9 +297,15 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
   // Q's columns past the kept ones are zero: cuSOLVER's QR reads past its matrix (initcheck found
-  // its geqr2 kernel reading them), and orgqr overwrites them.
+  // its geqr2 kernel reading them), and orgqr overwrites them. Its workspace and tau are cleared
+  // too: geqr2 reads a word of them before writing it (the value is not used, but an input that
+  // nothing wrote is what initcheck reports, and a user running it would see it here).
   ROOFLAB_CUDA(op, "clearing the completion's workspace",
                cudaMemsetAsync(q.data(), 0, q.bytes(), stream));
+  ROOFLAB_CUDA(op, "clearing the completion's workspace",
+               cudaMemsetAsync(tau.data(), 0, tau.bytes(), stream));
+  ROOFLAB_CUDA(op, "clearing the completion's workspace",
+               cudaMemsetAsync(work.data(), 0, work.bytes(), stream));
   const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
   launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
                         "move_completion_columns", G, q.as<T>(), slots.as<const int>(), true);
