@@ -204,8 +204,9 @@ TEST(HistogramFastBins, TheHistogramsOwnEdgesNeverNeedTheRule) {
     }
     // An edge inside: the value on it is still the rule's to bin.
     const float inside = float(lo + (hi - lo) / bins * (bins / 2));
-    if (double(inside) == lo + (hi - lo) / bins * (bins / 2))
+    if (double(inside) == lo + (hi - lo) / bins * (bins / 2)) {
       EXPECT_TRUE(detail::fast_bin_single(inside, rule).near_edge) << inside;
+    }
   }
 }
 
