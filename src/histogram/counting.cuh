@@ -218,6 +218,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
                         unsigned long long* __restrict__ counts) {
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
+  static_assert(slots <= 32, "near_slots below holds a bit per slot");
   extern __shared__ std::uint32_t block_counts[];
   const int words = Packed ? (rule.bins + 1) / 2 : copies * rule.bins;
   for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) block_counts[w] = 0;
@@ -257,22 +258,23 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
       valid[k] = v < split.vectors;
       if (valid[k]) data[k] = vectors[v];
     }
-    bool any_near_edge = false;
+    // Bit s: slot s holds a counted value near an edge. A warp takes the pass below whenever
+    // one of its lanes has such a value (about 8% of rounds at 256 bins, 3 in 4 at 4096, on
+    // uniform data), so the pass only tests bits: nothing is evaluated twice.
+    std::uint32_t near_slots = 0;
 #pragma unroll
     for (int s = 0; s < slots; ++s) {
       const T value = data[s / per_vector].lane[s % per_vector];
       const bool counted = valid[s / per_vector] && is_counted(value, rule);
       const FastBin fast = fast_bin<E>(value, rule);
       add_shared_if(counted && !fast.near_edge, word_of(fast.bin), one_of(fast.bin));
-      any_near_edge |= counted && fast.near_edge;
+      near_slots |= counted && fast.near_edge ? 1u << s : 0u;
     }
-    if (any_near_edge) {  // rare: evaluate again, and send the values near an edge to the rule
+    if (near_slots != 0) {  // rare per value: send the values near an edge to the rule
 #pragma unroll
       for (int s = 0; s < slots; ++s) {
-        const T value = data[s / per_vector].lane[s % per_vector];
-        if (valid[s / per_vector] && is_counted(value, rule) &&
-            fast_bin<E>(value, rule).near_edge) {
-          const int bin = exact_bin(double(value), rule);
+        if (near_slots & 1u << s) {
+          const int bin = exact_bin(double(data[s / per_vector].lane[s % per_vector]), rule);
           atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
         }
       }
