@@ -74,7 +74,6 @@ struct EvenBins {
   float scale_single = 0, offset_single = 0;  // t = v * scale_single + offset_single
   float middle_limit = 0;                     // fast only where |t - floor(t) - 1/2| < middle_limit
   float top_single = 0;                       // bins + 1/2, where t is clamped (fast_bin_single)
-  double top_double = 0;                      // bins - 1/4, where t is clamped (fast_bin_double)
   // Integer edges (the argument at the top), per data type, and the width's log2.
   bool integer_edges_int = false, integer_edges_float = false, integer_edges_double = false;
   int width_shift = 0;
@@ -98,7 +97,6 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
   rule.bins_d = double(bins);
   rule.scale = rule.bins_d / rule.range;
   rule.bins = bins;
-  rule.top_double = bins - 0.25;  // exact: bins <= 2^24
   // Integers in [lo, hi): from ceil(lo) to ceil(hi) - 1, within int32.
   const double first = std::max(std::ceil(lo), -2147483648.0),
                last = std::min(std::ceil(hi) - 1, 2147483647.0);
