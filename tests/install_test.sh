@@ -24,6 +24,13 @@ cmake -S "$consumer_dir" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DC
 cmake --build "$work/build" >/dev/null
 "$work/build/consumer"
 echo "ok: the consumer builds with find_package(rooflab) and runs"
+# Where the build had NCCL, the same package gives rooflab::distributed.
+if find "$work/prefix" -name librooflab_distributed.a | grep -q .; then
+  [ -x "$work/build/distributed_consumer" ] ||
+    { echo "FAIL: librooflab_distributed.a is installed but find_package(rooflab) gave no rooflab::distributed"; exit 1; }
+  "$work/build/distributed_consumer"
+  echo "ok: rooflab::distributed links from the installed package"
+fi
 
 # The same program from a bare compiler command line: the installed headers, the installed static
 # library and the CUDA libraries it needs (cudart, cuBLAS, cuSOLVER), nothing from this build tree.
