@@ -147,8 +147,10 @@ std::string version_text() {
 
 void list(std::ostream& out, const bench::Registry& registry, const std::string& op) {
   if (op.empty()) {
+    std::size_t width = 0;  // the longest name: the summaries start in one column
+    for (const std::string& name : registry.op_names()) width = std::max(width, name.size());
     for (const std::string& name : registry.op_names())
-      out << fmt::format("{:<14} {}\n", name, registry.op(name).summary);
+      out << fmt::format("{:<{}} {}\n", name, width, registry.op(name).summary);
     return;
   }
   if (!registry.has_op(op))
