@@ -12,7 +12,8 @@
 //   Next to 0 and bins, the histogram's own edges at lo and hi, the bin needs no rule: floor(q)
 //   is 0 there (q >= 0) and bins - 1 (a q at bins is clamped), which the bin, clamped at
 //   bins - 1, is. Only the edges inside, 1 to bins - 1, are called near. (Integer tests: a
-//   clamp of t in double instead cost 7% at 65536 bins, where the FP64 pipe is the busy one.)
+//   clamp of t in double, two more FP64 instructions, cost 11% at 65536 bins instead: 151
+//   against 136 us for 50M int32 on an H100.)
 // Values a fast evaluation calls near an edge are binned by exact_bin: rarely for random data,
 // for every value when integer data has its edges on integers (bin width 1, say). Slower,
 // never wrong.
