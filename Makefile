@@ -1,5 +1,6 @@
 # The commands of rooflab. Each installs what is missing, configures and builds in Release.
-#   make test    the whole test suite, the library built for every GPU from sm_75 to sm_120;
+#   make test    the whole test suite, the library built for every GPU from sm_75 to sm_120, the
+#                Python package's pytest suite included (against the module this build makes);
 #                tests that skipped (GPU tests on a machine without a GPU) are summed up at the
 #                end, one line per reason
 #   make bench   rooflab report --quick on this machine's GPU (built for it alone): every ladder

@@ -1,6 +1,7 @@
 """The frameworks the GPU tests run on, each behind one small adapter, and the skips when a
 framework or a GPU is missing (each skip says which and why)."""
 
+import collections
 import os
 
 import numpy as np
@@ -181,3 +182,14 @@ def rng(request):
     test's id."""
     seed = sum(map(ord, request.node.name)) % 2**32
     return np.random.default_rng(seed)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per reason tests skipped, with how many: a machine without a GPU or a framework
+    says so once, not once a test."""
+    reasons = collections.Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"{count} test{'' if count == 1 else 's'} skipped: {reason}")
