@@ -88,11 +88,12 @@ fi
 # launch, an impossible allocation), so API errors are not reported; memory errors, reads of
 # device memory nothing has written (initcheck), races and synchronization errors are.
 gpu_tests="$build/tests/rooflab_gpu_tests"
-# Left out: tests that measure (named *Measured*), and what ROOFLAB_SANITIZER_EXCLUDE adds
-# (gtest patterns, colon-separated): rungs that are races by design, which racecheck is shown
-# catching elsewhere, and tests too large to run under the tools in a reasonable time.
+# Left out: tests that measure (named *Measured*), tests whose kernels race or diverge at a barrier
+# on purpose (named *ByDesign*; the ctest tests sanitizer.* show the tools catching them), and
+# what ROOFLAB_SANITIZER_EXCLUDE adds (gtest patterns, colon-separated): tests too large to run
+# under the tools in a reasonable time.
 # ROOFLAB_SANITIZER_ONLY (gtest patterns) narrows the run to the tests of code that changed.
-filter="${ROOFLAB_SANITIZER_ONLY:-*}-*Measured*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
+filter="${ROOFLAB_SANITIZER_ONLY:-*}-*Measured*:*ByDesign*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
 sanitizer_seconds=${ROOFLAB_SANITIZER_SECONDS:-360}
 # racecheck is the slowest tool by far (it tracks every shared-memory access): its run is split
 # into ROOFLAB_RACECHECK_SHARDS gtest shards (default 4) run side by side, each under the time
