@@ -8,6 +8,7 @@
 #include "apps/rooflab/commands.hpp"
 #include "bench/format.hpp"
 #include "rooflab/error.hpp"
+#include "scratch_directory.hpp"
 
 namespace rooflab::bench {
 namespace {
@@ -380,21 +381,14 @@ TEST(TableComparison, AFilesSecondRunOfAProblemPairsWithTheOtherFilesSecond) {
 // `rooflab table` on files: results written to a fresh directory.
 class TableCommand : public ::testing::Test {
  protected:
-  void SetUp() override {
-    directory_ = std::filesystem::temp_directory_path() /
-                 ("rooflab_table_command_" +
-                  std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-    std::filesystem::create_directories(directory_);
-  }
-  void TearDown() override { std::filesystem::remove_all(directory_); }
   std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = (directory_ / name).string();
+    const std::string path = scratch_.file(name);
     std::ofstream(path) << text;
     return path;
   }
 
  private:
-  std::filesystem::path directory_;
+  const ScratchDirectory scratch_{"rooflab_table_command"};
 };
 
 TEST_F(TableCommand, OneFilePrintsItsMarkdownTablesAsBefore) {

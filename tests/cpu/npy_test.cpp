@@ -10,21 +10,14 @@
 #include <vector>
 
 #include "cpu/npy.hpp"
+#include "scratch_directory.hpp"
 
 namespace rooflab::cpu {
 namespace {
 
 class Npy : public ::testing::Test {
  protected:
-  void SetUp() override {
-    directory_ =
-        std::filesystem::temp_directory_path() /
-        ("rooflab_npy_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(directory_);
-  }
-  void TearDown() override { std::filesystem::remove_all(directory_); }
-  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+  std::string path(const std::string& name) const { return scratch_.file(name); }
 
   // A file as NumPy lays it out: magic, version, header length, dict, padding, data.
   void write_raw(const std::string& name, int major, const std::string& dict,
@@ -53,7 +46,7 @@ class Npy : public ::testing::Test {
   }
 
  private:
-  std::filesystem::path directory_;
+  const ScratchDirectory scratch_{"rooflab_npy"};
 };
 
 template <class T>

@@ -15,24 +15,17 @@
 #include "apps/rooflab/commands.hpp"
 #include "core/random_stream.hpp"
 #include "cpu/npy.hpp"
+#include "scratch_directory.hpp"
 
 namespace rooflab {
 namespace {
 
 class SvdCommand : public testing::GpuTest {
  protected:
-  void SetUp() override {
-    testing::GpuTest::SetUp();
-    directory_ = std::filesystem::temp_directory_path() /
-                 ("rooflab_svd_command_" +
-                  std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-    std::filesystem::create_directories(directory_);
-  }
-  void TearDown() override { std::filesystem::remove_all(directory_); }
-  std::string path(const std::string& name) const { return (directory_ / name).string(); }
+  std::string path(const std::string& name) const { return scratch_.file(name); }
 
  private:
-  std::filesystem::path directory_;
+  const ScratchDirectory scratch_{"rooflab_svd_command"};
 };
 
 // max |A(b, i, j) - sum_l U(b, i, l) S(b, l) V(b, j, l)| with every array in C order.
