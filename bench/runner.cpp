@@ -110,8 +110,12 @@ bool selected(const Variant& variant, const std::vector<std::string>& only) {
 void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment) {
   const double ceiling = environment.ceiling_value(model.ceiling);
   const bool compute_bound = is_compute_ceiling(model.ceiling);
-  const Row* previous = nullptr;
+  // "vs CPU" is against the fastest CPU row that ran, which reads 1.00x: a ladder that times a
+  // single-core loop and a multithreaded one is compared with the better of them.
   const Row* cpu = nullptr;
+  for (const Row& row : rows)
+    if (row.cpu && row.status == Status::ok && (!cpu || row.median_ms < cpu->median_ms)) cpu = &row;
+  const Row* previous = nullptr;
   for (Row& row : rows) {
     row.bytes = model.bytes;
     row.flops = model.flops;
@@ -124,7 +128,6 @@ void derive_rates(std::vector<Row>& rows, const Model& model, const Environment&
     row.percent_of_ceiling = ceiling > 0 ? 100.0 * achieved / ceiling : 0;
     row.speedup_vs_previous = previous ? previous->median_ms / row.median_ms : 0;
     row.speedup_vs_cpu = cpu ? cpu->median_ms / row.median_ms : 0;
-    if (row.cpu && !cpu) cpu = &row;
     previous = &row;
   }
 }

@@ -55,12 +55,23 @@ TEST(DeriveRates, SpeedupsAgainstPreviousAndCpuSkipFailedRows) {
   rows[2].status = Status::failed;
   derive_rates(rows, Model{1e9, 0, Ceiling::read_bandwidth}, fake_environment());
   EXPECT_EQ(rows[0].speedup_vs_previous, 0);
-  EXPECT_EQ(rows[0].speedup_vs_cpu, 0);
+  EXPECT_DOUBLE_EQ(rows[0].speedup_vs_cpu, 1.0);  // the baseline itself
   EXPECT_DOUBLE_EQ(rows[1].speedup_vs_previous, 10.0);
   EXPECT_DOUBLE_EQ(rows[1].speedup_vs_cpu, 10.0);
   EXPECT_EQ(rows[2].gbps, 0);
   EXPECT_DOUBLE_EQ(rows[3].speedup_vs_previous, 5.0);
   EXPECT_DOUBLE_EQ(rows[3].speedup_vs_cpu, 50.0);
+}
+
+TEST(DeriveRates, CpuColumnIsAgainstTheFastestCpuRowThatRan) {
+  std::vector<Row> rows{measured("cpu-serial", 80.0, true), measured("cpu-threads", 8.0, true),
+                        measured("cpu-broken", 1.0, true), measured("gpu", 2.0)};
+  rows[2].status = Status::failed;  // a failed CPU row is no baseline
+  derive_rates(rows, Model{1e9, 0, Ceiling::read_bandwidth}, fake_environment());
+  EXPECT_DOUBLE_EQ(rows[0].speedup_vs_cpu, 0.1);
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_cpu, 1.0);
+  EXPECT_EQ(rows[2].speedup_vs_cpu, 0);
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_cpu, 4.0);
 }
 
 TEST(DeriveRates, ComputeBoundOpsCompareFlopsWithThePeak) {
