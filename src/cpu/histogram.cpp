@@ -1,8 +1,52 @@
 #include "cpu/histogram.hpp"
 
 #include <cmath>
+#include <type_traits>
+
+#include "histogram/even_bins.hpp"
 
 namespace rooflab::cpu {
+namespace {
+
+// Counts of in[begin, end) added into partial[0, bins) (bytes: into partial[0, 256) by value),
+// by the cheapest evaluation that gives the rule's bins, as the device's production path chooses
+// them: integer edges, then single precision (int32 and float), then the rule itself.
+template <class T>
+void count_range(const T* in, std::int64_t begin, std::int64_t end, const detail::EvenBins& rule,
+                 std::uint64_t* partial) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    for (std::int64_t i = begin; i < end; ++i) ++partial[in[i]];
+  } else {
+    const bool integer_edges = std::is_same_v<T, std::int32_t> ? rule.integer_edges_int
+                               : std::is_same_v<T, float>      ? rule.integer_edges_float
+                                                               : rule.integer_edges_double;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const T v = in[i];
+      bool counted;
+      if constexpr (std::is_same_v<T, std::int32_t>)
+        counted = v >= rule.first_int && v <= rule.last_int;
+      else if constexpr (std::is_same_v<T, float>)
+        counted = v >= rule.first_float && v < rule.end_float;
+      else
+        counted = v >= rule.lo && v < rule.hi;
+      if (!counted) continue;
+      if (integer_edges) {
+        ++partial[detail::integer_edge_bin(v, rule)];
+        continue;
+      }
+      if constexpr (!std::is_same_v<T, double>) {
+        if (rule.single_precision) {
+          const detail::FastBin fast = detail::fast_bin_single(detail::to_single(v), rule);
+          ++partial[fast.near_edge ? even_bin(double(v), rule.lo, rule.hi, rule.bins) : fast.bin];
+          continue;
+        }
+      }
+      ++partial[even_bin(double(v), rule.lo, rule.hi, rule.bins)];
+    }
+  }
+}
+
+}  // namespace
 
 int even_bin(double v, double lo, double hi, int bins) {
   if (!(v >= lo && v < hi)) return -1;
@@ -20,11 +64,43 @@ void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double h
   }
 }
 
+template <class T>
+void histogram_fast(const T* in, std::int64_t n, int bins, double lo, double hi,
+                    std::uint64_t* counts, bool every_core) {
+  const detail::EvenBins rule = detail::make_even_bins(bins, lo, hi);
+  const std::size_t slots = std::is_same_v<T, std::uint8_t> ? 256 : std::size_t(bins);
+  std::vector<std::vector<std::uint64_t>> partial(every_core ? cpu_threads() : 1,
+                                                  std::vector<std::uint64_t>(slots, 0));
+  if (every_core)
+    parallel_ranges(n, [&](std::int64_t begin, std::int64_t end, int part) {
+      count_range(in, begin, end, rule, partial[part].data());
+    });
+  else
+    count_range(in, 0, n, rule, partial[0].data());
+  std::fill(counts, counts + bins, 0);
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    std::uint64_t total = 0;
+    for (const auto& part : partial) total += part[slot];
+    if constexpr (std::is_same_v<T, std::uint8_t>) {
+      if (const int bin = even_bin(double(slot), lo, hi, bins); bin >= 0) counts[bin] += total;
+    } else {
+      counts[slot] = total;
+    }
+  }
+}
+
 template void histogram_serial(const std::uint8_t*, std::int64_t, int, double, double,
                                std::uint64_t*);
 template void histogram_serial(const std::int32_t*, std::int64_t, int, double, double,
                                std::uint64_t*);
 template void histogram_serial(const float*, std::int64_t, int, double, double, std::uint64_t*);
 template void histogram_serial(const double*, std::int64_t, int, double, double, std::uint64_t*);
+template void histogram_fast(const std::uint8_t*, std::int64_t, int, double, double, std::uint64_t*,
+                             bool);
+template void histogram_fast(const std::int32_t*, std::int64_t, int, double, double, std::uint64_t*,
+                             bool);
+template void histogram_fast(const float*, std::int64_t, int, double, double, std::uint64_t*, bool);
+template void histogram_fast(const double*, std::int64_t, int, double, double, std::uint64_t*,
+                             bool);
 
 }  // namespace rooflab::cpu

@@ -22,6 +22,16 @@ template <class T>
 void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi,
                       std::uint64_t* counts);
 
+// The careful CPU baselines: what a C++ programmer who measured would write, exact all the same.
+// Bytes are counted by value and folded into the bins once (the rule applied to 256 values);
+// values on integer edges by a shift, other int32 and float values by the single-precision
+// evaluation of histogram/even_bins.hpp (a multiply-add, the rule only for the few values near an
+// edge) wherever its error bound allows, by the rule otherwise, as other double values are. One
+// core, or every core with a histogram of its own, summed at the end; counts[0, bins) overwritten.
+template <class T>
+void histogram_fast(const T* in, std::int64_t n, int bins, double lo, double hi,
+                    std::uint64_t* counts, bool every_core);
+
 // The reference: counts of the n values value(0), ..., value(n - 1) (of type T), on every core.
 // Bytes are counted by value and folded into bins at the end (the rule applied to all 256
 // values), everything else binned one by one.

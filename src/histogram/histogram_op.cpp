@@ -1,4 +1,5 @@
-// The histogram op: problem, model, workspace and the CPU rung. GPU rungs are in ladder.cu.
+// The histogram op: problem, model, workspace and the CPU rungs. GPU rungs are in ladder.cu.
+#include <algorithm>
 #include <string>
 
 #include "cpu/compare.hpp"
@@ -199,6 +200,30 @@ ROOFLAB_VARIANT(Variant{"histogram", 0, "cpu-loop",
                                                   w.bins, w.lo, w.hi, w.host_counts.data());
                           });
                         })});
+
+// Rungs 30 and 31 — the careful CPU baselines (cpu::histogram_fast): the bin by a multiply-add or a
+// shift rather than a division, bytes counted by value and folded once; one core, then every core
+// with a histogram of its own. "vs CPU" is against the faster CPU rung of the run.
+void run_fast_cpu(HistogramWorkspace& w, bool every_core) {
+  w.prepare_host();
+  // Poisoned (bins words): the counts another CPU rung left must not pass this one's check.
+  std::fill(w.host_counts.begin(), w.host_counts.end(), ~std::uint64_t(0));
+  visit_histogram_type(w.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    cpu::histogram_fast(reinterpret_cast<const T*>(w.host_in.data()), w.n, w.bins, w.lo, w.hi,
+                        w.host_counts.data(), every_core);
+  });
+}
+
+ROOFLAB_VARIANT(Variant{
+    "histogram", 30, "cpu-fast-bins",
+    "one CPU core binning by a multiply-add (the rule only near an edge), bytes by value",
+    Where::cpu, false, at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
+    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) { run_fast_cpu(w, false); })});
+ROOFLAB_VARIANT(Variant{
+    "histogram", 31, "cpu-threads", "every CPU core, cpu-fast-bins with a histogram per core",
+    Where::cpu, false, no_limit,
+    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) { run_fast_cpu(w, true); })});
 
 }  // namespace
 }  // namespace rooflab::bench

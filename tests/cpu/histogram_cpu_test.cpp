@@ -355,6 +355,56 @@ TEST(HistogramCpu, SerialLoopEqualsTheParallelReference) {
   }
 }
 
+// The careful baselines (one core and every core) give the rule's counts for every type, at
+// scaled bins, one bin per integer and awkward bounds, on values around every edge and random
+// ones, out-of-range values and NaN included.
+TEST(HistogramCpu, FastBaselinesEqualTheSerialLoop) {
+  const struct {
+    double lo, hi;
+    int bins;
+  } rules[] = {{-1e6, 2e6, 256},   {0, 256, 256},   {0, 1, 4096}, {0.1, 0.7, 7},
+               {-3.5, 1e6, 65536}, {0, 4096, 1024}, {10, 250, 24}};
+  std::mt19937_64 random(5);
+  for (const auto& r : rules) {
+    std::vector<double> values;
+    for (int k = 0; k <= r.bins; k += std::max(1, r.bins / 64)) {
+      const double edge = r.lo + k * ((r.hi - r.lo) / r.bins);
+      for (double d : {-1.0, -0.5, 0.0, 0.5, 1.0}) values.push_back(std::floor(edge) + d);
+      values.push_back(edge);
+      values.push_back(std::nextafter(edge, -INFINITY));
+    }
+    std::uniform_real_distribution<double> spread(r.lo - (r.hi - r.lo) / 8,
+                                                  r.hi + (r.hi - r.lo) / 8);
+    for (int i = 0; i < 300000; ++i) values.push_back(spread(random));
+    values.push_back(NAN);
+    const auto check = [&](auto zero, const char* type) {
+      using T = decltype(zero);
+      std::vector<T> data;
+      for (const double v : values) {
+        if constexpr (std::is_same_v<T, std::uint8_t>)
+          data.push_back(T(std::isnan(v) ? 0 : std::clamp(v, 0.0, 255.0)));
+        else if constexpr (std::is_same_v<T, std::int32_t>)
+          data.push_back(T(std::isnan(v) ? 0 : std::clamp(v, -2147483648.0, 2147483647.0)));
+        else
+          data.push_back(T(v));
+      }
+      std::vector<std::uint64_t> expected(r.bins), one_core(r.bins, 7), every_core(r.bins, 7);
+      cpu::histogram_serial(data.data(), std::int64_t(data.size()), r.bins, r.lo, r.hi,
+                            expected.data());
+      cpu::histogram_fast(data.data(), std::int64_t(data.size()), r.bins, r.lo, r.hi,
+                          one_core.data(), false);
+      cpu::histogram_fast(data.data(), std::int64_t(data.size()), r.bins, r.lo, r.hi,
+                          every_core.data(), true);
+      EXPECT_EQ(one_core, expected) << type << " [" << r.lo << ", " << r.hi << ") " << r.bins;
+      EXPECT_EQ(every_core, expected) << type << " [" << r.lo << ", " << r.hi << ") " << r.bins;
+    };
+    check(std::uint8_t{}, "uint8");
+    check(std::int32_t{}, "int32");
+    check(float{}, "float");
+    check(double{}, "double");
+  }
+}
+
 TEST(HistogramCpu, ByteReferenceFoldsValueCountsByTheRule) {
   std::mt19937 random(7);
   std::vector<std::uint8_t> data(200003);
@@ -543,7 +593,8 @@ TEST(HistogramOp, ReportRegeneratesSeed000sTableFirst) {
     names.push_back(variant->name);
   EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive-global", "shared-block",
                                              "shared-warp", "vector-loads", "warp-aggregated",
-                                             "packed-16bit", "production", "lane-atomics", "cub"}));
+                                             "packed-16bit", "production", "lane-atomics", "cub",
+                                             "cpu-fast-bins", "cpu-threads"}));
 }
 
 // histogram_even checks its arguments before it touches the GPU: these run without one.
