@@ -1,6 +1,6 @@
 #pragma once
 // CPU side of the transpose: the CPU loop that stands in for the memory-basics lab's (not shown
-// there) and the element-exact check.
+// there), the careful tiled baselines and the element-exact check.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +14,12 @@ namespace rooflab::cpu {
 // in: rows x cols row-major, out: cols x rows row-major; elements of 1, 2, 4, 8 or 16 bytes.
 void transpose_serial(const void* in, std::int64_t rows, std::int64_t cols,
                       std::size_t element_bytes, void* out);
+
+// The careful CPU baseline: the same copy in square tiles small enough that a tile's source rows
+// and target rows both stay in L1 while it is copied, so every cache line fetched is used whole.
+// One core, or every core taking a band of tile rows.
+void transpose_tiled(const void* in, std::int64_t rows, std::int64_t cols,
+                     std::size_t element_bytes, void* out, bool every_core);
 
 struct TransposeMismatches {
   std::int64_t count = 0;   // output elements that differ from the input element they must hold

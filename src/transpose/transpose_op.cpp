@@ -1,4 +1,5 @@
-// The transpose op: problem, model, workspace and the CPU rung. GPU rungs are in ladder.cu.
+// The transpose op: problem, model, workspace and the CPU rungs. GPU rungs are in ladder.cu.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -148,6 +149,30 @@ ROOFLAB_VARIANT(Variant{
       w.prepare_host();
       cpu::transpose_serial(w.host_in.data(), w.rows, w.cols, w.element.bytes, w.host_out.data());
     })});
+
+// Rungs 30 and 31 — the careful CPU baselines (cpu::transpose_tiled): the copy in 32 x 32 tiles,
+// so that every cache line read or written is used whole while it is in L1; one core, then every
+// core taking a band of tile rows. "vs CPU" is against the faster CPU rung of the run.
+void run_tiled_cpu(TransposeWorkspace& w, bool every_core) {
+  w.prepare_host();
+  // Poisoned: the output another CPU rung left must not pass this one's check.
+  std::fill(w.host_out.begin(), w.host_out.end(), 0xFF);
+  cpu::transpose_tiled(w.host_in.data(), w.rows, w.cols, w.element.bytes, w.host_out.data(),
+                       every_core);
+}
+
+ROOFLAB_VARIANT(Variant{
+    "transpose", 30, "cpu-tiled", "one CPU core, 32 x 32 tiles: each cache line used whole",
+    Where::cpu, false,
+    [](const Problem& problem) -> std::string {
+      if (problem.rows * problem.cols <= (std::int64_t(1) << 28)) return {};
+      return "one core would take seconds per run (limit rows x cols <= 2^28)";
+    },
+    on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t) { run_tiled_cpu(w, false); })});
+ROOFLAB_VARIANT(Variant{
+    "transpose", 31, "cpu-threads", "every CPU core, cpu-tiled on a band of tile rows each",
+    Where::cpu, false, no_limit,
+    on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t) { run_tiled_cpu(w, true); })});
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -40,6 +40,25 @@ TEST(TransposeCpu, EveryElementSizeLandsEveryElementInPlace) {
   }
 }
 
+// The tiled baselines (one core and every core) write what the double loop writes, at shapes
+// that end inside a tile and shapes with many bands of tile rows.
+TEST(TransposeCpu, TiledBaselinesEqualTheDoubleLoop) {
+  for (const std::size_t size : {1, 2, 4, 8, 16}) {
+    for (const auto& [rows, cols] : {std::pair{7, 13}, std::pair{1, 500}, std::pair{500, 1},
+                                     std::pair{33, 65}, std::pair{4099, 37}, std::pair{64, 4096}}) {
+      const auto in = counting_bytes(std::size_t(rows * cols) * size);
+      std::vector<unsigned char> expected(in.size(), 0xFF);
+      cpu::transpose_serial(in.data(), rows, cols, size, expected.data());
+      for (const bool every_core : {false, true}) {
+        std::vector<unsigned char> out(in.size(), 0xFF);
+        cpu::transpose_tiled(in.data(), rows, cols, size, out.data(), every_core);
+        EXPECT_EQ(out, expected) << size << "-byte, " << rows << " x " << cols
+                                 << (every_core ? ", every core" : ", one core");
+      }
+    }
+  }
+}
+
 TEST(TransposeCpu, CheckFindsTheFirstMisplacedElement) {
   const std::int64_t rows = 300, cols = 500;
   const std::size_t size = 8;
@@ -73,14 +92,14 @@ TEST(TransposeOp, ResolvesSeed000DefaultsAndNamesEveryElementType) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("transpose"))
     names.push_back(variant->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "naive", "shared-tile", "padded-tile",
-                                             "block-rows", "wide-access", "tile32-rows8",
-                                             "tile32-col-order", "production",
-                                             "tile128x32-col-order", "cublas-geam"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "cpu-loop", "naive", "shared-tile", "padded-tile", "block-rows",
+                       "wide-access", "tile32-rows8", "tile32-col-order", "production",
+                       "tile128x32-col-order", "cublas-geam", "cpu-tiled", "cpu-threads"}));
   std::vector<int> rungs;
   for (const bench::Variant* variant : bench::registry().variants("transpose"))
     rungs.push_back(variant->rung);
-  EXPECT_EQ(rungs, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(rungs, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 30, 31}));
 }
 
 TEST(TransposeOp, CpuRungIsLimitedOddShapesSkipTheWideRungAndCandidatesTakeFloat) {
