@@ -423,6 +423,90 @@ int report(std::ostream& out, const std::string& directory, bool quick,
   return failures;
 }
 
+BenchRequest course_request(const bench::CourseFigure& figure) {
+  BenchRequest request;
+  request.op = figure.op;
+  const std::vector<std::pair<std::string, std::string BenchRequest::*>> flags{
+      {"--n", &BenchRequest::n},          {"--rows", &BenchRequest::rows},
+      {"--cols", &BenchRequest::cols},    {"--m", &BenchRequest::m},
+      {"--batch", &BenchRequest::batch},  {"--bins", &BenchRequest::bins},
+      {"--dtype", &BenchRequest::dtype},  {"--dist", &BenchRequest::dist},
+      {"--matrix", &BenchRequest::matrix}};
+  for (std::size_t i = 0; i < figure.options.size(); i += 2) {
+    const std::string& flag = figure.options[i];
+    const auto known = std::find_if(flags.begin(), flags.end(),
+                                    [&](const auto& entry) { return entry.first == flag; });
+    require(known != flags.end() && i + 1 < figure.options.size(), "report --course",
+            figure.item.c_str(),
+            "takes '" + flag + "' with a value: a course figure sets sizes, --dtype, --dist and " +
+                "--matrix only");
+    request.*(known->second) = figure.options[i + 1];
+  }
+  request.options.only = {figure.rung};
+  return request;
+}
+
+int course_report(std::ostream& out, const std::string& directory,
+                  const bench::RunOptions& options) {
+  namespace fs = std::filesystem;
+  const bench::Registry& registry = bench::registry();
+  const std::vector<bench::CourseFigure>& figures = bench::course_figures();
+  // Each problem once, with the rungs its figures name: (op, problem) -> figures.
+  std::vector<std::pair<bench::Problem, std::vector<std::size_t>>> ladders;
+  std::vector<std::string> ladder_ops;
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    const BenchRequest request = course_request(figures[i]);
+    const bench::Problem problem = to_problems(request, registry).at(0);
+    const std::string what = registry.op(request.op).describe(problem);
+    std::size_t l = 0;
+    while (l < ladders.size() && !(ladder_ops[l] == request.op &&
+                                   registry.op(request.op).describe(ladders[l].first) == what))
+      ++l;
+    if (l == ladders.size()) {
+      ladders.push_back({problem, {}});
+      ladder_ops.push_back(request.op);
+    }
+    ladders[l].second.push_back(i);
+  }
+  require_gpu();
+  fs::create_directories(directory);
+  const bench::Environment environment = bench::make_environment();
+  bench::RowWriter writer(out, bench::Format::table, environment, options.seed,
+                          options.same_inputs);
+  std::vector<bench::Run> runs;
+  std::vector<bench::CourseMeasurement> today(figures.size());
+  int failures = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t l = 0; l < ladders.size(); ++l) {
+    bench::RunOptions ladder_options = options;
+    ladder_options.only.clear();
+    for (const std::size_t i : ladders[l].second) ladder_options.only.push_back(figures[i].rung);
+    bench::Runner runner(registry, environment, ladder_options);
+    std::cerr
+        << progress_line(
+               int(l + 1), int(ladders.size()),
+               ladder_ops[l] + ", " + registry.op(ladder_ops[l]).describe(ladders[l].first),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
+        << std::endl;
+    run_one(runner, writer, registry, ladder_ops[l], ladders[l].first, &runs, &failures);
+    for (const std::size_t i : ladders[l].second)
+      for (const bench::Row& row : runs.back().rows)
+        if (row.name == figures[i].rung)
+          today[i] = row.status == bench::Status::ok
+                         ? bench::CourseMeasurement{true, row.median_ms, ""}
+                         : bench::CourseMeasurement{false, 0,
+                                                    std::string(bench::status_name(row.status)) +
+                                                        (row.note.empty() ? "" : ": " + row.note)};
+  }
+  writer.finish();
+  std::ofstream(fs::path(directory) / "course-results.json")
+      << bench::results_json(environment, options.seed, runs, options.same_inputs).dump(2) << "\n";
+  std::ofstream(fs::path(directory) / "course.md") << bench::course_markdown(
+      figures, today, environment.device.name + ", commit " + environment.commit);
+  out << "course report written to " << directory << " (course.md, course-results.json)\n";
+  return failures;
+}
+
 namespace {
 
 // One matrix (or stack) of the svd command, column-major and packed like svd_batched's.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/course.hpp"
 #include "bench/format.hpp"
 #include "bench/registry.hpp"
 #include "bench/runner.hpp"
@@ -59,6 +60,15 @@ std::string progress_line(int index, int total, const std::string& what, double 
 
 int report(std::ostream& out, const std::string& directory, bool quick,
            const bench::RunOptions& options);
+
+// The bench request that reproduces a course figure: its op and options (a flag the bench does
+// not take is a rooflab::Error naming it).
+BenchRequest course_request(const bench::CourseFigure& figure);
+// `rooflab report --course`: every course figure's rung on its problem (each problem run once,
+// only the rungs the figures name) beside the document's time, into DIR/course.md and
+// DIR/course-results.json.
+int course_report(std::ostream& out, const std::string& directory,
+                  const bench::RunOptions& options);
 
 // `rooflab svd --in A.npy [--out PREFIX]`: the SVD of a float32 or float64 matrix (rank 2, m x n)
 // or stack (rank 3, b x m x n) read from .npy, in C or Fortran order; writes PREFIX_S.npy,

@@ -134,6 +134,10 @@ int main(int argc, char** argv) {
       "report", "every ladder at its report sizes: report.md, results.json, charts");
   report_command->add_option("--out", report_directory, "output directory");
   report_command->add_flag("--quick", quick, "smaller sizes, for a fast look");
+  bool course = false;
+  report_command->add_flag("--course", course,
+                           "instead: every timed figure of the course documents beside the rung "
+                           "that reproduces it on the document's axes (course.md)");
   add_run_options(report_command, report_options, report_seed);
 
   std::string svd_in, svd_out;
@@ -220,6 +224,7 @@ int main(int argc, char** argv) {
       return app::bench(std::cout, request) == 0 ? 0 : 3;
     }
     report_options.seed = seed_of(report_seed);
+    if (course) return app::course_report(std::cout, report_directory, report_options) == 0 ? 0 : 3;
     return app::report(std::cout, report_directory, quick, report_options) == 0 ? 0 : 3;
   } catch (const app::UsageError& error) {
     std::cerr << error.what() << "\n";
