@@ -1,11 +1,9 @@
 // The memcpy-sync op: problem and workspace. GPU rungs are in memcpy_sync.cu.
 #include "lab/memcpy_sync.hpp"
 
-#include <chrono>
 #include <limits>
 #include <string>
 
-#include "cpu/add.hpp"
 #include "rooflab/error.hpp"
 
 namespace rooflab::bench {
@@ -52,26 +50,8 @@ ROOFLAB_OP(Op{
 
 // Rung 0 — the CPU loop writes the host's copy itself, timed by a host clock around it: no
 // device, no copy, nothing to wait for.
-ROOFLAB_VARIANT(Variant{"memcpy-sync",
-                        0,
-                        "cpu-host-clock",
-                        "one CPU core adds into host memory: a host clock times it",
-                        Where::cpu,
-                        false,
-                        no_limit,
-                        on<MemcpySyncWorkspace>([](MemcpySyncWorkspace& w, cudaStream_t) {
-                          w.prepare_host();
-                          const auto begin = std::chrono::steady_clock::now();
-                          cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
-                          w.self_ms.push_back(std::chrono::duration<double, std::milli>(
-                                                  std::chrono::steady_clock::now() - begin)
-                                                  .count());
-                        }),
-                        {},
-                        [](Workspace& w) {
-                          return static_cast<MemcpySyncWorkspace&>(w).self_report(
-                              "CPU work is synchronous: a host clock times it");
-                        }});
+ROOFLAB_VARIANT(cpu_host_clock_rung("memcpy-sync",
+                                    "one CPU core adds into host memory: a host clock times it"));
 
 }  // namespace
 }  // namespace rooflab::bench

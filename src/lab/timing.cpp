@@ -54,26 +54,32 @@ ROOFLAB_OP(vector_add_op<TimingWorkspace>(
     25, 22));
 
 // Rung 0 — the CPU loop, timed by a host clock around it: right, because CPU work is synchronous.
-ROOFLAB_VARIANT(Variant{"timing",
-                        0,
-                        "cpu-host-clock",
-                        "a host clock around CPU work: right, the work is synchronous",
-                        Where::cpu,
-                        false,
-                        no_limit,
-                        on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t) {
-                          w.prepare_host();
-                          const auto begin = std::chrono::steady_clock::now();
-                          cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
-                          w.self_ms.push_back(std::chrono::duration<double, std::milli>(
-                                                  std::chrono::steady_clock::now() - begin)
-                                                  .count());
-                        }),
-                        {},
-                        [](Workspace& w) {
-                          return static_cast<TimingWorkspace&>(w).self_report(
-                              "CPU work is synchronous: a host clock times it");
-                        }});
+ROOFLAB_VARIANT(
+    cpu_host_clock_rung("timing", "a host clock around CPU work: right, the work is synchronous"));
 
 }  // namespace
+
+Variant cpu_host_clock_rung(const std::string& op, const std::string& idea) {
+  return Variant{op,
+                 0,
+                 "cpu-host-clock",
+                 idea,
+                 Where::cpu,
+                 false,
+                 no_limit,
+                 on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t) {
+                   w.prepare_host();
+                   const auto begin = std::chrono::steady_clock::now();
+                   cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
+                   w.self_ms.push_back(std::chrono::duration<double, std::milli>(
+                                           std::chrono::steady_clock::now() - begin)
+                                           .count());
+                 }),
+                 {},
+                 [](Workspace& w) {
+                   return static_cast<TimingWorkspace&>(w).self_report(
+                       "CPU work is synchronous: a host clock times it");
+                 }};
+}
+
 }  // namespace rooflab::bench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "add/add_workspace.hpp"
+#include "bench/registry.hpp"
 #include "core/l2_flush.hpp"
 
 namespace rooflab::bench {
@@ -35,5 +36,9 @@ class TimingWorkspace : public AddWorkspace {
   // Rungs 5 and 6 flush L2 themselves, each by its method.
   L2Flush flush;
 };
+
+// Rung 0 of `op`, whose workspace is a TimingWorkspace: one CPU core adds into host memory, timed
+// by a host clock around it (right: CPU work is synchronous); its note says what the clock read.
+Variant cpu_host_clock_rung(const std::string& op, const std::string& idea);
 
 }  // namespace rooflab::bench
