@@ -51,15 +51,7 @@ ROOFLAB_OP(Op{
     "pageable-access",
     "a kernel reads --n bytes of host memory in place: pinned (mapped) and malloc memory (the "
     "Jacobi SVD paper)",
-    [](Problem problem) {
-      if (problem.n == 0) problem.n = 64 * mib;
-      require(problem.n >= 4 && problem.n % 4 == 0, "bench pageable-access", "--n",
-              "counts bytes and must be a positive multiple of 4");
-      require(problem.n <= std::int64_t(4096) * mib, "bench pageable-access", "--n",
-              "must be at most 4 GiB (the workspace holds seven buffers of that size)");
-      problem.dtype = "bytes";
-      return problem;
-    },
+    [](Problem problem) { return resolve_transfer_bytes(problem, "pageable-access", 64 * mib); },
     [](const Problem& problem) {
       return std::to_string(problem.n) + " bytes read by a kernel from host memory";
     },

@@ -130,21 +130,24 @@ Check TransferWorkspace::check(Where where) {
   return Check{comparison.within(0), comparison.max_error, 0, detail};
 }
 
+Problem resolve_transfer_bytes(Problem problem, const std::string& op, std::int64_t default_bytes) {
+  const std::string where = "bench " + op;
+  if (problem.n == 0) problem.n = default_bytes;
+  require(problem.n >= 4 && problem.n % 4 == 0, where.c_str(), "--n",
+          "counts bytes and must be a positive multiple of 4");
+  require(problem.n <= std::int64_t(4096) * mib, where.c_str(), "--n",
+          "must be at most 4 GiB (the workspace holds seven buffers of that size)");
+  problem.dtype = "bytes";
+  return problem;
+}
+
 namespace {
 
 ROOFLAB_OP(Op{
     "transfer",
     "host <-> device copies of --n bytes from pageable, pinned and managed memory (the "
     "limiting-factors lecture)",
-    [](Problem problem) {
-      if (problem.n == 0) problem.n = 256 * mib;
-      require(problem.n >= 4 && problem.n % 4 == 0, "bench transfer", "--n",
-              "counts bytes and must be a positive multiple of 4");
-      require(problem.n <= std::int64_t(4096) * mib, "bench transfer", "--n",
-              "must be at most 4 GiB (the workspace holds seven buffers of that size)");
-      problem.dtype = "bytes";
-      return problem;
-    },
+    [](Problem problem) { return resolve_transfer_bytes(problem, "transfer", 256 * mib); },
     [](const Problem& problem) { return size_text(problem.n) + " each way"; },
     [](const Problem& problem) {
       return Model{double(problem.n), 0, Ceiling::host_transfer_bandwidth};

@@ -67,6 +67,10 @@ class TransferWorkspace : public Workspace {
   std::uint64_t seed_ = 0;
 };
 
+// The problem of an op whose workspace is a TransferWorkspace: --n bytes (default_bytes when not
+// given), a positive multiple of 4 and at most 4 GiB; a bad --n is a rooflab::Error naming `op`.
+Problem resolve_transfer_bytes(Problem problem, const std::string& op, std::int64_t default_bytes);
+
 // Whether the device can migrate managed pages on demand (cudaDevAttrConcurrentManagedAccess):
 // without it, the first-touch and prefetch rungs cannot run.
 bool device_migrates_managed_memory();
