@@ -68,25 +68,11 @@ template <class T>
 void histogram_fast(const T* in, std::int64_t n, int bins, double lo, double hi,
                     std::uint64_t* counts, bool every_core) {
   const detail::EvenBins rule = detail::make_even_bins(bins, lo, hi);
-  const std::size_t slots = std::is_same_v<T, std::uint8_t> ? 256 : std::size_t(bins);
-  std::vector<std::vector<std::uint64_t>> partial(every_core ? cpu_threads() : 1,
-                                                  std::vector<std::uint64_t>(slots, 0));
-  if (every_core)
-    parallel_ranges(n, [&](std::int64_t begin, std::int64_t end, int part) {
-      count_range(in, begin, end, rule, partial[part].data());
-    });
-  else
-    count_range(in, 0, n, rule, partial[0].data());
-  std::fill(counts, counts + bins, 0);
-  for (std::size_t slot = 0; slot < slots; ++slot) {
-    std::uint64_t total = 0;
-    for (const auto& part : partial) total += part[slot];
-    if constexpr (std::is_same_v<T, std::uint8_t>) {
-      if (const int bin = even_bin(double(slot), lo, hi, bins); bin >= 0) counts[bin] += total;
-    } else {
-      counts[slot] = total;
-    }
-  }
+  const std::vector<std::uint64_t> total = histogram_in_parts<T>(
+      n, bins, lo, hi, every_core, [&](std::int64_t begin, std::int64_t end, std::uint64_t* slots) {
+        count_range(in, begin, end, rule, slots);
+      });
+  std::copy(total.begin(), total.end(), counts);
 }
 
 template void histogram_serial(const std::uint8_t*, std::int64_t, int, double, double,

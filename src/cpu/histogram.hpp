@@ -32,35 +32,29 @@ template <class T>
 void histogram_fast(const T* in, std::int64_t n, int bins, double lo, double hi,
                     std::uint64_t* counts, bool every_core);
 
-// The reference: counts of the n values value(0), ..., value(n - 1) (of type T), on every core.
-// Bytes are counted by value and folded into bins at the end (the rule applied to all 256
-// values), everything else binned one by one.
-template <class T, class Value>
-std::vector<std::uint64_t> histogram_reference(std::int64_t n, int bins, double lo, double hi,
-                                               Value value) {
+// Counts of n values of type T in partial histograms, one per part of [0, n) on a thread of its
+// own: count(begin, end, slots) adds the values of [begin, end) into slots (bytes: 256 slots by
+// value; else the bins). The parts are summed, and byte values folded into the bins by the rule.
+// Parts: as many threads as 256 MB of partials allow, none under 2^16 values; 1 when
+// every_core is false.
+template <class T, class CountRange>
+std::vector<std::uint64_t> histogram_in_parts(std::int64_t n, int bins, double lo, double hi,
+                                              bool every_core, CountRange count) {
   constexpr bool bytes = std::is_same_v<T, std::uint8_t>;
   const std::size_t slots = bytes ? 256 : std::size_t(bins);
-  // One partial histogram per thread, as many threads as 256 MB of partials allow.
   const std::int64_t most_parts =
       std::max<std::int64_t>(1, (std::int64_t(1) << 25) / std::int64_t(slots));
-  const int parts = int(std::max<std::int64_t>(
-      1, std::min<std::int64_t>({std::int64_t(cpu_threads()), most_parts, n / (1 << 16)})));
+  const int parts =
+      every_core
+          ? int(std::max<std::int64_t>(1, std::min<std::int64_t>({std::int64_t(cpu_threads()),
+                                                                  most_parts, n / (1 << 16)})))
+          : 1;
   std::vector<std::vector<std::uint64_t>> partial(parts, std::vector<std::uint64_t>(slots, 0));
   std::vector<std::thread> threads;
   const std::int64_t per_part = (n + parts - 1) / parts;
   for (int part = 0; part < parts; ++part) {
     threads.emplace_back([&, part] {
-      std::vector<std::uint64_t>& mine = partial[part];
-      const std::int64_t end = std::min(n, (part + 1) * per_part);
-      for (std::int64_t i = part * per_part; i < end; ++i) {
-        const T v = value(i);
-        if constexpr (bytes) {
-          ++mine[v];
-        } else {
-          const int bin = even_bin(double(v), lo, hi, bins);
-          if (bin >= 0) ++mine[bin];
-        }
-      }
+      count(std::min(n, part * per_part), std::min(n, (part + 1) * per_part), partial[part].data());
     });
   }
   for (auto& thread : threads) thread.join();
@@ -75,6 +69,24 @@ std::vector<std::uint64_t> histogram_reference(std::int64_t n, int bins, double 
     }
   }
   return counts;
+}
+
+// The reference: counts of the n values value(0), ..., value(n - 1) (of type T), on every core,
+// each binned by the rule (bytes: each byte value once, at the fold).
+template <class T, class Value>
+std::vector<std::uint64_t> histogram_reference(std::int64_t n, int bins, double lo, double hi,
+                                               Value value) {
+  return histogram_in_parts<T>(
+      n, bins, lo, hi, true, [&](std::int64_t begin, std::int64_t end, std::uint64_t* slots) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          const T v = value(i);
+          if constexpr (std::is_same_v<T, std::uint8_t>) {
+            ++slots[v];
+          } else if (const int bin = even_bin(double(v), lo, hi, bins); bin >= 0) {
+            ++slots[bin];
+          }
+        }
+      });
 }
 
 }  // namespace rooflab::cpu
