@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "core/device_query.hpp"
 #include "lab/memcpy_sync.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
@@ -16,21 +15,6 @@ namespace {
 
 const char* const op = "bench memcpy-sync";
 
-__global__ void add_then_copied(const float* __restrict__ a, const float* __restrict__ b,
-                                float* __restrict__ out, std::int64_t n) {
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = a[i] + b[i];
-}
-
-void record_and_launch(MemcpySyncWorkspace& w, cudaStream_t stream) {
-  ROOFLAB_CUDA(op, "recording the start event", cudaEventRecord(w.start, stream));
-  add_then_copied<<<current_sm_count() * 8, 256, 0, stream>>>(w.a.data(), w.b.data(), w.out.data(),
-                                                              w.n);
-  detail::check_launch(op, "add_then_copied");
-  ROOFLAB_CUDA(op, "recording the stop event", cudaEventRecord(w.stop, stream));
-}
-
 // The sum to pageable host memory, on the stream the kernel ran on: as the lecture's cudaMemcpy,
 // it starts after everything queued before it (the kernel, the stop event) and returns only once
 // the bytes have landed (a device-to-host copy into pageable memory always does).
@@ -39,20 +23,6 @@ void copy_sum_to_host(MemcpySyncWorkspace& w, cudaStream_t stream) {
   ROOFLAB_CUDA(op, "copying the sum to pageable host memory",
                cudaMemcpyAsync(w.host_out.data(), w.out.data(), std::size_t(w.n) * sizeof(float),
                                cudaMemcpyDeviceToHost, stream));
-}
-
-// The events' interval, without waiting for the stop event: cudaErrorNotReady (counted, and 0
-// recorded) when it has not happened yet.
-void read_events_without_waiting(MemcpySyncWorkspace& w) {
-  float ms = 0;
-  const cudaError_t status = cudaEventElapsedTime(&ms, w.start, w.stop);
-  if (status == cudaErrorNotReady) {
-    ++w.not_ready;
-    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();  // the lesson, not a fault
-  } else {
-    ROOFLAB_CUDA(op, "reading the time between the events", status);
-  }
-  w.self_ms.push_back(ms);
 }
 
 MemcpySyncWorkspace& memcpy_sync(Workspace& w) { return static_cast<MemcpySyncWorkspace&>(w); }
@@ -69,9 +39,9 @@ ROOFLAB_VARIANT(Variant{"memcpy-sync",
                         false,
                         no_limit,
                         on<MemcpySyncWorkspace>([](MemcpySyncWorkspace& w, cudaStream_t stream) {
-                          record_and_launch(w, stream);
+                          record_add(w, stream, op);
                           copy_sum_to_host(w, stream);
-                          read_events_without_waiting(w);
+                          read_events_without_waiting(w, op);
                         }),
                         {},
                         [](Workspace& w) {
@@ -92,8 +62,8 @@ ROOFLAB_VARIANT(Variant{"memcpy-sync",
                         false,
                         no_limit,
                         on<MemcpySyncWorkspace>([](MemcpySyncWorkspace& w, cudaStream_t stream) {
-                          record_and_launch(w, stream);
-                          read_events_without_waiting(w);
+                          record_add(w, stream, op);
+                          read_events_without_waiting(w, op);
                           copy_sum_to_host(w, stream);
                         }),
                         {},

@@ -65,34 +65,22 @@ ROOFLAB_VARIANT(Variant{
 // Rung 2 — events, read without synchronizing (the lecture's "you get 0").
 // The launch and both records return at once; the stop event has not happened yet when its time
 // is asked for, so cudaEventElapsedTime answers cudaErrorNotReady and leaves the result untouched.
-ROOFLAB_VARIANT(Variant{
-    "timing",
-    2,
-    "events-unsynchronized",
-    "record, launch, record, read at once: 0 ms (not ready)",
-    Where::gpu,
-    false,
-    no_limit,
-    on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
-      ROOFLAB_CUDA("bench timing", "recording the start event", cudaEventRecord(w.start, stream));
-      launch_add(w, stream);
-      ROOFLAB_CUDA("bench timing", "recording the stop event", cudaEventRecord(w.stop, stream));
-      float ms = 0;
-      const cudaError_t status = cudaEventElapsedTime(&ms, w.start, w.stop);
-      if (status == cudaErrorNotReady) {
-        ++w.not_ready;
-        // The refusal is this rung's lesson, not a failure: consume it if the runtime kept it as
-        // the last error, so that the next launch check does not report it.
-        if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
-      } else {
-        ROOFLAB_CUDA("bench timing", "reading the time between the events", status);
-      }
-      w.self_ms.push_back(ms);
-    }),
-    {},
-    [](Workspace& w) {
-      return timing(w).self_report("read before the stop event completed: nothing to read yet");
-    }});
+ROOFLAB_VARIANT(Variant{"timing",
+                        2,
+                        "events-unsynchronized",
+                        "record, launch, record, read at once: 0 ms (not ready)",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        on<TimingWorkspace>([](TimingWorkspace& w, cudaStream_t stream) {
+                          record_add(w, stream, "bench timing");
+                          read_events_without_waiting(w, "bench timing");
+                        }),
+                        {},
+                        [](Workspace& w) {
+                          return timing(w).self_report(
+                              "read before the stop event completed: nothing to read yet");
+                        }});
 
 // Rung 3 — a host clock around the launch and cudaStreamSynchronize.
 // Right to within the launch latency and the host's wake-up after the synchronize (microseconds):
@@ -187,4 +175,24 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 }  // namespace
+void record_add(TimingWorkspace& w, cudaStream_t stream, const char* op) {
+  ROOFLAB_CUDA(op, "recording the start event", cudaEventRecord(w.start, stream));
+  launch_add(w, stream);
+  ROOFLAB_CUDA(op, "recording the stop event", cudaEventRecord(w.stop, stream));
+}
+
+void read_events_without_waiting(TimingWorkspace& w, const char* op) {
+  float ms = 0;
+  const cudaError_t status = cudaEventElapsedTime(&ms, w.start, w.stop);
+  if (status == cudaErrorNotReady) {
+    ++w.not_ready;
+    // The refusal is the rung's lesson, not a failure: consume it if the runtime kept it as the
+    // last error, so that the next launch check does not report it.
+    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+  } else {
+    ROOFLAB_CUDA(op, "reading the time between the events", status);
+  }
+  w.self_ms.push_back(ms);
+}
+
 }  // namespace rooflab::bench

@@ -37,6 +37,12 @@ class TimingWorkspace : public AddWorkspace {
   L2Flush flush;
 };
 
+// The timed add on `stream` between the workspace's own start and stop events (errors name `op`).
+void record_add(TimingWorkspace& w, cudaStream_t stream, const char* op);
+// The events' interval read without waiting for the stop event, into self_ms: 0, counted in
+// not_ready, when the runtime answers cudaErrorNotReady (the lesson, not a fault).
+void read_events_without_waiting(TimingWorkspace& w, const char* op);
+
 // Rung 0 of `op`, whose workspace is a TimingWorkspace: one CPU core adds into host memory, timed
 // by a host clock around it (right: CPU work is synchronous); its note says what the clock read.
 Variant cpu_host_clock_rung(const std::string& op, const std::string& idea);
