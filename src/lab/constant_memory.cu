@@ -20,56 +20,49 @@ unsigned blocks_for(std::int64_t threads) {
   return unsigned((threads + block_threads - 1) / block_threads);
 }
 
-// Rungs 1 and 4 — the table in global memory.
+// Rungs 1 and 4 — the table in global memory (Constant false).
 // The loads go through L1 (the table, 1 KiB, stays there after the first warps). A warp whose
 // lanes all name one word is served by one sector, the word handed to every lane; 32 consecutive
 // words are one 128-byte line, 4 sectors, one request: global memory serves both patterns in one
 // pass.
-template <bool Divergent>
-__global__ void sum_from_global(const std::uint32_t* __restrict__ table,
-                                std::uint32_t* __restrict__ sums, std::int64_t n) {
-  const std::int64_t i = std::int64_t(blockIdx.x) * block_threads + threadIdx.x;
-  if (i >= n) return;
-  const std::int64_t warp = i / lab::warp_size;
-  const int lane = int(i % lab::warp_size);
-  std::uint32_t sum = 0;
-#pragma unroll 4
-  for (int r = 0; r < constant_lab::reads_per_thread; ++r)
-    sum += table[constant_lab::table_word(warp, r, lane, Divergent)];
-  sums[i] = sum;
-}
-
-// Rungs 2 and 3 — the table in __constant__ memory.
+// Rungs 2 and 3 — the table in __constant__ memory (Constant true).
 // The constant cache answers one address per request and broadcasts it to every lane that asked
 // for it: a warp naming one word costs one access (rung 2), a warp naming 32 different words is
 // split into 32 accesses, one after another (rung 3). Constant memory suits values every lane of a
 // warp reads at once: coefficients, sizes, a filter's taps.
-template <bool Divergent>
-__global__ void sum_from_constant(std::uint32_t* __restrict__ sums, std::int64_t n) {
+template <bool Constant, bool Divergent>
+__global__ void sum_table(const std::uint32_t* __restrict__ table, std::uint32_t* __restrict__ sums,
+                          std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * block_threads + threadIdx.x;
   if (i >= n) return;
   const std::int64_t warp = i / lab::warp_size;
   const int lane = int(i % lab::warp_size);
   std::uint32_t sum = 0;
 #pragma unroll 4
-  for (int r = 0; r < constant_lab::reads_per_thread; ++r)
-    sum += constant_table[constant_lab::table_word(warp, r, lane, Divergent)];
+  for (int r = 0; r < constant_lab::reads_per_thread; ++r) {
+    const int word = constant_lab::table_word(warp, r, lane, Divergent);
+    if constexpr (Constant)
+      sum += constant_table[word];
+    else
+      sum += table[word];
+  }
   sums[i] = sum;
 }
 
 template <bool Divergent>
 void launch_global(ConstantMemoryWorkspace& w, cudaStream_t stream) {
   w.divergent = Divergent;
-  sum_from_global<Divergent>
+  sum_table<false, Divergent>
       <<<blocks_for(w.n), block_threads, 0, stream>>>(w.table.data(), w.sums.data(), w.n);
-  detail::check_launch("bench constant-memory", "sum_from_global");
+  detail::check_launch("bench constant-memory", "sum_table (global)");
 }
 
 template <bool Divergent>
 void launch_constant(ConstantMemoryWorkspace& w, cudaStream_t stream) {
   w.divergent = Divergent;
-  sum_from_constant<Divergent><<<blocks_for(w.n), block_threads, 0, stream>>>(w.sums.data(), w.n);
-  detail::check_launch("bench constant-memory", "sum_from_constant");
+  sum_table<true, Divergent>
+      <<<blocks_for(w.n), block_threads, 0, stream>>>(nullptr, w.sums.data(), w.n);
+  detail::check_launch("bench constant-memory", "sum_table (constant)");
 }
 
 Variant rung(int number, const char* name, const char* idea,
