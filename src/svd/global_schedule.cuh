@@ -136,6 +136,10 @@ template <class T>
 std::size_t gram_scratch_bytes(const GramPlan<T>& plan);
 template <class T>
 void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces);
+// Clears the pieces that gram_apply reads before it knows whether it needs them (a pair's rotation
+// and columns, and its flag): what it reads is then defined also where no solve wrote it.
+template <class T>
+void clear_gram_read_ahead(const GramPlan<T>& plan, cudaStream_t stream);
 // One round's three kernels (partials, solve, apply) for `items` pairs.
 template <class T>
 void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::int64_t items,

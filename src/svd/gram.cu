@@ -426,6 +426,16 @@ void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces) {
 }
 
 template <class T>
+void clear_gram_read_ahead(const GramPlan<T>& plan, cudaStream_t stream) {
+  if (plan.pairs == 0) return;
+  const GramScratchBytes bytes = gram_scratch_pieces(plan);
+  // take_gram_scratch takes the rotations, both column lists and the flags one after another.
+  ROOFLAB_CUDA("svd", "clearing the Gram rounds' rotations and columns",
+               cudaMemsetAsync(plan.work.rotations, 0,
+                               bytes.rotations + 2 * bytes.columns + bytes.rotated, stream));
+}
+
+template <class T>
 void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::int64_t items,
                        int round, cudaStream_t stream) {
   const GramWork<T>& gram = plan.work;
@@ -451,6 +461,7 @@ void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, cud
   template GramPlan<T> plan_gram<T>(const GlobalState<T>&, bool);                                  \
   template std::size_t gram_scratch_bytes<T>(const GramPlan<T>&);                                  \
   template void take_gram_scratch<T>(GramPlan<T>&, ScratchPieces&);                                \
+  template void clear_gram_read_ahead<T>(const GramPlan<T>&, cudaStream_t);                        \
   template void launch_gram_round<T>(const GlobalState<T>&, const GramPlan<T>&, std::int64_t, int, \
                                      cudaStream_t);                                                \
   template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, cudaStream_t);

@@ -229,6 +229,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
                cudaMemsetAsync(sweep_counts, 0, size.count, stream));
   ROOFLAB_CUDA(op, "zeroing the matrices' largest cosines",
                cudaMemsetAsync(G.off_bits, 0, size.word, stream));
+  // The round kernels read a matrix's positions together with its flag, and a stopped matrix's
+  // positions are left unwritten (one that stops before its first sweep, as a matrix with NaN or
+  // Inf does, never gets any): they start cleared.
+  ROOFLAB_CUDA(op, "clearing the column positions", cudaMemsetAsync(G.pos, 0, size.pos, stream));
+  clear_gram_read_ahead(plan.gram_plan, stream);
   load_scaled(G, stream);
   if (!in_one_cluster)
     launch_column_norms(G, false, stream);  // the cluster's sweeps neither sort nor track norms
