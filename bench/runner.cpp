@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -107,14 +108,21 @@ bool selected(const Variant& variant, const std::vector<std::string>& only) {
   });
 }
 
-void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment) {
-  const double ceiling = environment.ceiling_value(model.ceiling);
-  const bool compute_bound = is_compute_ceiling(model.ceiling);
-  // "vs CPU" is against the fastest CPU row that ran, which reads 1.00x: a ladder that times a
-  // single-core loop and a multithreaded one is compared with the better of them.
+const Row* fastest_cpu_row(const std::vector<Row>& rows) {
   const Row* cpu = nullptr;
   for (const Row& row : rows)
     if (row.cpu && row.status == Status::ok && (!cpu || row.median_ms < cpu->median_ms)) cpu = &row;
+  return cpu;
+}
+
+void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment) {
+  derive_rates(rows, model, environment, fastest_cpu_row(rows));
+}
+
+void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment,
+                  const Row* cpu) {
+  const double ceiling = environment.ceiling_value(model.ceiling);
+  const bool compute_bound = is_compute_ceiling(model.ceiling);
   const Row* previous = nullptr;
   for (Row& row : rows) {
     row.bytes = model.bytes;
@@ -147,54 +155,67 @@ std::vector<Row> Runner::run(const std::string& op_name, Problem problem,
   std::unique_ptr<Workspace>
       workspace;  // built on first use: skipped-only ladders allocate nothing
 
-  std::vector<Row> rows;
   std::uint64_t seed = options_.seed;
-  for (const Variant* variant : registry_.variants(op_name)) {
-    if (!selected(*variant, options_.only)) continue;
+  const auto measure = [&](const Variant& variant) {
     Row row;
     row.op = op_name;
     row.problem = description;
-    row.rung = variant->rung;
-    row.name = variant->name;
-    row.idea = variant->idea;
-    row.vendor = variant->vendor;
-    row.cpu = variant->where == Where::cpu;
-    row.expected_failure = variant->expected_failure;
-    row.note = variant->limit && !options_.ignore_limits ? variant->limit(problem) : std::string();
+    row.rung = variant.rung;
+    row.name = variant.name;
+    row.idea = variant.idea;
+    row.vendor = variant.vendor;
+    row.cpu = variant.where == Where::cpu;
+    row.expected_failure = variant.expected_failure;
+    row.note = variant.limit && !options_.ignore_limits ? variant.limit(problem) : std::string();
     if (!row.note.empty()) {
       row.status = Status::skipped;
-    } else {
-      try {
-        if (!workspace) workspace = op.make_workspace(problem);
-        workspace->refill(options_.same_inputs ? options_.seed : seed++);
-        // Refills may queue work on any stream; the variant's stream must not overtake it.
-        ROOFLAB_CUDA("bench", "waiting for the device", cudaDeviceSynchronize());
-        prepare(*variant, *workspace, stream);
-        variant->run(*workspace, stream);
-        ROOFLAB_CUDA("bench", "waiting for the stream", cudaStreamSynchronize(stream));
-        const Check check = workspace->check(variant->where);
-        row.error = check.error;
-        row.tolerance = check.tolerance;
-        if (!check.passed) {
-          row.status = Status::failed;
-          row.note = check.detail;
-        } else {
-          const Timing timing = row.cpu ? time_cpu(*variant, *workspace, options_)
-                                        : time_gpu(*variant, *workspace, options_, flush, stream);
-          row.reps = int(timing.ms.size());
-          row.median_ms = timing.median();
-          row.min_ms = *std::min_element(timing.ms.begin(), timing.ms.end());
-          row.max_ms = *std::max_element(timing.ms.begin(), timing.ms.end());
-          if (variant->note) row.note = variant->note(*workspace);
-        }
-      } catch (const std::exception& error) {
-        row.status = Status::failed;
-        row.note = error.what();
-        cudaStreamSynchronize(stream);  // let queued work drain before the next variant
-      }
+      return row;
     }
-    rows.push_back(row);
-    derive_rates(rows, model, environment_);
+    try {
+      if (!workspace) workspace = op.make_workspace(problem);
+      workspace->refill(options_.same_inputs ? options_.seed : seed++);
+      // Refills may queue work on any stream; the variant's stream must not overtake it.
+      ROOFLAB_CUDA("bench", "waiting for the device", cudaDeviceSynchronize());
+      prepare(variant, *workspace, stream);
+      variant.run(*workspace, stream);
+      ROOFLAB_CUDA("bench", "waiting for the stream", cudaStreamSynchronize(stream));
+      const Check check = workspace->check(variant.where);
+      row.error = check.error;
+      row.tolerance = check.tolerance;
+      if (!check.passed) {
+        row.status = Status::failed;
+        row.note = check.detail;
+      } else {
+        const Timing timing = row.cpu ? time_cpu(variant, *workspace, options_)
+                                      : time_gpu(variant, *workspace, options_, flush, stream);
+        row.reps = int(timing.ms.size());
+        row.median_ms = timing.median();
+        row.min_ms = *std::min_element(timing.ms.begin(), timing.ms.end());
+        row.max_ms = *std::max_element(timing.ms.begin(), timing.ms.end());
+        if (variant.note) row.note = variant.note(*workspace);
+      }
+    } catch (const std::exception& error) {
+      row.status = Status::failed;
+      row.note = error.what();
+      cudaStreamSynchronize(stream);  // let queued work drain before the next variant
+    }
+    return row;
+  };
+
+  std::vector<const Variant*> chosen;
+  for (const Variant* variant : registry_.variants(op_name))
+    if (selected(*variant, options_.only)) chosen.push_back(variant);
+  // The CPU rungs run first: "vs CPU" is against the fastest of them, and every row shows its
+  // final figure as soon as it is measured. The rows still come in rung order.
+  std::vector<std::optional<Row>> measured(chosen.size());
+  std::vector<Row> cpu_rows;
+  for (std::size_t i = 0; i < chosen.size(); ++i)
+    if (chosen[i]->where == Where::cpu) cpu_rows.push_back(*(measured[i] = measure(*chosen[i])));
+  const Row* const cpu = fastest_cpu_row(cpu_rows);
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    rows.push_back(measured[i] ? *measured[i] : measure(*chosen[i]));
+    derive_rates(rows, model, environment_, cpu);
     if (on_row) on_row(rows.back());
   }
   return rows;

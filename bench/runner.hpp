@@ -61,8 +61,15 @@ bool counts_as_failure(const Row& row);
 // True when `variant` is selected by --only (by rung number or name); empty selects all.
 bool selected(const Variant& variant, const std::vector<std::string>& only);
 
-// Fills the derived columns (rates, % of ceiling, speed-ups) of rows measured in ladder order.
+// The fastest CPU row that ran, or nullptr: the reference of "vs CPU", which reads 1.00x there, so
+// that a ladder that times a single-core loop and a multithreaded one is judged against the better.
+const Row* fastest_cpu_row(const std::vector<Row>& rows);
+
+// Fills the derived columns (rates, % of ceiling, speed-ups) of rows measured in ladder order,
+// "vs CPU" against `cpu`; the first form takes the fastest CPU row among the rows.
 void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment);
+void derive_rates(std::vector<Row>& rows, const Model& model, const Environment& environment,
+                  const Row* cpu);
 
 class Runner {
  public:

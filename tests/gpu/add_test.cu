@@ -1,6 +1,9 @@
 // The add ladder and the harness around it: every rung validated at awkward sizes, and the
 // runner shown to catch a wrong kernel.
+#include <chrono>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
 #include "add/add_workspace.hpp"
 #include "bench/runner.hpp"
@@ -111,6 +114,43 @@ TEST_F(HarnessRunner, OnlyRunsTheSelectedRungs) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].name, "grid-stride");
   EXPECT_EQ(rows[1].name, "float4");
+}
+
+TEST_F(HarnessRunner, ShowsEveryRowAgainstTheFastestCpuRungAlsoWhenThatRungComesLast) {
+  // Rung 0 is the CPU loop made slower, rung 30 the loop itself: the device rung between them is
+  // shown against rung 30 although rung 30 follows it.
+  const Variant& loop = *registry().variants("add").front();
+  ASSERT_EQ(loop.where, Where::cpu);
+  Variant slow_loop = loop;
+  slow_loop.name = "cpu-loop-slowed";
+  slow_loop.run = [&loop](Workspace& workspace, cudaStream_t stream) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    loop.run(workspace, stream);
+  };
+  Variant fast_loop = loop;
+  fast_loop.rung = 30;
+  Registry local;
+  local.add_op(registry().op("add"));
+  local.add_variant(slow_loop);
+  local.add_variant(*registry().variants("add").back());
+  local.add_variant(fast_loop);
+  RunOptions options;
+  options.reps = 3;
+  Runner runner(local, testing::environment_without_ceilings(), options);
+  Problem problem;
+  problem.n = 4096;
+  std::vector<Row> shown;
+  const auto rows = runner.run("add", problem, [&](const Row& row) { shown.push_back(row); });
+  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(shown.size(), 3u);
+  for (const Row& row : rows) ASSERT_EQ(row.status, Status::ok) << row.name << ": " << row.note;
+  EXPECT_EQ(rows[0].rung, 0);
+  EXPECT_EQ(rows[2].rung, 30);
+  EXPECT_GT(rows[0].median_ms, rows[2].median_ms);
+  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_cpu, 1.0);
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_cpu, rows[2].median_ms / rows[1].median_ms);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_DOUBLE_EQ(shown[i].speedup_vs_cpu, rows[i].speedup_vs_cpu) << rows[i].name;
 }
 
 }  // namespace
