@@ -30,6 +30,15 @@ template <class T>
 void inclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t stream);
 template <class T>
 void exclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t stream);
+// The same scans continued from `carry`, the end of a scan of what comes before `in`: out[i] =
+// carry + (the scan above)[i], in the same single pass. The sharded scans of rooflab::dist
+// (distributed.hpp) call them with the totals of the earlier ranks' shards.
+template <class T>
+void inclusive_scan_elements_after(const T* in, T* out, std::int64_t n, T carry,
+                                   cudaStream_t stream);
+template <class T>
+void exclusive_scan_elements_after(const T* in, T* out, std::int64_t n, T carry,
+                                   cudaStream_t stream);
 
 template <class T>
 constexpr void require_library_scans() {

@@ -159,14 +159,15 @@ __device__ T sum_of_earlier_groups(const Lookback& lookback, int level, unsigned
 
 // One tile per block, tile t = block t. `shift` places the tiles so that in + (tile start) is
 // 16-byte aligned: tile t covers elements
-// [t * tile_elements - shift, (t + 1) * tile_elements - shift).
+// [t * tile_elements - shift, (t + 1) * tile_elements - shift). With add_carry, `carry` is added
+// to every output last (the scan continues one that ended at carry).
 // 1024 resident threads an SM (4 blocks of 256 or 2 of 512): 64 registers a thread. The inclusive
 // forms fit without spills; the exclusive ones spill a few words (sm_90, CUDA 12), in the
 // look-back, after the loads are issued.
 template <class T, bool Inclusive, int Warps, int Rows>
 __global__ void __launch_bounds__(Warps * 32, 1024 / (Warps * 32))
-    scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store,
-               Lookback lookback) {
+    scan_tiles(const T* in, T* out, std::int64_t n, int shift, bool vector_store, Lookback lookback,
+               bool add_carry, T carry) {
   static_assert(Warps >= max_levels + 1, "one warp per level plus the publishing warp");
   using Tile = detail::TileScan<T, Warps, Rows>;
   __shared__ typename Tile::Shared tile_shared;
@@ -198,11 +199,14 @@ __global__ void __launch_bounds__(Warps * 32, 1024 / (Warps * 32))
       prefix = detail::wrapping_add(prefix, level_sums[level]);
     if (tile_index > 0) tile.add(prefix);
   }
+  if (add_carry) tile.add(carry);
   tile.store(out, first, n, vector_store, warp, lane);
 }
 
+// `carry`, where given, is added to every output last.
 template <class T, bool Inclusive, int Warps = scan_warps, int Rows = scan_rows>
-void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream) {
+void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stream,
+          std::optional<T> carry = std::nullopt) {
   require(n >= 0, op, "n", "must not be negative (got " + std::to_string(n) + ")");
   if (n == 0) return;
   require(in != nullptr, op, "in", "is null");
@@ -239,8 +243,8 @@ void scan(const char* op, const T* in, T* out, std::int64_t n, cudaStream_t stre
                  cudaMemsetAsync(scratch->data(), 0, scratch_bytes, stream));
     lookback.words = scratch->as<unsigned long long>();
   }
-  scan_tiles<T, Inclusive, Warps, Rows>
-      <<<unsigned(tiles), Tile::threads, 0, stream>>>(in, out, n, shift, vector_store, lookback);
+  scan_tiles<T, Inclusive, Warps, Rows><<<unsigned(tiles), Tile::threads, 0, stream>>>(
+      in, out, n, shift, vector_store, lookback, carry.has_value(), carry.value_or(T(0)));
   detail::check_launch(op, Inclusive ? "scan_tiles<inclusive>" : "scan_tiles<exclusive>");
 }
 
@@ -258,9 +262,23 @@ void exclusive_scan_elements(const T* in, T* out, std::int64_t n, cudaStream_t s
   scan<T, false>("exclusive_scan", in, out, n, stream);
 }
 
-#define ROOFLAB_INSTANTIATE_SCAN(T)                                                   \
-  template void inclusive_scan_elements<T>(const T*, T*, std::int64_t, cudaStream_t); \
-  template void exclusive_scan_elements<T>(const T*, T*, std::int64_t, cudaStream_t);
+template <class T>
+void inclusive_scan_elements_after(const T* in, T* out, std::int64_t n, T carry,
+                                   cudaStream_t stream) {
+  scan<T, true>("inclusive_scan", in, out, n, stream, carry);
+}
+
+template <class T>
+void exclusive_scan_elements_after(const T* in, T* out, std::int64_t n, T carry,
+                                   cudaStream_t stream) {
+  scan<T, false>("exclusive_scan", in, out, n, stream, carry);
+}
+
+#define ROOFLAB_INSTANTIATE_SCAN(T)                                                            \
+  template void inclusive_scan_elements<T>(const T*, T*, std::int64_t, cudaStream_t);          \
+  template void exclusive_scan_elements<T>(const T*, T*, std::int64_t, cudaStream_t);          \
+  template void inclusive_scan_elements_after<T>(const T*, T*, std::int64_t, T, cudaStream_t); \
+  template void exclusive_scan_elements_after<T>(const T*, T*, std::int64_t, T, cudaStream_t);
 ROOFLAB_INSTANTIATE_SCAN(float)
 ROOFLAB_INSTANTIATE_SCAN(double)
 ROOFLAB_INSTANTIATE_SCAN(std::int32_t)

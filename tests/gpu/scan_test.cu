@@ -260,6 +260,62 @@ TEST_F(ExclusiveScan, InPlaceGivesTheSameBitsAsOutOfPlace) {
       << "seed " << seed;
 }
 
+// A scan continued from a carry (what the sharded scans of rooflab::dist call): carry + the plain
+// scan, bit for bit, for every type and both kinds, with a carry whose sums wrap for integers, at
+// unaligned pointers and in place; nothing written outside the output.
+template <class T>
+void expect_continued_scan_is_carry_plus_scan(ScanKind kind, std::int64_t n, T carry,
+                                              std::uint64_t seed) {
+  const DeviceBuffer<T> in = random_input<T>(n, seed);
+  const std::vector<T> plain = scan_on_device(kind, in, n, false);
+  std::vector<T> expected(plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    if constexpr (std::is_integral_v<T>)
+      expected[i] = T(std::make_unsigned_t<T>(carry) + std::make_unsigned_t<T>(plain[i]));
+    else
+      expected[i] = carry + plain[i];
+  }
+  for (const bool in_place : {false, true}) {
+    DeviceBuffer<T> out(std::size_t(n + 8));
+    out.fill_bytes(0xFF);
+    T* out_start = out.data() + 3;
+    const T* source = in.data();
+    if (in_place) {
+      ASSERT_EQ(cudaMemcpy(out_start, in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice),
+                cudaSuccess);
+      source = out_start;
+    }
+    if (kind == ScanKind::inclusive)
+      detail::inclusive_scan_elements_after(source, out_start, n, carry, nullptr);
+    else
+      detail::exclusive_scan_elements_after(source, out_start, n, carry, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<T> whole = out.download();
+    EXPECT_EQ(std::memcmp(whole.data() + 3, expected.data(), n * sizeof(T)), 0)
+        << "n=" << n << (in_place ? " in place" : "") << " seed=" << seed;
+    const std::vector<unsigned char> poison(3 * sizeof(T), 0xFF);
+    EXPECT_EQ(std::memcmp(whole.data(), poison.data(), 3 * sizeof(T)), 0) << "wrote before out";
+    EXPECT_EQ(std::memcmp(whole.data() + 3 + n, poison.data(), 3 * sizeof(T)), 0)
+        << "wrote after out";
+  }
+}
+
+template <class T>
+void expect_continued_scans_match(T carry, std::uint64_t seed) {
+  for (const std::int64_t n : {std::int64_t(1), std::int64_t(8191), std::int64_t(8193),
+                               std::int64_t(32 * 8192 + 1), std::int64_t((1 << 20) + 7)})
+    for (const ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive})
+      expect_continued_scan_is_carry_plus_scan<T>(kind, n, carry, seed++);
+}
+
+TEST_F(InclusiveScan, ContinuedFromACarryIsTheCarryPlusTheScanBitForBit) {
+  expect_continued_scans_match<float>(1234.5f, 1500);
+  expect_continued_scans_match<double>(-0.1, 1600);
+  expect_continued_scans_match<std::int32_t>(std::numeric_limits<std::int32_t>::max() - 5, 1700);
+  expect_continued_scans_match<std::int64_t>(std::int64_t(1) << 62, 1800);
+  expect_continued_scans_match<std::uint32_t>(4000000000u, 1900);
+}
+
 // Thousands of tiles racing through the look-back: the float results must not depend on which
 // tile finished first.
 TEST_F(InclusiveScan, FloatResultsAreBitwiseIdenticalOverRepeatedRuns) {

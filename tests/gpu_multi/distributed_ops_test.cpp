@@ -253,7 +253,8 @@ TEST_P(Distributed, InclusiveScanFloatMatchesOneGpuWithinTheBoundAndRepeatsBitwi
   double worst_error = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     magnitude += std::fabs(all[i]);
-    // Two scans' bounds (docs/scan.md) plus the rank-order fold of the shard totals.
+    // The bounds of the earlier shards' reduce (docs/reduce.md) and of the scan continued from
+    // their totals (docs/scan.md), plus the rank-order fold of the totals.
     const double error =
         std::fabs(double(first[i]) - double(expected[i])) / (magnitude * 1e-5 + 1e-30);
     if (error > worst_error) worst_error = error, worst = i;

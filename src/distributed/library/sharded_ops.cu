@@ -36,34 +36,6 @@ T value_at(const ShardRecord& record, std::size_t byte_offset = 0) {
   return value;
 }
 
-// out[i] = offset + out[i]. Four independent loads in flight per thread: a grid-stride loop of
-// single loads leaves HBM latency exposed at this occupancy.
-template <class T>
-__global__ void add_offset(T* out, std::int64_t n, T offset) {
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    T v[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = out[i + k * stride];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) out[i + k * stride] = Sum{}(offset, v[k]);
-  }
-  for (; i < n; i += stride) out[i] = Sum{}(offset, out[i]);
-}
-
-template <class T>
-void launch_add_offset(const Rank& rank, T* out, std::int64_t n, T offset, cudaStream_t stream) {
-  int sms = 0;
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank.device), rank,
-             "reading the SM count");
-  const std::int64_t threads = 256;
-  const std::int64_t blocks =
-      std::min<std::int64_t>((n + threads - 1) / threads, std::int64_t(sms) * 8);
-  add_offset<T><<<unsigned(blocks), unsigned(threads), 0, stream>>>(out, n, offset);
-  check_cuda(cudaGetLastError(), rank, "launching add_offset");
-}
-
 std::string show_int(std::int64_t value) { return std::to_string(value); }
 std::string show_double(double value) {
   char text[40];
@@ -161,20 +133,11 @@ void scan_shards(ncclComm_t comm, const T* in, T* out, std::int64_t n, bool incl
     require_arg(own, a == b || a + bytes <= b || b + bytes <= a, "out",
                 "overlaps in without being equal to it");
   }
-  // The record's value: the last local output, then the last input (read before an in-place scan
-  // overwrites it); the shard's total is the first (inclusive) or their sum (exclusive).
-  unsigned char* value = exchange.own_value();
+  // The record's value: the shard's total, by the single-GPU reduce (read n). Once the totals are
+  // gathered, the scan continues from the earlier shards' (read n, write n): 3n bytes in all.
   if (n > 0)
     local_part(own, [&] {
-      check_cuda(
-          cudaMemcpyAsync(value + 8, in + (n - 1), sizeof(T), cudaMemcpyDeviceToDevice, stream),
-          rank, "saving the shard's last input");
-      if (inclusive)
-        rooflab::inclusive_scan(in, out, n, stream);
-      else
-        rooflab::exclusive_scan(in, out, n, stream);
-      check_cuda(cudaMemcpyAsync(value, out + (n - 1), sizeof(T), cudaMemcpyDeviceToDevice, stream),
-                 rank, "saving the shard's last output");
+      rooflab::reduce(in, n, reinterpret_cast<T*>(exchange.own_value()), Sum{}, stream);
     });
   const std::vector<ShardRecord> records = exchange.exchange(own);
 
@@ -182,14 +145,20 @@ void scan_shards(ncclComm_t comm, const T* in, T* out, std::int64_t n, bool incl
   std::vector<T> totals;
   std::vector<bool> counted;
   for (int q = 0; q < rank.rank; ++q) {
-    const ShardRecord& record = records[std::size_t(q)];
-    const T last_out = value_at<T>(record), last_in = value_at<T>(record, 8);
-    totals.push_back(inclusive ? last_out : Sum{}(last_out, last_in));
-    counted.push_back(record.size > 0);
+    totals.push_back(value_at<T>(records[std::size_t(q)]));
+    counted.push_back(records[std::size_t(q)].size > 0);
   }
   bool found = false;
   const T offset = fold_in_rank_order(totals, counted, Sum{}, found);
-  if (found && n > 0) launch_add_offset(rank, out, n, offset, stream);
+  if (n == 0) return;
+  if (found && inclusive)
+    rooflab::detail::inclusive_scan_elements_after(in, out, n, offset, stream);
+  else if (found)
+    rooflab::detail::exclusive_scan_elements_after(in, out, n, offset, stream);
+  else if (inclusive)
+    rooflab::inclusive_scan(in, out, n, stream);
+  else
+    rooflab::exclusive_scan(in, out, n, stream);
 }
 
 template <class T>
