@@ -161,6 +161,10 @@ template <class T>
 __global__ void __launch_bounds__(global_threads)
     number_completion_slots(GlobalState<T> G, int* slot_of_column, unsigned* zero_count) {
   wait_for_previous_kernel();
+  if (G.bad[0]) {  // NaN or Inf: no sigma to read and nothing to complete (its outputs are NaN)
+    if (threadIdx.x == 0) *zero_count = 0;
+    return;
+  }
   const T* sigma = G.norms_of(0);
   for (int c = threadIdx.x; c < G.N; c += blockDim.x) {
     int kept = 0, kept_before = 0;
