@@ -4,10 +4,24 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/pinned_buffer.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
 
 namespace rooflab::dist::detail {
+namespace {
+
+// Page-locked room for `count` records, one per host thread (a rank's calls come from one thread
+// at a time, and exchange() waits for its copies before it returns). Copies to and from it are
+// queued and return at once; a copy of pageable memory may first wait for the stream's earlier
+// work (the local part), and the all-gather would be queued only then.
+ShardRecord* record_staging(std::size_t count) {
+  thread_local PinnedBuffer<ShardRecord> staging;
+  if (staging.size() < count) staging = PinnedBuffer<ShardRecord>(count, cudaHostAllocPortable);
+  return staging.data();
+}
+
+}  // namespace
 
 std::string Rank::name() const {
   return "rank " + std::to_string(rank) + " of " + std::to_string(ranks);
@@ -115,17 +129,20 @@ unsigned char* RecordExchange::own_value() const {
 }
 
 std::vector<ShardRecord> RecordExchange::exchange(const ShardRecord& own) {
+  const std::size_t ranks = std::size_t(rank_.ranks);
+  ShardRecord* const staging = record_staging(ranks + 1);  // the slots, then own
+  staging[ranks] = own;
   unsigned char* slot = slots_ + sizeof(ShardRecord) * std::size_t(rank_.rank);
-  check_cuda(
-      cudaMemcpyAsync(slot, &own, offsetof(ShardRecord, value), cudaMemcpyHostToDevice, stream_),
-      rank_, "copying the argument record");
+  check_cuda(cudaMemcpyAsync(slot, staging + ranks, offsetof(ShardRecord, value),
+                             cudaMemcpyHostToDevice, stream_),
+             rank_, "copying the argument record");
   check_nccl(ncclAllGather(slot, slots_, sizeof(ShardRecord), ncclUint8, rank_.comm, stream_),
              rank_, "ncclAllGather of the argument records");
-  std::vector<ShardRecord> records(std::size_t(rank_.ranks));
-  check_cuda(cudaMemcpyAsync(records.data(), slots_, sizeof(ShardRecord) * records.size(),
-                             cudaMemcpyDeviceToHost, stream_),
+  check_cuda(cudaMemcpyAsync(staging, slots_, sizeof(ShardRecord) * ranks, cudaMemcpyDeviceToHost,
+                             stream_),
              rank_, "reading the argument records");
   check_cuda(cudaStreamSynchronize(stream_), rank_, "waiting for the argument records");
+  std::vector<ShardRecord> records(staging, staging + ranks);
   int bad_ranks = 0;
   int first = -1;
   for (int r = 0; r < rank_.ranks; ++r)

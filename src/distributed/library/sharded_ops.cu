@@ -36,6 +36,11 @@ T value_at(const ShardRecord& record, std::size_t byte_offset = 0) {
   return value;
 }
 
+template <class T>
+__global__ void store_total(T* out, T total) {
+  *out = total;
+}
+
 std::string show_int(std::int64_t value) { return std::to_string(value); }
 std::string show_double(double value) {
   char text[40];
@@ -73,9 +78,10 @@ void reduce_shards(ncclComm_t comm, const T* in, std::int64_t n, T* out, Op op,
   const T total = fold_in_rank_order(partials, counted, op, found);
   if (!found)
     throw Error(rank.op, "n", "every rank's shard is empty: the reduction needs an element");
-  // From pageable memory: returns once `total` has been staged, so the local may go.
-  check_cuda(cudaMemcpyAsync(out, &total, sizeof(T), cudaMemcpyHostToDevice, stream), rank,
-             "writing the total");
+  // As a kernel's argument: queued at once, where a copy from pageable memory may first wait for
+  // the stream.
+  store_total<<<1, 1, 0, stream>>>(out, total);
+  check_cuda(cudaGetLastError(), rank, "launching store_total");
 }
 
 template <class T, class Op>
