@@ -359,10 +359,9 @@ json interconnect_json(std::ostream& out, int gpus, int reps) {
       {"rungs", json::array()}};
   out << "interconnect ladder, " << gpus
       << " GPUs, 1 GiB a rank (nccl-tests' algbw and busbw; copies between GPUs 0 "
-      << "and 1)\n  link theory: "
-      << (theory.known ? std::to_string(theory.bytes_per_second / 1e9) + " GB/s a direction, " : "")
-      << theory.why << "\n  measured peer bandwidth (memcpy-peer): " << std::fixed
-      << std::setprecision(1) << peer / 1e9 << " GB/s\n";
+      << "and 1)\n  link theory: " << std::fixed << std::setprecision(1);
+  if (theory.known) out << theory.bytes_per_second / 1e9 << " GB/s a direction, ";
+  out << theory.why << "\n  measured peer bandwidth (memcpy-peer): " << peer / 1e9 << " GB/s\n";
   for (const LinkRow& row : rows) {
     json entry = {{"rung", row.rung},
                   {"name", row.name},
