@@ -201,9 +201,10 @@ ROOFLAB_VARIANT(Variant{"histogram", 0, "cpu-loop",
                           });
                         })});
 
-// Rungs 30 and 31 — the careful CPU baselines (cpu::histogram_fast): the bin by a multiply-add or a
-// shift rather than a division, bytes counted by value and folded once; one core, then every core
-// with a histogram of its own. "vs CPU" is against the faster CPU rung of the run.
+// Rungs 30 and 31 — the careful CPU baselines (cpu::histogram_fast): the bin by a multiply and one
+// comparison with a table of the rule's edges, or a shift, rather than a division, bytes counted by
+// value and folded once; one core, then every core with a histogram of its own. "vs CPU" is against
+// the faster CPU rung of the run.
 void run_fast_cpu(HistogramWorkspace& w, bool every_core) {
   w.prepare_host();
   // Poisoned (bins words): the counts another CPU rung left must not pass this one's check.
@@ -217,7 +218,7 @@ void run_fast_cpu(HistogramWorkspace& w, bool every_core) {
 
 ROOFLAB_VARIANT(Variant{
     "histogram", 30, "cpu-fast-bins",
-    "one CPU core binning by a multiply-add (the rule only near an edge), bytes by value",
+    "one CPU core binning by a multiply and a table of the rule's edges, bytes by value",
     Where::cpu, false, at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
     on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) { run_fast_cpu(w, false); })});
 ROOFLAB_VARIANT(Variant{

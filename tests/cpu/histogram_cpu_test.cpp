@@ -356,27 +356,37 @@ TEST(HistogramCpu, SerialLoopEqualsTheParallelReference) {
 }
 
 // The careful baselines (one core and every core) give the rule's counts for every type, at
-// scaled bins, one bin per integer and awkward bounds, on values around every edge and random
-// ones, out-of-range values and NaN included.
+// scaled bins, one bin per integer and awkward bounds (the rule's edge far from the real one in
+// doubles, fewer doubles than bins, a far offset, integers on every third edge), on values a few
+// doubles and floats around every edge and random ones, out-of-range values, infinities, signed
+// zeros and NaN included.
 TEST(HistogramCpu, FastBaselinesEqualTheSerialLoop) {
   const struct {
     double lo, hi;
     int bins;
-  } rules[] = {{-1e6, 2e6, 256},   {0, 256, 256},   {0, 1, 4096}, {0.1, 0.7, 7},
-               {-3.5, 1e6, 65536}, {0, 4096, 1024}, {10, 250, 24}};
+  } rules[] = {{-1e6, 2e6, 256},   {0, 256, 256},         {0, 1, 4096},           {0.1, 0.7, 7},
+               {-3.5, 1e6, 65536}, {0, 4096, 1024},       {10, 250, 24},          {-1, 1, 2},
+               {0, 768, 256},      {1e15, 1e15 + 1e3, 7}, {1, 1 + 0x1p-40, 65536}};
   std::mt19937_64 random(5);
   for (const auto& r : rules) {
     std::vector<double> values;
     for (int k = 0; k <= r.bins; k += std::max(1, r.bins / 64)) {
       const double edge = r.lo + k * ((r.hi - r.lo) / r.bins);
       for (double d : {-1.0, -0.5, 0.0, 0.5, 1.0}) values.push_back(std::floor(edge) + d);
-      values.push_back(edge);
-      values.push_back(std::nextafter(edge, -INFINITY));
+      double below = edge, above = edge;
+      float below_float = float(edge), above_float = float(edge);
+      for (int step = 0; step < 3; ++step) {
+        values.insert(values.end(), {below, above, double(below_float), double(above_float)});
+        below = std::nextafter(below, -INFINITY);
+        above = std::nextafter(above, INFINITY);
+        below_float = std::nextafter(below_float, -INFINITY);
+        above_float = std::nextafter(above_float, INFINITY);
+      }
     }
     std::uniform_real_distribution<double> spread(r.lo - (r.hi - r.lo) / 8,
                                                   r.hi + (r.hi - r.lo) / 8);
     for (int i = 0; i < 300000; ++i) values.push_back(spread(random));
-    values.push_back(NAN);
+    values.insert(values.end(), {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e300, -1e300});
     const auto check = [&](auto zero, const char* type) {
       using T = decltype(zero);
       std::vector<T> data;
@@ -403,6 +413,22 @@ TEST(HistogramCpu, FastBaselinesEqualTheSerialLoop) {
     check(float{}, "float");
     check(double{}, "double");
   }
+}
+
+TEST(HistogramCpu, FastBaselinesFindTheRulesEdgeFarFromTheRealOne) {
+  // lo = -1, hi = 1, 2 bins: v - lo rounds to 1 for every v in [-2^-54, 0) (a tie to even at
+  // -2^-54), so the rule puts those values in bin 1, not 0: its edge lies 2^62 doubles below the
+  // real edge, 0.
+  const std::vector<double> data{-0x1p-53, std::nextafter(-0x1p-54, -1.0), -0x1p-54, -1e-300, -0.0,
+                                 0.0};
+  const std::vector<std::uint64_t> expected{2, 4};
+  std::vector<std::uint64_t> serial(2), one_core(2), every_core(2);
+  cpu::histogram_serial(data.data(), std::int64_t(data.size()), 2, -1, 1, serial.data());
+  cpu::histogram_fast(data.data(), std::int64_t(data.size()), 2, -1, 1, one_core.data(), false);
+  cpu::histogram_fast(data.data(), std::int64_t(data.size()), 2, -1, 1, every_core.data(), true);
+  EXPECT_EQ(serial, expected);
+  EXPECT_EQ(one_core, expected);
+  EXPECT_EQ(every_core, expected);
 }
 
 TEST(HistogramCpu, ByteReferenceFoldsValueCountsByTheRule) {
