@@ -49,7 +49,9 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
 // info (host array of batch entries) may be null. Returns when done (synchronizes the stream).
 // Matrices holding NaN or Inf get NaN outputs and, once every other matrix is done, a
 // rooflab::Error naming the first of them; without info, a matrix that did not converge within
-// opt.max_sweeps is an error too (with info, its entry says so).
+// opt.max_sweeps is an error too (with info, its entry says so). The first call with info on a
+// host thread allocates 1 MiB of page-locked host memory for the statuses' copies, kept until the
+// thread exits.
 template <class T>
 void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo* info = nullptr,
                  const SvdOptions& opt = {}, cudaStream_t stream = nullptr);

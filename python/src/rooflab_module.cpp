@@ -223,33 +223,38 @@ std::tuple<int, bool, double> svd(const std::string& dtype, Address a, int m, in
   return {info.sweeps, info.converged, info.off};
 }
 
-// A host array of `count` values set by fill(i), handed to NumPy without a copy.
-template <class T, class Fill>
-nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::size_t count, Fill fill) {
-  std::unique_ptr<T[]> values(new T[count > 0 ? count : 1]);
-  for (std::size_t i = 0; i < count; ++i) values[i] = fill(i);
-  nb::capsule owner(values.get(), [](void* p) noexcept { delete[] static_cast<T*>(p); });
+// One field of every SvdInfo of `info`, as a NumPy view (no copy) that keeps `owner` alive.
+template <class Field>
+nb::ndarray<nb::numpy, Field, nb::ndim<1>> info_field(const rooflab::SvdInfo* info,
+                                                      Field rooflab::SvdInfo::*field,
+                                                      std::size_t count, nb::handle owner) {
+  static_assert(sizeof(rooflab::SvdInfo) % sizeof(Field) == 0, "a whole number of fields a record");
   const std::size_t shape[1] = {count};
-  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(values.release(), 1, shape, owner);
+  const std::int64_t strides[1] = {std::int64_t(sizeof(rooflab::SvdInfo) / sizeof(Field))};
+  return nb::ndarray<nb::numpy, Field, nb::ndim<1>>(
+      const_cast<Field*>(&(info->*field)), 1, shape, owner, strides);
 }
 
 // `batch` packed column-major m x n matrices. Returns NumPy arrays (sweeps, converged, off), one
-// entry per matrix.
+// entry per matrix: views of the records the library fills, without a conversion.
 nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int batch, Address s,
                       Address u, Address v, bool compute_uv, double tol, int max_sweeps, int device,
                       Address stream) {
-  std::vector<rooflab::SvdInfo> info(std::size_t(batch > 0 ? batch : 0));
+  const std::size_t count = std::size_t(batch > 0 ? batch : 0);
+  std::unique_ptr<rooflab::SvdInfo[]> info(new rooflab::SvdInfo[count > 0 ? count : 1]);
   run_on(device, stream, "svd", [&] {
     with_element<float, double>(dtype, "svd", "a", [&](auto zero) {
       using T = decltype(zero);
-      rooflab::svd_batched(at<const T>(a), m, n, batch, at<T>(s), at<T>(u), at<T>(v), info.data(),
+      rooflab::svd_batched(at<const T>(a), m, n, batch, at<T>(s), at<T>(u), at<T>(v), info.get(),
                            svd_options(compute_uv, tol, max_sweeps), as_stream(stream));
     });
   });
-  return nb::make_tuple(
-      to_numpy<std::int32_t>(info.size(), [&](std::size_t i) { return info[i].sweeps; }),
-      to_numpy<bool>(info.size(), [&](std::size_t i) { return info[i].converged; }),
-      to_numpy<double>(info.size(), [&](std::size_t i) { return info[i].off; }));
+  const rooflab::SvdInfo* records = info.get();
+  nb::capsule owner(info.release(),
+                    [](void* p) noexcept { delete[] static_cast<rooflab::SvdInfo*>(p); });
+  return nb::make_tuple(info_field(records, &rooflab::SvdInfo::sweeps, count, owner),
+                        info_field(records, &rooflab::SvdInfo::converged, count, owner),
+                        info_field(records, &rooflab::SvdInfo::off, count, owner));
 }
 
 // Device memory for results the caller's framework cannot allocate itself (JAX, Numba, any other
