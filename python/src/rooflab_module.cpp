@@ -231,8 +231,8 @@ nb::ndarray<nb::numpy, Field, nb::ndim<1>> info_field(const rooflab::SvdInfo* in
   static_assert(sizeof(rooflab::SvdInfo) % sizeof(Field) == 0, "a whole number of fields a record");
   const std::size_t shape[1] = {count};
   const std::int64_t strides[1] = {std::int64_t(sizeof(rooflab::SvdInfo) / sizeof(Field))};
-  return nb::ndarray<nb::numpy, Field, nb::ndim<1>>(
-      const_cast<Field*>(&(info->*field)), 1, shape, owner, strides);
+  return nb::ndarray<nb::numpy, Field, nb::ndim<1>>(const_cast<Field*>(&(info->*field)), 1, shape,
+                                                    owner, strides);
 }
 
 // `batch` packed column-major m x n matrices. Returns NumPy arrays (sweeps, converged, off), one
