@@ -86,8 +86,10 @@ void reduce_rows(ncclComm_t comm, const T* in, std::int64_t rows, std::int64_t c
 
 // Prefix sums over the concatenation of the shards in rank order: out (this rank's n elements)
 // = offset_r + the local scan, where offset_r = ((t_a + t_b) + t_c) + ... over the totals t_q of
-// the non-empty shards of ranks q < r, in increasing rank order (no offset on the first non-empty
-// rank). n >= 0; in == out is allowed.
+// the non-empty shards of ranks q < r (each the single-GPU rooflab::reduce of shard q), in
+// increasing rank order (no offset on the first non-empty rank). Each rank reads its shard twice
+// and writes it once: the reduce, then the scan continued from offset_r. n >= 0; in == out is
+// allowed.
 template <class T>
 void inclusive_scan(ncclComm_t comm, const T* in, T* out, std::int64_t n,
                     cudaStream_t stream = nullptr) {
