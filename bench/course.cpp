@@ -11,8 +11,8 @@ std::string course_markdown(const std::vector<CourseFigure>& figures,
                             const std::string& device) {
   std::string page = fmt::format(
       "# The course documents' figures, today\n\n"
-      "Each timed figure of the course documents beside the rung that reproduces it on the "
-      "document's axes, run on {} (docs/course.md has every item, timed or not). \"Document / "
+      "Each timed figure of the course documents that a rung reproduces on the document's axes, "
+      "beside that rung, run on {} (docs/course.md has every item, timed or not). \"Document / "
       "today\" above 1 means today's GPU is that many times faster.\n",
       device);
   std::string document;

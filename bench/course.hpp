@@ -1,7 +1,7 @@
 #pragma once
-// The course documents' own figures beside today's: `rooflab report --course` runs, for every
-// timed experiment of the five documents, the rung that reproduces it on the document's axes
-// (element type, size, threads), and writes the document's time, today's and their ratio.
+// The course documents' own figures beside today's: `rooflab report --course` runs, for each
+// timed figure of the documents that a rung reproduces on the document's axes (element type,
+// size, threads), that rung, and writes the document's time, today's and their ratio.
 #include <string>
 #include <vector>
 

@@ -136,8 +136,8 @@ int main(int argc, char** argv) {
   report_command->add_flag("--quick", quick, "smaller sizes, for a fast look");
   bool course = false;
   report_command->add_flag("--course", course,
-                           "instead: every timed figure of the course documents beside the rung "
-                           "that reproduces it on the document's axes (course.md)");
+                           "instead: the timed figures of the course documents beside the rungs "
+                           "that reproduce them on the documents' axes (course.md)");
   add_run_options(report_command, report_options, report_seed);
 
   std::string svd_in, svd_out;

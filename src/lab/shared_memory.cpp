@@ -117,7 +117,7 @@ ROOFLAB_OP(Op{
     },
     [](const Problem& problem) {
       // The bytes read from shared memory; the read ceiling (device memory's) is the comparison
-      // the memory-basics lab makes: shared memory delivers several times more.
+      // the memory-basics lab makes (more bandwidth in shared memory, by no stated factor).
       return Model{bytes_read(problem.n), 0, Ceiling::read_bandwidth};
     },
     [](const Problem& problem) -> std::unique_ptr<Workspace> {

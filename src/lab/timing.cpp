@@ -50,7 +50,7 @@ namespace {
 ROOFLAB_OP(vector_add_op<TimingWorkspace>(
     "timing",
     "The limiting-factors lecture's timing pitfalls: one add kernel timed by "
-    "events and host clocks, right and wrong",
+    "its events, and by host clocks beside them, right and wrong",
     25, 22));
 
 // Rung 0 — the CPU loop, timed by a host clock around it: right, because CPU work is synchronous.

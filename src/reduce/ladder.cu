@@ -396,14 +396,14 @@ ROOFLAB_VARIANT(Variant{
     })});
 
 ROOFLAB_VARIANT(Variant{"reduce", 3, "interleaved-divergent",
-                        "V0: tid % 2s == 0 adds: divergent warps, slow modulo (001 part 1)",
+                        "V0: tid % 2s == 0 adds: divergent warps, slow modulo (Harris; not in 001)",
                         Where::gpu, false, float_only,
                         in_passes(reduce_interleaved_divergent, harris_threads, harris_threads,
                                   "reduce_interleaved_divergent")});
 
 ROOFLAB_VARIANT(Variant{"reduce", 4, "interleaved-strided",
-                        "V1: index 2st: no divergence, but bank conflicts (001 part 1)", Where::gpu,
-                        false, float_only,
+                        "V1: index 2st: no divergence, but bank conflicts (Harris; 001 recaps it)",
+                        Where::gpu, false, float_only,
                         in_passes(reduce_interleaved_strided, harris_threads, harris_threads,
                                   "reduce_interleaved_strided")});
 
@@ -417,11 +417,12 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, float_only,
     in_passes(reduce_first_add, harris_threads, 2 * harris_threads, "reduce_first_add")});
 
-ROOFLAB_VARIANT(Variant{"reduce", 7, "last-warp-volatile",
-                        "V4: last warp unrolled with volatile: a race since Volta (001, 002)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_last_warp_volatile, harris_threads, 2 * harris_threads,
-                                  "reduce_last_warp_volatile")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 7, "last-warp-volatile",
+    "V4 (001, 002): last warp unrolled with volatile, which they trust; a race since Volta",
+    Where::gpu, false, float_only,
+    in_passes(reduce_last_warp_volatile, harris_threads, 2 * harris_threads,
+              "reduce_last_warp_volatile")});
 
 ROOFLAB_VARIANT(Variant{"reduce", 8, "last-warp-syncwarp",
                         "V4 made correct: __syncwarp between the last warp's steps", Where::gpu,
@@ -441,7 +442,7 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 10, "multiple-adds",
-    "V6: one wave of blocks, many adds per thread before the tree (001)", Where::gpu, false,
+    "V6: many adds per thread before the tree (001), in one wave of blocks", Where::gpu, false,
     float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       with_block_size(harris_threads, [&](auto threads) {
         constexpr unsigned block = decltype(threads)::value;

@@ -92,8 +92,8 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{
     "reduce-rows", 2, "block-per-row",
-    "The Harris's reduction document's batched template: a block per row, any shape", Where::gpu,
-    false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+    "The Harris's reduction document's batched template, a block per row, taken to any shape",
+    Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       reduce_rows_block_per_row<<<grid_of(w.rows), row_threads, 0, stream>>>(w.in.data(), w.rows,
                                                                              w.cols, w.out.data());
       detail::check_launch(op_name, "reduce_rows_block_per_row");

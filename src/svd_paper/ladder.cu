@@ -450,15 +450,17 @@ constexpr const char* table2_cost =
 // Rung 2 — P2, everything on the device, still in managed memory (Table 2's "after, unified").
 // Identity fills, the rotation's set-up and the convergence test become kernels; the host no
 // longer touches the matrices, so no page migrates after the first touch and the host stops
-// waiting per rotation. What is left of managed memory: the allocation, first-touch faults and
+// waiting per rotation. The paper's version went less far: its host still read a_jk and the
+// set-up's three elements and wrote R's four entries for every pair (docs/svd-paper.md). What is left of managed memory: the allocation, first-touch faults and
 // the flag's page moving to the host and back once per sweep.
-ROOFLAB_VARIANT(Variant{"svd-paper", 2, "device-managed",
-                        "P2: set-up, fills, convergence test in kernels; managed memory (Table 2)",
-                        Where::gpu, false, paper_limit(table2, 75, table2_cost),
-                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
-                          run_on_device<LoopStep::threads, ManagedPaperBuffers>(
-                              w, stream, paper_shape, cudaSharedmemCarveoutDefault);
-                        })});
+ROOFLAB_VARIANT(Variant{
+    "svd-paper", 2, "device-managed",
+    "P2: fills, test and (unlike the paper) the set-up in kernels; managed memory (Table 2)",
+    Where::gpu, false, paper_limit(table2, 75, table2_cost),
+    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+      run_on_device<LoopStep::threads, ManagedPaperBuffers>(w, stream, paper_shape,
+                                                            cudaSharedmemCarveoutDefault);
+    })});
 
 // Rung 3 — P3, the same in device memory (Table 2's "after, not unified"): stream-ordered
 // allocations, and the flag comes back by an explicit copy.
@@ -500,7 +502,8 @@ ROOFLAB_VARIANT(threads_variant(43, {1, 128}));
 ROOFLAB_VARIANT(threads_variant(44, {2, 64}));
 ROOFLAB_VARIANT(threads_variant(45, {4, 32}));
 
-// Rungs 50-51 — P5, the loop's step (Table 4, 256 threads: one block). Step 1 hands each thread
+// Rungs 50-51 — P5, the loop's step (Table 4, 256 threads; one block is ours: the paper gives
+// no block count). Step 1 hands each thread
 // a contiguous chunk, so at each iteration a warp's column-quarter loads fall a chunk apart;
 // step = threads (64 per quarter) puts consecutive threads on consecutive rows and the column
 // quarters' loads coalesce. Row quarters read a column each either way: one L1 wavefront per

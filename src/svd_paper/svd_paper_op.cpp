@@ -245,7 +245,8 @@ ROOFLAB_OP(Op{
 // One core sweeps the pairs j < k and applies each rotation to rows and columns j and k only:
 // O(n) per rotation, where the GPU rungs multiply by the whole n x n rotation matrix.
 ROOFLAB_VARIANT(Variant{
-    "svd-paper", 0, "cpu", "P0: the paper's algorithm on one CPU core, O(n) per rotation (Table 1)",
+    "svd-paper", 0, "cpu",
+    "P0: the paper's algorithm on one CPU core, O(n) per rotation (ours: no code shown) (Table 1)",
     Where::cpu, false, paper_limit(table1, 256, "one CPU core: about 4n^2 rotations of O(n) each"),
     on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t) {
       cpu::PaperJacobiResult result = cpu::paper_jacobi(w.host_input, w.threshold, w.max_sweeps);

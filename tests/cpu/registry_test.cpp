@@ -52,7 +52,7 @@ TEST(Registry, EveryOpHasACpuRungAndAGpuRung) {
   }
 }
 
-TEST(Registry, AddLadderHasTheLecturesRungs) {
+TEST(Registry, AddLadderHasItsRungsInOrder) {
   std::vector<std::string> names;
   for (const Variant* variant : registry().variants("add")) names.push_back(variant->name);
   EXPECT_EQ(names,

@@ -205,7 +205,7 @@ TEST(ScanArguments, MisalignedAndOverlappingPointersAreErrors) {
 namespace bench {
 namespace {
 
-TEST(ScanOp, ResolvesTheLecturesDefaults) {
+TEST(ScanOp, ResolvesItsDefaults) {
   const Op& op = registry().op("scan");
   const Problem problem = op.resolve(Problem{});
   EXPECT_EQ(problem.n, std::int64_t(1) << 28);
