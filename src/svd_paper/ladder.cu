@@ -314,7 +314,8 @@ class DevicePaperBuffers {
 // so pages fault across PCIe in both directions at every rotation, and the host waits for the
 // GPU twice per rotation.
 
-constexpr LaunchShape paper_shape{1, 32};  // Tables 1 and 2 ran on 32 threads
+// Table 2 ran on 32 threads (l. 445); Table 1's first version launches 32 (Listing 7).
+constexpr LaunchShape paper_shape{1, 32};
 
 void fill_identity_on_host(double* matrix, int n) {
   for (int column = 0; column < n; ++column)
