@@ -16,7 +16,9 @@
 //   all-gathers a small record of its arguments (and its local result), then every rank throws
 //   rooflab::Error naming the first bad rank ("rank 2 of 4: ...") if any rank's arguments were
 //   bad, so a bad argument on one rank does not leave the others waiting. Each call therefore
-//   synchronizes `stream` once (after that gather); the work after it is asynchronous.
+//   synchronizes `stream` once (after that gather); the work after it is asynchronous. The
+//   records travel through page-locked host memory, 192 bytes a rank, allocated by the first call
+//   on a host thread and kept until the thread exits.
 // - NCCL failures are rooflab::Error naming the rank, the NCCL call and the result
 //   ("... ncclAllGather failed: unhandled cuda error (ncclUnhandledCudaError)"). A failure after
 //   the check (a CUDA fault on one rank) can still leave the other ranks waiting: abort the

@@ -30,9 +30,9 @@ void local_part(ShardRecord& own, Fn fn) {
 }
 
 template <class T>
-T value_at(const ShardRecord& record, std::size_t byte_offset = 0) {
+T value_at(const ShardRecord& record) {
   T value;
-  std::memcpy(&value, record.value + byte_offset, sizeof(T));
+  std::memcpy(&value, record.value, sizeof(T));
   return value;
 }
 
