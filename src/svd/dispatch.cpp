@@ -6,10 +6,12 @@
 //   2. fewer matrices than SMs of at most 64 x 64               -> register_ring;
 //   3. wider than 64 columns, at most one matrix per 2 SMs      -> gram;
 //   4. one matrix of 49 columns or more                         -> gram;
-//   5. fits in shared memory: a warp's (48 KB) with a batch that fills the GPU and at most 32
+//   5. at most thread_per_matrix_max_size rows and columns, with at least a matrix per SM
+//                                                               -> thread_per_matrix;
+//   6. fits in shared memory: a warp's (48 KB) with a batch that fills the GPU and at most 32
 //      columns or 64 matrices per SM                            -> warp_per_matrix;
 //      else                                                     -> block_per_matrix;
-//   6. anything else                                            -> gram.
+//   7. anything else                                            -> gram.
 // "gram" runs GlobalSchedule::gram_cluster: the sweeps in one cluster per matrix where the matrix
 // fits one and every cluster fits on the GPU at once, else the fused rounds where a round's
 // clusters fit, else the three Gram kernels a round (run_global.cu); clusters only where
@@ -52,6 +54,10 @@ bool qr_preconditioning_pays(int m, int n) {
 // against 0.51).
 constexpr int gram_min_columns_alone = 49;
 
+// A matrix of at most this many rows and columns goes to a thread of its own once the batch gives
+// every SM one (MEASUREMENT PENDING).
+constexpr int thread_per_matrix_max_size = 4;
+
 }  // namespace
 
 // The dispatch (docs/svd.md): fewer matrices than SMs of at most 64 x 64 go to the register ring
@@ -74,6 +80,7 @@ Path production_path(int m, int n, int batch, bool uv) {
   if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
   if (N > register_ring_max_columns && 2 * std::int64_t(batch) <= sms) return Path::gram;
   if (batch == 1 && N >= gram_min_columns_alone) return Path::gram;
+  if (batch >= sms && std::max(m, n) <= thread_per_matrix_max_size) return Path::thread_per_matrix;
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
@@ -85,8 +92,9 @@ Path production_path(int m, int n, int batch, bool uv) {
 template <class T>
 void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream) {
   switch (path) {
-    case Path::warp_per_matrix: return run_on_chip(problem, true, report, stream);
-    case Path::block_per_matrix: return run_on_chip(problem, false, report, stream);
+    case Path::thread_per_matrix: return run_on_chip(problem, OnChipTeam::thread, report, stream);
+    case Path::warp_per_matrix: return run_on_chip(problem, OnChipTeam::warp, report, stream);
+    case Path::block_per_matrix: return run_on_chip(problem, OnChipTeam::block, report, stream);
     case Path::register_ring: return run_in_registers(problem, report, stream);
     case Path::gram: return run_global(problem, GlobalSchedule::gram_cluster, report, stream);
     case Path::qr_preconditioned: return run_qr_preconditioned(problem, report, stream);

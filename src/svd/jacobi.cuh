@@ -126,8 +126,8 @@ __device__ __forceinline__ void clear_column(T* p, const RowWalk& walk) {
 // One pair, by one group of `lanes` lanes: dots, the clearing of rounding noise, test, rotation of
 // W's columns (w_walk: this lane's rows of them) and V's (v_walk, when uv), tracked norms and
 // error scales, and the swap of the two positions. Columns >= cols are padding. `active` is false
-// for the group's idle slots; every lane of the warp calls this together. Returns the scaled
-// off-diagonal (0 when idle).
+// for the group's idle slots; with groups of more than one lane every lane of the warp calls this
+// together (shuffles). Returns the scaled off-diagonal (0 when idle).
 template <class T>
 __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk& w_walk, T* V,
                                           std::int64_t ldv, const RowWalk& v_walk, bool uv,
@@ -167,7 +167,9 @@ __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk&
     }
     if (rotate) rotate_error_scales(r, new_scale_p, new_scale_q);
   }
-  __syncwarp();  // every lane of the group has read pos and the error scales before they change
+  // Every lane of the group has read pos and the error scales before they change (a group of one
+  // lane has nothing to wait for, and a thread team's neighbours in the warp are other matrices).
+  if (lanes > 1) __syncwarp();
   if (active && h == 0) {
     pos[position] = q;
     pos[position + 1] = p;
@@ -180,7 +182,23 @@ __device__ __forceinline__ T process_pair(T* W, std::int64_t ldw, const RowWalk&
 }
 
 // ---------------------------------------------------------------------------------------------
-// Teams: the threads that own one matrix. A warp (many matrices per block) or a whole block.
+// Teams: the threads that own one matrix. One thread (the smallest matrices, many per warp), a
+// warp (many matrices per block) or a whole block.
+
+struct ThreadTeam {
+  __device__ int rank() const { return 0; }
+  __device__ int size() const { return 1; }
+  __device__ void sync() const {}
+  template <class T>
+  __device__ T max(T x) const {
+    return x;
+  }
+  template <class T>
+  __device__ T sum(T x) const {
+    return x;
+  }
+  __device__ unsigned long long min(unsigned long long x) const { return x; }
+};
 
 struct WarpTeam {
   __device__ int rank() const { return threadIdx.x & 31; }

@@ -77,7 +77,14 @@ enum class GlobalSchedule {
 
 // Where a matrix is solved; production_path picks by shape and batch. qr_preconditioned factors
 // one tall matrix by QR first and solves R on the path production_path picks for it.
-enum class Path { warp_per_matrix, block_per_matrix, register_ring, gram, qr_preconditioned };
+enum class Path {
+  thread_per_matrix,
+  warp_per_matrix,
+  block_per_matrix,
+  register_ring,
+  gram,
+  qr_preconditioned
+};
 
 // The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
 // wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being rotated.
@@ -107,11 +114,17 @@ int shared_memory_optin();
 template <class T>
 bool fits_on_chip(int m, int n, bool uv);
 
-// Runs every matrix of `problem` with each matrix's working set in shared memory: one warp per
-// matrix (warp_per_matrix) or one block per matrix. Asynchronous on `stream`. Defined in
-// src/svd/on_chip.cu.
+// Does an m x n matrix fit a thread's slice of shared memory (32 such slices in a block)?
 template <class T>
-void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& report,
+bool fits_in_a_thread(int m, int n, bool uv);
+
+// Who owns a matrix whose working set lies in shared memory.
+enum class OnChipTeam { thread, warp, block };
+
+// Runs every matrix of `problem` with each matrix's working set in shared memory, owned by one
+// thread, one warp or one block. Asynchronous on `stream`. Defined in src/svd/on_chip.cu.
+template <class T>
+void run_on_chip(const Problem<T>& problem, OnChipTeam team, const Report& report,
                  cudaStream_t stream);
 
 // The register ring (src/svd/register_ring.cu): a block per matrix, W and V in registers, for at

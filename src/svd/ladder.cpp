@@ -80,7 +80,8 @@ ROOFLAB_VARIANT(Variant{"svd",
                         },
                         [](Workspace& workspace, cudaStream_t stream) {
                           visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
+                            jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::block,
+                                                w.report(), stream);
                           });
                         },
                         {},

@@ -1,7 +1,8 @@
 // The on-chip schedules (the batched ladder's production rungs): each matrix's working set (W, V,
-// norms, order) in shared memory, owned by one warp (small matrices: many per block, no block
-// barriers) or by one block (up to the 227 KB a Hopper block can opt into). Every matrix converges
-// on its own: a converged matrix's team stops and its SM takes the next one.
+// norms, order) in shared memory, owned by one thread (the smallest matrices: 128 per block, no
+// shuffles, no barriers), one warp (small matrices: many per block, no block barriers) or one
+// block (up to the 227 KB a Hopper block can opt into). Every matrix converges on its own: a
+// converged matrix's team stops and its SM takes the next one.
 #include <algorithm>
 
 #include "core/device_features.hpp"
@@ -25,6 +26,23 @@ __global__ void __launch_bounds__(max_warps_per_block * 32)
   const std::int64_t matrix = std::int64_t(blockIdx.x) * (blockDim.x >> 5) + warp;
   if (matrix >= P.batch) return;  // the whole warp: a team never splits
   on_chip_svd(WarpTeam{}, smem + std::size_t(warp) * L.bytes, L, P, matrix, lanes, report);
+}
+
+// A block of thread teams: 128 matrices, unless their slices would not fit the shared memory.
+constexpr int max_threads_per_block = 128;
+
+// A thread per matrix: every pair of a round one after the other, each dot product a loop over the
+// column's few rows in the thread's own slice of shared memory. A warp-per-matrix team spends most
+// lanes idle on such a matrix (3 x 3: two pairs a round, 3 of 16 lanes with a row each) and five
+// shuffle steps on every sum. Slices are an odd number of elements long, so that the threads of a
+// warp, each reading the same element of its own matrix, meet no bank conflict.
+template <class T>
+__global__ void __launch_bounds__(max_threads_per_block)
+    svd_thread_per_matrix(Problem<T> P, OnChipLayout L, int slice_bytes, Report report) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const std::int64_t matrix = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (matrix >= P.batch) return;  // a thread team shares nothing with its neighbours
+  on_chip_svd(ThreadTeam{}, smem + std::size_t(threadIdx.x) * slice_bytes, L, P, matrix, 1, report);
 }
 
 template <class T>
@@ -52,6 +70,13 @@ int block_team_threads(const OnChipLayout& L, int batch) {
   return std::clamp(pairs * lanes, 32, 1024);
 }
 
+// A thread team's slice: the layout rounded up to an odd number of elements (see
+// svd_thread_per_matrix).
+int thread_slice_bytes(const OnChipLayout& L, int element_bytes) {
+  const int elements = (L.bytes + element_bytes - 1) / element_bytes;
+  return (elements | 1) * element_bytes;
+}
+
 }  // namespace
 
 int shared_memory_optin() { return current_device_features().shared_per_block; }
@@ -62,11 +87,28 @@ bool fits_on_chip(int m, int n, bool uv) {
 }
 
 template <class T>
-void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& report,
+bool fits_in_a_thread(int m, int n, bool uv) {
+  const OnChipLayout L = on_chip_layout(m, n, sizeof(T), uv, false);
+  return std::int64_t(thread_slice_bytes(L, sizeof(T))) * 32 <= shared_memory_optin();
+}
+
+template <class T>
+void run_on_chip(const Problem<T>& problem, OnChipTeam team, const Report& report,
                  cudaStream_t stream) {
   if (problem.batch == 0) return;
   const int optin = shared_memory_optin();
-  if (warp_per_matrix) {
+  if (team == OnChipTeam::thread) {
+    const OnChipLayout L = on_chip_layout(problem.m, problem.n, sizeof(T), problem.uv, false);
+    const int slice = thread_slice_bytes(L, sizeof(T));
+    require(std::int64_t(slice) * 32 <= optin, "svd", "m, n",
+            "matrix too large for a thread's slice of shared memory");
+    const int threads = std::clamp(optin / slice / 32 * 32, 32, max_threads_per_block);
+    const int bytes = threads * slice;
+    allow_shared_memory(svd_thread_per_matrix<T>, bytes);
+    const auto blocks = unsigned((std::int64_t(problem.batch) + threads - 1) / threads);
+    svd_thread_per_matrix<T><<<blocks, threads, bytes, stream>>>(problem, L, slice, report);
+    detail::check_launch("svd", "svd_thread_per_matrix");
+  } else if (team == OnChipTeam::warp) {
     const OnChipLayout L = on_chip_layout(problem.m, problem.n, sizeof(T), problem.uv, false);
     require(L.bytes <= optin, "svd", "m, n", "matrix too large for one warp's shared memory");
     const int warps = std::clamp(optin / L.bytes, 1, max_warps_per_block);
@@ -89,7 +131,9 @@ void run_on_chip(const Problem<T>& problem, bool warp_per_matrix, const Report& 
 
 template bool fits_on_chip<float>(int, int, bool);
 template bool fits_on_chip<double>(int, int, bool);
-template void run_on_chip<float>(const Problem<float>&, bool, const Report&, cudaStream_t);
-template void run_on_chip<double>(const Problem<double>&, bool, const Report&, cudaStream_t);
+template bool fits_in_a_thread<float>(int, int, bool);
+template bool fits_in_a_thread<double>(int, int, bool);
+template void run_on_chip<float>(const Problem<float>&, OnChipTeam, const Report&, cudaStream_t);
+template void run_on_chip<double>(const Problem<double>&, OnChipTeam, const Report&, cudaStream_t);
 
 }  // namespace rooflab::jacobi

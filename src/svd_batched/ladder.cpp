@@ -1,5 +1,5 @@
-// The svd-batched ladder: from a loop over the single-matrix SVD to a warp per matrix. The kernels
-// live in the library (src/svd_batched/svd_batched.cu and src/svd/svd.cu, built from
+// The svd-batched ladder: from a loop over the single-matrix SVD to a warp or a thread per
+// matrix. The kernels live in the library (src/svd/on_chip.cu and the other schedules, built from
 // src/svd/jacobi.cuh), because rooflab::svd_batched dispatches to them.
 #include <string>
 
@@ -34,7 +34,7 @@ ROOFLAB_VARIANT(Variant{
       });
     }});
 
-// Rung 2 — a warp per matrix (svd_batched.cu's svd_warp_per_matrix).
+// Rung 2 — a warp per matrix (src/svd/on_chip.cu's svd_warp_per_matrix).
 // The matrix's W and V sit in its warp's slice of shared memory; groups of lanes take the column
 // pairs of a round and reduce their dot products with shuffles; rounds end with __syncwarp, not a
 // block barrier, and a warp whose matrix converged simply takes no more work.
@@ -48,11 +48,12 @@ ROOFLAB_VARIANT(Variant{"svd-batched", 2, "warp-per-matrix",
                         },
                         [](Workspace& workspace, cudaStream_t stream) {
                           visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_on_chip(w.problem(stream), true, w.report(), stream);
+                            jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::warp,
+                                                w.report(), stream);
                           });
                         }});
 
-// Rung 3 — a block per matrix in shared memory (svd_batched.cu's svd_block_per_matrix).
+// Rung 3 — a block per matrix in shared memory (src/svd/on_chip.cu's svd_block_per_matrix).
 // Many lanes per column pair shorten each round of a larger matrix; the 227 KB of shared memory a
 // Hopper block may opt in to (cudaFuncSetAttribute beyond 48 KB) hold matrices up to about 120 x
 // 120 in double and 170 x 170 in float (99 KB on sm_86 and sm_89, 64 KB on sm_75: less).
@@ -66,7 +67,8 @@ ROOFLAB_VARIANT(Variant{"svd-batched", 3, "block-per-matrix",
                         },
                         [](Workspace& workspace, cudaStream_t stream) {
                           visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_on_chip(w.problem(stream), false, w.report(), stream);
+                            jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::block,
+                                                w.report(), stream);
                           });
                         }});
 
@@ -132,6 +134,27 @@ ROOFLAB_VARIANT(Variant{"svd-batched", 8, "rooflab-svd-batched",
                                         w.v.data(), nullptr, SvdOptions{}, stream);
                           });
                         }});
+
+// Rung 9 — a thread per matrix (src/svd/on_chip.cu's svd_thread_per_matrix), for the smallest
+// matrices (3 x 3 rotations, 3 x 2 point sets): a warp per matrix leaves most of its lanes idle on
+// them and pays five shuffle steps a sum; one thread runs the pairs one after the other in its own
+// slice of shared memory, 32 matrices a warp. Added after the production rung, which now calls it.
+ROOFLAB_VARIANT(Variant{
+    "svd-batched", 9, "thread-per-matrix",
+    "a thread per matrix, W and V in its slice of shared memory", Where::gpu, false,
+    [](const Problem& problem) -> std::string {
+      const bool fits =
+          problem.dtype == "float"
+              ? jacobi::fits_in_a_thread<float>(int(problem.m), int(problem.n), true)
+              : jacobi::fits_in_a_thread<double>(int(problem.m), int(problem.n), true);
+      if (fits) return {};
+      return "32 matrices exceed a block's shared memory";
+    },
+    [](Workspace& workspace, cudaStream_t stream) {
+      visit_svd_workspace(workspace, [stream](auto& w) {
+        jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::thread, w.report(), stream);
+      });
+    }});
 
 }  // namespace
 }  // namespace rooflab::bench

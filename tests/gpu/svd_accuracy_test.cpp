@@ -85,6 +85,7 @@ cpu::Matrix graded(int m, int n, std::uint64_t seed, Grading grading) {
 
 const char* path_name(jacobi::Path path) {
   switch (path) {
+    case jacobi::Path::thread_per_matrix: return "thread";
     case jacobi::Path::warp_per_matrix: return "warp";
     case jacobi::Path::block_per_matrix: return "block";
     case jacobi::Path::register_ring: return "ring";

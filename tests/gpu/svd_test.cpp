@@ -525,7 +525,8 @@ TEST_P(SvdClassesAtSmallSizes, EveryMatrixClassPassesLapackTests) {
 
 INSTANTIATE_TEST_SUITE_P(
     Routes, SvdClassesAtSmallSizes,
-    ::testing::Values(RouteShape{"ring", jacobi::Path::register_ring, 12, 9},
+    ::testing::Values(RouteShape{"thread", jacobi::Path::thread_per_matrix, 4, 3},
+                      RouteShape{"ring", jacobi::Path::register_ring, 12, 9},
                       RouteShape{"warp", jacobi::Path::warp_per_matrix, 9, 12},
                       RouteShape{"block", jacobi::Path::block_per_matrix, 20, 16},
                       RouteShape{"cluster", jacobi::GlobalSchedule::gram_cluster, 45, 30},
@@ -628,6 +629,7 @@ void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
 // global schedule (run_global), named by the dispatch's enums.
 using BatchedRoute = std::optional<Route>;
 const BatchedRoute public_call = std::nullopt;
+const BatchedRoute thread_per_matrix = Route{jacobi::Path::thread_per_matrix};
 const BatchedRoute warp_per_matrix = Route{jacobi::Path::warp_per_matrix};
 const BatchedRoute block_per_matrix = Route{jacobi::Path::block_per_matrix};
 const BatchedRoute register_ring = Route{jacobi::Path::register_ring};
@@ -640,6 +642,7 @@ std::string route_name(const BatchedRoute& route) {
   if (!route) return "public call";
   if (const auto* path = std::get_if<jacobi::Path>(&*route)) {
     switch (*path) {
+      case jacobi::Path::thread_per_matrix: return "thread_per_matrix";
       case jacobi::Path::warp_per_matrix: return "warp_per_matrix";
       case jacobi::Path::block_per_matrix: return "block_per_matrix";
       case jacobi::Path::register_ring: return "register_ring";
@@ -685,7 +688,8 @@ template <class T>
 bool batched_route_runs_here(const BatchedRoute& route, int m, int n) {
   if (!route || !std::holds_alternative<jacobi::Path>(*route)) return true;
   const jacobi::Path path = std::get<jacobi::Path>(*route);
-  const char* what = path == jacobi::Path::warp_per_matrix    ? "warp"
+  const char* what = path == jacobi::Path::thread_per_matrix  ? "thread"
+                     : path == jacobi::Path::warp_per_matrix  ? "warp"
                      : path == jacobi::Path::block_per_matrix ? "block"
                                                               : "ring";
   return route_runs_here<T>(RouteShape{what, path, m, n});
@@ -712,11 +716,12 @@ void expect_mixed_batch_accurate(int m, int n, int batch, const BatchedRoute& ro
 
 TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
   // 13 x 9: odd leading dimensions, where the Gram schedule copies element by element.
-  const std::pair<int, int> small[] = {{8, 8},  {16, 16}, {32, 32}, {12, 5},
-                                       {5, 12}, {1, 4},   {33, 31}, {13, 9}};
+  const std::pair<int, int> small[] = {{8, 8},   {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4},
+                                       {33, 31}, {13, 9},  {3, 3},   {3, 2},  {2, 3},  {4, 4}};
   for (const auto& [m, n] : small)
-    for (const BatchedRoute& route : {public_call, warp_per_matrix, block_per_matrix, global_rounds,
-                                      blocked, blocked_persistent, register_ring, gram_rounds}) {
+    for (const BatchedRoute& route :
+         {public_call, thread_per_matrix, warp_per_matrix, block_per_matrix, global_rounds, blocked,
+          blocked_persistent, register_ring, gram_rounds}) {
       expect_mixed_batch_accurate<float>(m, n, 8, route, 1000 + m * 7 + n);
       expect_mixed_batch_accurate<double>(m, n, 8, route, 2000 + m * 7 + n);
     }
@@ -745,10 +750,12 @@ void expect_class_batch_accurate(int m, int n, const BatchedRoute& route, std::u
 }
 
 TEST_F(SvdBatched, EveryMatrixClassConvergesInABatchOnEveryPath) {
-  for (const BatchedRoute& route :
-       {public_call, warp_per_matrix, block_per_matrix, register_ring, gram_rounds}) {
+  for (const BatchedRoute& route : {public_call, thread_per_matrix, warp_per_matrix,
+                                    block_per_matrix, register_ring, gram_rounds}) {
     expect_class_batch_accurate<float>(24, 20, route, 700);
     expect_class_batch_accurate<double>(20, 24, route, 710);
+    expect_class_batch_accurate<float>(4, 3, route, 730);
+    expect_class_batch_accurate<double>(3, 4, route, 740);
   }
 }
 

@@ -109,10 +109,13 @@ inline void PrintTo(const RouteShape& shape, std::ostream* out) {
   *out << shape.what << " " << shape.m << " x " << shape.n;
 }
 
-// The shapes: the register ring (at most 64 x 64), one warp's and one block's shared memory, the
+// The shapes: a thread's slice of shared memory (the smallest matrices), the register ring (at
+// most 64 x 64), one warp's and one block's shared memory, the
 // Gram schedule in one cluster, in fused rounds and in three kernels a round, and QR
 // preconditioning with R in the ring and in the Gram schedule; square, tall and wide.
 inline const RouteShape route_shapes[] = {
+    {"thread", jacobi::Path::thread_per_matrix, 4, 4},
+    {"thread", jacobi::Path::thread_per_matrix, 2, 3},
     {"ring", jacobi::Path::register_ring, 40, 40},
     {"ring", jacobi::Path::register_ring, 64, 33},
     {"ring", jacobi::Path::register_ring, 17, 50},
@@ -137,8 +140,9 @@ std::string route_unavailable(const Route& route, int m, int n, bool uv = true) 
   if (path == nullptr || *path == jacobi::Path::qr_preconditioned || *path == jacobi::Path::gram)
     return {};
   const bool fits = *path == jacobi::Path::register_ring ? jacobi::fits_in_registers<T>(m, n, uv)
-                    : *path == jacobi::Path::block_per_matrix
-                        ? jacobi::fits_on_chip<T>(m, n, uv)
+                    : *path == jacobi::Path::block_per_matrix ? jacobi::fits_on_chip<T>(m, n, uv)
+                    : *path == jacobi::Path::thread_per_matrix
+                        ? jacobi::fits_in_a_thread<T>(m, n, uv)
                         : jacobi::on_chip_layout(m, n, sizeof(T), uv, false).bytes <=
                               jacobi::shared_memory_optin();
   if (fits) return {};
