@@ -6,7 +6,7 @@
 //   2. fewer matrices than SMs of at most 64 x 64               -> register_ring;
 //   3. wider than 64 columns, at most one matrix per 2 SMs      -> gram;
 //   4. one matrix of 49 columns or more                         -> gram;
-//   5. at most thread_per_matrix_max_size rows and columns, with at least a matrix per SM
+//   5. at most 8 columns in a thread's slice of at most 1280 bytes, with at least a matrix per SM
 //                                                               -> thread_per_matrix;
 //   6. fits in shared memory: a warp's (48 KB) with a batch that fills the GPU and at most 32
 //      columns or 64 matrices per SM                            -> warp_per_matrix;
@@ -54,9 +54,15 @@ bool qr_preconditioning_pays(int m, int n) {
 // against 0.51).
 constexpr int gram_min_columns_alone = 49;
 
-// A matrix of at most this many rows and columns goes to a thread of its own once the batch gives
-// every SM one (MEASUREMENT PENDING).
-constexpr int thread_per_matrix_max_size = 4;
+// The smallest matrices go to a thread each (MEASUREMENT PENDING: validated at other batches).
+// Against a warp per matrix, 100000 of them on an H200 (docs/results/h200-thread-per-matrix.json):
+// 14-20x faster at 2 x 2, 3 x 2 and 3 x 3, 6.8-9.6x at 4 x 4, 1.6-2.4x at 8 x 8, 1.7-2.1x at
+// 32 x 4; 10 x 10 was 1.2x faster in float and 0.93x in double. The gain shrinks as the slice of
+// shared memory grows (fewer matrices fit an SM) and as the columns do (a thread runs a sweep's
+// N (N - 1) / 2 pairs one after the other, a warp N / 2 at once): at most 8 columns and slices of
+// at most 1280 bytes (double 8 x 8 and 32 x 4 are 1256 and 1272).
+constexpr int thread_per_matrix_max_columns = 8;
+constexpr int thread_per_matrix_max_slice_bytes = 1280;
 
 }  // namespace
 
@@ -80,7 +86,9 @@ Path production_path(int m, int n, int batch, bool uv) {
   if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
   if (N > register_ring_max_columns && 2 * std::int64_t(batch) <= sms) return Path::gram;
   if (batch == 1 && N >= gram_min_columns_alone) return Path::gram;
-  if (batch >= sms && std::max(m, n) <= thread_per_matrix_max_size) return Path::thread_per_matrix;
+  if (batch >= sms && N <= thread_per_matrix_max_columns &&
+      thread_slice_bytes(m, n, sizeof(T), uv) <= thread_per_matrix_max_slice_bytes)
+    return Path::thread_per_matrix;
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;

@@ -425,6 +425,15 @@ ROOFLAB_JACOBI_HOST_DEVICE inline OnChipLayout on_chip_layout(int m, int n, int 
                              uv ? shared_leading_dimension(N) : 0, block_team);
 }
 
+// A thread team's slice of shared memory (the svd's smallest matrices, one thread each): the
+// layout of a warp's slice, rounded up to an odd number of elements, so that the threads of a warp,
+// each reading the same element of its own matrix, meet no bank conflict.
+ROOFLAB_JACOBI_HOST_DEVICE inline int thread_slice_bytes(int m, int n, int element_bytes, bool uv) {
+  const int bytes = on_chip_layout(m, n, element_bytes, uv, false).bytes;
+  const int elements = (bytes + element_bytes - 1) / element_bytes;
+  return (elements | 1) * element_bytes;
+}
+
 // Lanes per column pair for a team of `threads` (a power of two): one group per pair of the
 // largest round, each group a power of two of at most 32 lanes.
 ROOFLAB_JACOBI_HOST_DEVICE inline int lanes_per_pair(int threads, int n_pad) {

@@ -28,14 +28,12 @@ __global__ void __launch_bounds__(max_warps_per_block * 32)
   on_chip_svd(WarpTeam{}, smem + std::size_t(warp) * L.bytes, L, P, matrix, lanes, report);
 }
 
-// A block of thread teams: 128 matrices, unless their slices would not fit the shared memory.
 constexpr int max_threads_per_block = 128;
 
 // A thread per matrix: every pair of a round one after the other, each dot product a loop over the
 // column's few rows in the thread's own slice of shared memory. A warp-per-matrix team spends most
 // lanes idle on such a matrix (3 x 3: two pairs a round, 3 of 16 lanes with a row each) and five
-// shuffle steps on every sum. Slices are an odd number of elements long, so that the threads of a
-// warp, each reading the same element of its own matrix, meet no bank conflict.
+// shuffle steps on every sum. Slices: thread_slice_bytes (jacobi_math.hpp), no bank conflicts.
 template <class T>
 __global__ void __launch_bounds__(max_threads_per_block)
     svd_thread_per_matrix(Problem<T> P, OnChipLayout L, int slice_bytes, Report report) {
@@ -70,11 +68,13 @@ int block_team_threads(const OnChipLayout& L, int batch) {
   return std::clamp(pairs * lanes, 32, 1024);
 }
 
-// A thread team's slice: the layout rounded up to an odd number of elements (see
-// svd_thread_per_matrix).
-int thread_slice_bytes(const OnChipLayout& L, int element_bytes) {
-  const int elements = (L.bytes + element_bytes - 1) / element_bytes;
-  return (elements | 1) * element_bytes;
+// A block of thread teams: 128 matrices, fewer where their slices would not fit the shared memory
+// or where the batch would leave SMs without a block (8716 matrices: 64 a block), never fewer than
+// a warp's.
+int thread_team_threads(int slice_bytes, int batch) {
+  const int by_memory = shared_memory_optin() / slice_bytes;
+  const int by_batch = batch / current_sm_count();
+  return std::clamp(std::min(by_memory, by_batch) / 32 * 32, 32, max_threads_per_block);
 }
 
 }  // namespace
@@ -88,8 +88,7 @@ bool fits_on_chip(int m, int n, bool uv) {
 
 template <class T>
 bool fits_in_a_thread(int m, int n, bool uv) {
-  const OnChipLayout L = on_chip_layout(m, n, sizeof(T), uv, false);
-  return std::int64_t(thread_slice_bytes(L, sizeof(T))) * 32 <= shared_memory_optin();
+  return std::int64_t(thread_slice_bytes(m, n, sizeof(T), uv)) * 32 <= shared_memory_optin();
 }
 
 template <class T>
@@ -99,10 +98,10 @@ void run_on_chip(const Problem<T>& problem, OnChipTeam team, const Report& repor
   const int optin = shared_memory_optin();
   if (team == OnChipTeam::thread) {
     const OnChipLayout L = on_chip_layout(problem.m, problem.n, sizeof(T), problem.uv, false);
-    const int slice = thread_slice_bytes(L, sizeof(T));
+    const int slice = thread_slice_bytes(problem.m, problem.n, sizeof(T), problem.uv);
     require(std::int64_t(slice) * 32 <= optin, "svd", "m, n",
             "matrix too large for a thread's slice of shared memory");
-    const int threads = std::clamp(optin / slice / 32 * 32, 32, max_threads_per_block);
+    const int threads = thread_team_threads(slice, problem.batch);
     const int bytes = threads * slice;
     allow_shared_memory(svd_thread_per_matrix<T>, bytes);
     const auto blocks = unsigned((std::int64_t(problem.batch) + threads - 1) / threads);

@@ -413,6 +413,29 @@ TEST(OnChipLayout, HopperSharedMemoryHoldsTheExpectedSizes) {
   EXPECT_EQ(on_chip_layout(100000, 100000, 8, true, true).bytes, 1 << 30);  // no overflow
 }
 
+// A thread team's slice holds the warp's layout, and an odd number of elements, so that 32 threads
+// reading the same element of their own matrices meet 32 different banks (float) or 16 different
+// pairs of banks per half warp (double).
+TEST(ThreadSlice, HoldsTheLayoutInAnOddNumberOfElementsWithoutBankConflicts) {
+  for (const int element : {4, 8})
+    for (int m = 1; m <= 40; ++m)
+      for (int n = 1; n <= 12; ++n)
+        for (const bool uv : {true, false}) {
+          const int slice = thread_slice_bytes(m, n, element, uv);
+          EXPECT_GE(slice, on_chip_layout(m, n, element, uv, false).bytes) << m << " x " << n;
+          EXPECT_LT(slice, on_chip_layout(m, n, element, uv, false).bytes + 2 * element);
+          ASSERT_EQ(slice % element, 0);
+          EXPECT_EQ(slice / element % 2, 1) << m << " x " << n;
+          const int words = slice / 4, lanes_a_wavefront = element == 4 ? 32 : 16;
+          std::set<int> banks;
+          for (int t = 0; t < lanes_a_wavefront; ++t) banks.insert(t * words % 32);
+          EXPECT_EQ(int(banks.size()) * (element / 4), 32) << m << " x " << n;
+        }
+  EXPECT_EQ(thread_slice_bytes(3, 3, 8, true), 280);  // the dispatch's bound is in these bytes
+  EXPECT_EQ(thread_slice_bytes(8, 8, 8, true), 1256);
+  EXPECT_EQ(thread_slice_bytes(32, 4, 8, true), 1272);
+}
+
 TEST(LanesPerPair, GroupsArePowersOfTwoWithinAWarpAndCoverTheRound) {
   for (int threads = 32; threads <= 1024; threads *= 2)
     for (int n_pad = 2; n_pad <= 400; n_pad += 2) {
