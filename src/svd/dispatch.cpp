@@ -6,8 +6,8 @@
 //   2. fewer matrices than SMs of at most 64 x 64               -> register_ring;
 //   3. wider than 64 columns, at most one matrix per 2 SMs      -> gram;
 //   4. one matrix of 49 columns or more                         -> gram;
-//   5. at most 8 columns in a thread's slice of at most 1280 bytes, with at least a matrix per SM
-//                                                               -> thread_per_matrix;
+//   5. at most 9 columns and 192 elements, at least 64 matrices per SM (one for at most 16
+//      elements)                                                -> thread_per_matrix;
 //   6. fits in shared memory: a warp's (48 KB) with a batch that fills the GPU and at most 32
 //      columns or 64 matrices per SM                            -> warp_per_matrix;
 //      else                                                     -> block_per_matrix;
@@ -54,15 +54,33 @@ bool qr_preconditioning_pays(int m, int n) {
 // against 0.51).
 constexpr int gram_min_columns_alone = 49;
 
-// The smallest matrices go to a thread each (MEASUREMENT PENDING: validated at other batches).
-// Against a warp per matrix, 100000 of them on an H200 (docs/results/h200-thread-per-matrix.json):
-// 14-20x faster at 2 x 2, 3 x 2 and 3 x 3, 6.8-9.6x at 4 x 4, 1.6-2.4x at 8 x 8, 1.7-2.1x at
-// 32 x 4; 10 x 10 was 1.2x faster in float and 0.93x in double. The gain shrinks as the slice of
-// shared memory grows (fewer matrices fit an SM) and as the columns do (a thread runs a sweep's
-// N (N - 1) / 2 pairs one after the other, a warp N / 2 at once): at most 8 columns and slices of
-// at most 1280 bytes (double 8 x 8 and 32 x 4 are 1256 and 1272).
-constexpr int thread_per_matrix_max_columns = 8;
-constexpr int thread_per_matrix_max_slice_bytes = 1280;
+// The smallest matrices go to a thread each. Against a warp per matrix on an H200
+// (docs/results/h200-thread-per-matrix.json), 100000 of them: 14-20x faster at 2 x 2, 3 x 2 and
+// 3 x 3, 6.8-9.6x at 4 x 4, 1.4-2.4x at 8 x 8, 9 x 9, 16 x 8, 32 x 4 and 64 x 3; even or
+// slower at 64 x 4 (1.02x) and 32 x 8 (0.97x) in float, 10 x 10 in double (0.93x), 12 x 12 in float
+// (0.92x). A thread runs a sweep's N (N - 1) / 2 pairs one after the other where a warp runs N / 2
+// at once, and a larger slice of shared memory leaves fewer matrices an SM: at most 9 columns, 192
+// elements and 1792 bytes of slice (double 16 x 8 has 1768, 10 x 10 1896). A thread's matrix then
+// takes longer than a warp's, so the batch must fill the GPU: at 1000 matrices (under 8 an SM) the
+// warp was 3.7x faster at 8 x 8 in double and 1.7x at 16 x 3 in float, at 8716 (66 an SM) the two
+// were within 8% at 8 x 8 and 32 x 4 in double and the thread 1.9x faster at 16 x 3; matrices of at
+// most 16 elements win from a matrix an SM (3 x 3 in float: 1.2x at 200).
+constexpr int thread_per_matrix_max_columns = 9;
+constexpr int thread_per_matrix_max_elements = 192;
+constexpr int thread_per_matrix_max_slice_bytes = 1792;
+constexpr int thread_per_matrix_min_batch_per_sm = 64;
+constexpr int thread_per_matrix_tiny_elements = 16;
+
+template <class T>
+bool thread_per_matrix_pays(int m, int n, std::int64_t batch, bool uv) {
+  const std::int64_t sms = current_sm_count(), elements = std::int64_t(m) * n;
+  if (batch < sms || std::min(m, n) > thread_per_matrix_max_columns ||
+      elements > thread_per_matrix_max_elements ||
+      thread_slice_bytes(m, n, sizeof(T), uv) > thread_per_matrix_max_slice_bytes)
+    return false;
+  return elements <= thread_per_matrix_tiny_elements ||
+         batch >= thread_per_matrix_min_batch_per_sm * sms;
+}
 
 }  // namespace
 
@@ -86,9 +104,7 @@ Path production_path(int m, int n, int batch, bool uv) {
   if (batch < sms && fits_in_registers<T>(m, n, uv)) return Path::register_ring;
   if (N > register_ring_max_columns && 2 * std::int64_t(batch) <= sms) return Path::gram;
   if (batch == 1 && N >= gram_min_columns_alone) return Path::gram;
-  if (batch >= sms && N <= thread_per_matrix_max_columns &&
-      thread_slice_bytes(m, n, sizeof(T), uv) <= thread_per_matrix_max_slice_bytes)
-    return Path::thread_per_matrix;
+  if (thread_per_matrix_pays<T>(m, n, batch, uv)) return Path::thread_per_matrix;
   if (fits_on_chip<T>(m, n, uv)) {
     const bool warp_sized = on_chip_layout(m, n, sizeof(T), uv, false).bytes <= 48 * 1024;
     if (warp_sized && batch >= sms && (N <= 32 || batch >= 64 * sms)) return Path::warp_per_matrix;
