@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -236,7 +237,9 @@ nb::ndarray<nb::numpy, Field, nb::ndim<1>> info_field(const rooflab::SvdInfo* in
 }
 
 // `batch` packed column-major m x n matrices. Returns NumPy arrays (sweeps, converged, off), one
-// entry per matrix: views of the records the library fills, without a conversion.
+// entry per matrix: views of the records the library fills, without a conversion; and how many
+// matrices did not converge (counted here: NumPy's all() over the strided view took 100 us for
+// 100000 matrices).
 nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int batch, Address s,
                       Address u, Address v, bool compute_uv, double tol, int max_sweeps, int device,
                       Address stream) {
@@ -250,11 +253,14 @@ nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int bat
     });
   });
   const rooflab::SvdInfo* records = info.get();
+  const auto unconverged = std::count_if(records, records + count,
+                                         [](const rooflab::SvdInfo& r) { return !r.converged; });
   nb::capsule owner(info.release(),
                     [](void* p) noexcept { delete[] static_cast<rooflab::SvdInfo*>(p); });
   return nb::make_tuple(info_field(records, &rooflab::SvdInfo::sweeps, count, owner),
                         info_field(records, &rooflab::SvdInfo::converged, count, owner),
-                        info_field(records, &rooflab::SvdInfo::off, count, owner));
+                        info_field(records, &rooflab::SvdInfo::off, count, owner),
+                        std::int64_t(unconverged));
 }
 
 // Device memory for results the caller's framework cannot allocate itself (JAX, Numba, any other

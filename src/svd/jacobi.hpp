@@ -166,6 +166,13 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
 template <class T>
 void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cudaStream_t stream);
 
-SvdInfo to_info(const MatrixStatus& status);
+// Inline: svd_batched converts a whole batch's statuses one after the other.
+inline SvdInfo to_info(const MatrixStatus& status) {
+  SvdInfo info;
+  info.sweeps = status.sweeps;
+  info.converged = status.converged != 0;
+  info.off = status.off;
+  return info;
+}
 
 }  // namespace rooflab::jacobi

@@ -73,14 +73,6 @@ Problem<T> packed_batch_problem(const T* A, int m, int n, int batch, T* S, T* U,
   return problem;
 }
 
-SvdInfo to_info(const MatrixStatus& status) {
-  SvdInfo info;
-  info.sweeps = status.sweeps;
-  info.converged = status.converged != 0;
-  info.off = status.off;
-  return info;
-}
-
 template float default_tolerance<float>(int, int, bool);
 template double default_tolerance<double>(int, int, bool);
 template float resolve_options<float>(const char*, int, int, const SvdOptions&);

@@ -285,6 +285,7 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
         U_rows, u_address = call.empty((*batch_shape, k, m), source.dtype, source.itemsize)
         Vh, vh_address = call.empty((*batch_shape, k, n), source.dtype, source.itemsize)
 
+    unconverged = 0
     if batch == 0 or k == 0:
         info = SvdInfo(np.zeros(batch_shape, np.int32), np.ones(batch_shape, bool), np.zeros(batch_shape))
     else:
@@ -300,11 +301,12 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
             sweeps, converged, off = _rooflab.svd(source.dtype, source.address, rows, cols, rows, s_address, left,
                                                   rows, right, cols, *options)
             info = SvdInfo(np.array(sweeps, np.int32), np.array(converged), np.array(off))
+            unconverged = int(not converged)
         else:
-            sweeps, converged, off = _rooflab.svd_batched(source.dtype, source.address, rows, cols, batch, s_address,
-                                                          left, right, *options)
+            sweeps, converged, off, unconverged = _rooflab.svd_batched(
+                source.dtype, source.address, rows, cols, batch, s_address, left, right, *options)
             info = SvdInfo(sweeps.reshape(batch_shape), converged.reshape(batch_shape), off.reshape(batch_shape))
-    if check_errors and not info.converged.all():
+    if check_errors and unconverged:
         failed = np.argwhere(~info.converged)
         where = (f"matrix {tuple(int(i) for i in failed[0])} ({len(failed)} of {batch})" if batch_shape
                  else "the matrix")
