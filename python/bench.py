@@ -14,6 +14,7 @@ import argparse
 import datetime
 import functools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -233,10 +234,15 @@ def overhead_row(package_call: str):
 def environment() -> dict:
     properties = torch.cuda.get_device_properties(torch.cuda.current_device())
     runtime, driver = _rooflab.cuda_versions()
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
+    # As the C++ build does (cmake/build_info.cmake): ROOFLAB_GIT_COMMIT names the commit where the
+    # tree is a copy git cannot see, or sits inside another repository whose HEAD git would report.
+    commit = os.environ.get("ROOFLAB_GIT_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                    check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            commit = None
     return {"device": properties.name, "compute_capability": f"{properties.major}.{properties.minor}",
             "sms": properties.multi_processor_count, "rooflab": rooflab.__version__, "torch": torch.__version__,
             "torch_cuda": torch.version.cuda, "rooflab_cuda_runtime": runtime, "cuda_driver": driver,
