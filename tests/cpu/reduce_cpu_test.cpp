@@ -267,7 +267,8 @@ TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
                                              "production",
                                              "plain-grid-stride",
                                              "even-share",
-                                             "cub"}));
+                                             "cub",
+                                             "unroll8-last-warp"}));  // 002's step, numbered last
 }
 
 // The naive rungs, the Harris's reduction document's block per row, production, CUB.
