@@ -130,9 +130,11 @@ inline __device__ void add_count(unsigned long long* counts, int bin, std::uint6
 constexpr int value_loads = 4;  // 16-byte loads per thread per round: 64 bytes in flight
 
 // Adds `value` to the shared word at shared-window address `address` where `add` holds: a
-// predicated reduction, so the unrolled counting loops carry no branch per value (which would
-// keep the compiler from interleaving the values' instructions), and no result to wait for.
-// The address of a value that is not added may be anything: it is never accessed.
+// predicated reduction with no result to wait for, which leaves the compiler free to interleave
+// the unrolled loop's values. (ptxas of CUDA 13.0 still puts a short branch and a convergence
+// barrier around each shared atomic for sm_90: BSSY, BRA, ATOMS, BSYNC, three instructions a value
+// more than the atomic.) The address of a value that is not added may be anything: it is never
+// accessed.
 __device__ __forceinline__ void add_shared_if(bool add, std::uint32_t address,
                                               std::uint32_t value) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p red.shared.add.u32 [%1], %2;\n\t}"
