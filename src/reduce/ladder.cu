@@ -1,4 +1,4 @@
-// The reduce ladder: one sum over n floats, from one atomic per element to the production path.
+// The reduce ladder: one sum over n elements, from one atomic per element to the production path.
 // Rungs 3-10 are V0-V6 of Harris's "Optimizing Parallel Reduction in CUDA" as retold by the
 // Harris's reduction document (it covers V2-V6; V0 and V1 are from the first part of its series,
 // not among the course documents), rungs 11-15 the loop-unrolling lab's unrolling steps, rung 16
@@ -8,7 +8,8 @@
 // generality costs), rung 19 deals each block a contiguous range as CUB does. Rung 20 is CUB.
 // The course documents' kernels leave one partial per block; their run() finishes on the device by
 // running the same kernel again over the partials (reduce_in_passes), so every rung's time includes
-// it.
+// it. Their rungs (2-15 and 21) take float and int32 (the documents' own type: the loop-unrolling
+// lab sums ints, Harris's slides reduce 2^22 ints); rungs 16, 18 and 19 take float.
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -40,26 +41,48 @@ std::string float_only(const Problem& problem) {
              : "these rungs are written for float (production and CUB take every type)";
 }
 
+std::string float_or_int32(const Problem& problem) {
+  return problem.dtype == "float" || problem.dtype == "int32"
+             ? std::string()
+             : "the documents' rungs take float and int32 (production and CUB take every type)";
+}
+
+// Adapts fn(TypedReduceWorkspace<T>&, stream) to Variant::run for T = float and int32, the types
+// float_or_int32 lets through.
+template <class Fn>
+std::function<void(Workspace&, cudaStream_t)> on_float_or_int32(Fn fn) {
+  return [fn](Workspace& workspace, cudaStream_t stream) {
+    if (static_cast<ReduceWorkspace&>(workspace).dtype == DType::i32)
+      fn(static_cast<TypedReduceWorkspace<std::int32_t>&>(workspace), stream);
+    else
+      fn(static_cast<FloatWorkspace&>(workspace), stream);
+  };
+}
+
+// The element type of a reduce workspace.
+template <class W>
+using element_of = std::remove_pointer_t<decltype(std::declval<W&>().in.data())>;
+
 // Finishes on the device what a per-block kernel starts. pass(in, partial, count, blocks) turns
 // count values into one partial per block of per_block values; it runs again over its own
 // partials until one value is left, the last pass writing *out. (The documents do not show how they
 // add the partials; this is the least that keeps the result on the device: log_per_block(n)
 // launches, the partials in stream-ordered scratch.)
-template <class Pass>
-void reduce_in_passes(const float* in, std::int64_t n, float* out, std::int64_t per_block,
+template <class T, class Pass>
+void reduce_in_passes(const T* in, std::int64_t n, T* out, std::int64_t per_block,
                       cudaStream_t stream, Pass pass) {
   const auto blocks_for = [per_block](std::int64_t count) {
     return (count + per_block - 1) / per_block;
   };
   const std::int64_t first_level = blocks_for(n);
-  StreamBuffer scratch(sizeof(float) * std::size_t(first_level + blocks_for(first_level)), stream,
+  StreamBuffer scratch(sizeof(T) * std::size_t(first_level + blocks_for(first_level)), stream,
                        op_name);
-  float* const levels[2] = {scratch.as<float>(), scratch.as<float>() + first_level};
-  const float* source = in;
+  T* const levels[2] = {scratch.as<T>(), scratch.as<T>() + first_level};
+  const T* source = in;
   std::int64_t count = n;
   for (int level = 0;; ++level) {
     const std::int64_t blocks = blocks_for(count);
-    float* target = blocks == 1 ? out : levels[level % 2];
+    T* target = blocks == 1 ? out : levels[level % 2];
     pass(source, target, count, unsigned(blocks));
     if (blocks == 1) return;
     source = target;
@@ -68,21 +91,23 @@ void reduce_in_passes(const float* in, std::int64_t n, float* out, std::int64_t 
 }
 
 // Runs a per-block kernel and finishes its partials with reduce_in_passes.
-template <class Kernel>
+template <class T, class Kernel>
 void run_in_passes(Kernel kernel, unsigned threads, std::int64_t per_block, const char* name,
-                   FloatWorkspace& w, cudaStream_t stream) {
+                   TypedReduceWorkspace<T>& w, cudaStream_t stream) {
   reduce_in_passes(w.in.data(), w.cols, w.out.data(), per_block, stream,
-                   [&](const float* in, float* partial, std::int64_t count, unsigned blocks) {
+                   [&](const T* in, T* partial, std::int64_t count, unsigned blocks) {
                      kernel<<<blocks, threads, 0, stream>>>(in, partial, count);
                      detail::check_launch(op_name, name);
                    });
 }
 
-template <class Kernel>
-std::function<void(Workspace&, cudaStream_t)> in_passes(Kernel kernel, unsigned threads,
+// A document rung's run(): kernel_of(T{}) is its kernel for the workspace's element type.
+template <class KernelOf>
+std::function<void(Workspace&, cudaStream_t)> in_passes(KernelOf kernel_of, unsigned threads,
                                                         std::int64_t per_block, const char* name) {
-  return on<FloatWorkspace>([=](FloatWorkspace& w, cudaStream_t stream) {
-    run_in_passes(kernel, threads, per_block, name, w, stream);
+  return on_float_or_int32([=](auto& w, cudaStream_t stream) {
+    using T = element_of<std::decay_t<decltype(w)>>;
+    run_in_passes(kernel_of(T{}), threads, per_block, name, w, stream);
   });
 }
 
@@ -101,16 +126,16 @@ void with_block_size(unsigned threads, Fn fn) {
 
 // Sum of in[first + k * stride] for k < Loads (0 past n): every load is issued before any add
 // (the loop-unrolling lab's a1 ... a8), so Loads of them are in flight at once.
-template <int Loads>
-__device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t first,
-                                              std::int64_t stride, std::int64_t n) {
-  float loaded[Loads];
+template <int Loads, class T>
+__device__ __forceinline__ T sum_of_loads(const T* in, std::int64_t first, std::int64_t stride,
+                                          std::int64_t n) {
+  T loaded[Loads];
 #pragma unroll
   for (int k = 0; k < Loads; ++k) {
     const std::int64_t i = first + std::int64_t(k) * stride;
-    loaded[k] = i < n ? in[i] : 0.0f;
+    loaded[k] = i < n ? in[i] : T(0);
   }
-  float sum = loaded[0];  // not 0.0f + loaded[0]: that add would wait for the first load
+  T sum = loaded[0];  // not 0 + loaded[0]: that add would wait for the first load
 #pragma unroll
   for (int k = 1; k < Loads; ++k) sum += loaded[k];
   return sum;
@@ -121,7 +146,8 @@ __device__ __forceinline__ float sum_of_loads(const float* in, std::int64_t firs
 // Every thread adds its element straight into *out: correct, but all n atomics hit one address,
 // and the L2 slice that owns it serializes them. (Floating-point atomics also make the order, and
 // so the rounding, differ from run to run; the lab's inputs keep every order exact.)
-__global__ void reduce_atomic_global(const float* in, float* out, std::int64_t n) {
+template <class T>
+__global__ void reduce_atomic_global(const T* in, T* out, std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) atomicAdd(out, in[i]);
 }
@@ -131,11 +157,12 @@ __global__ void reduce_atomic_global(const float* in, float* out, std::int64_t n
 // A block copies its 256 values to shared memory and halves them log2(256) times; at stride s,
 // threads with t % 2s == 0 add. Active threads are scattered over every warp, so each step keeps
 // all 8 warps busy for a shrinking handful of adds, and % is slow.
-__global__ void reduce_interleaved_divergent(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[harris_threads];
+template <class T>
+__global__ void reduce_interleaved_divergent(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * harris_threads + t;
-  s[t] = i < n ? in[i] : 0.0f;  // out-of-range threads add nothing: any n works
+  s[t] = i < n ? in[i] : T(0);  // out-of-range threads add nothing: any n works
   __syncthreads();
   for (unsigned stride = 1; stride < harris_threads; stride *= 2) {
     if (t % (2 * stride) == 0) s[t] += s[t + stride];
@@ -150,11 +177,12 @@ __global__ void reduce_interleaved_divergent(const float* in, float* partial, st
 // and the branch no longer diverges inside a warp; but the index 2st makes the threads of a warp
 // hit the same shared-memory banks (2-, 4-, ... 16-way conflicts), and each conflict replays the
 // access.
-__global__ void reduce_interleaved_strided(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[harris_threads];
+template <class T>
+__global__ void reduce_interleaved_strided(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * harris_threads + t;
-  s[t] = i < n ? in[i] : 0.0f;
+  s[t] = i < n ? in[i] : T(0);
   __syncthreads();
   for (unsigned stride = 1; stride < harris_threads; stride *= 2) {
     const unsigned index = 2 * stride * t;
@@ -168,11 +196,12 @@ __global__ void reduce_interleaved_strided(const float* in, float* partial, std:
 // Thread t adds element t + s with s halving from 128: a warp touches 32 consecutive words, so
 // no bank conflicts, and the active threads stay contiguous. Half the threads idle from the
 // first step on, though: each loads one element and then mostly waits.
-__global__ void reduce_sequential(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[harris_threads];
+template <class T>
+__global__ void reduce_sequential(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * harris_threads + t;
-  s[t] = i < n ? in[i] : 0.0f;
+  s[t] = i < n ? in[i] : T(0);
   __syncthreads();
   for (unsigned stride = harris_threads / 2; stride > 0; stride /= 2) {
     if (t < stride) s[t] += s[t + stride];
@@ -185,8 +214,9 @@ __global__ void reduce_sequential(const float* in, float* partial, std::int64_t 
 // Each thread loads two elements a block apart and adds them before the tree: half the blocks
 // for the same n, so the idle half of V2's first step is gone and each thread has two loads in
 // flight.
-__global__ void reduce_first_add(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[harris_threads];
+template <class T>
+__global__ void reduce_first_add(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
   s[t] = sum_of_loads<2>(in, i, harris_threads, n);
@@ -205,7 +235,8 @@ __global__ void reduce_first_add(const float* in, float* partial, std::int64_t n
 // value in shared memory. Since Volta the lanes of a warp are scheduled independently: nothing
 // orders lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it;
 // see the RaceByDesign tests, left out of the sanitizer run); rung 8 fixes it.
-__device__ void last_warp_volatile(volatile float* s, unsigned t) {
+template <class T>
+__device__ void last_warp_volatile(volatile T* s, unsigned t) {
   s[t] += s[t + 32];
   s[t] += s[t + 16];
   s[t] += s[t + 8];
@@ -214,8 +245,9 @@ __device__ void last_warp_volatile(volatile float* s, unsigned t) {
   s[t] += s[t + 1];
 }
 
-__global__ void reduce_last_warp_volatile(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[harris_threads];
+template <class T>
+__global__ void reduce_last_warp_volatile(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
   s[t] = sum_of_loads<2>(in, i, harris_threads, n);
@@ -232,8 +264,9 @@ __global__ void reduce_last_warp_volatile(const float* in, float* partial, std::
 // Each step reads into a register, meets the warp at __syncwarp, writes, and meets it again: the
 // same six steps without the loop or a block barrier, and no race. __syncwarp costs next to
 // nothing when the warp is converged, which it is here.
-__global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[harris_threads];
+template <class T>
+__global__ void reduce_last_warp_syncwarp(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[harris_threads];
   const unsigned t = threadIdx.x;
   const std::int64_t i = std::int64_t(blockIdx.x) * (2 * harris_threads) + t;
   s[t] = sum_of_loads<2>(in, i, harris_threads, n);
@@ -243,7 +276,7 @@ __global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::
     __syncthreads();
   }
   if (t < 32) {
-    const float sum = last_warp_syncwarp(s, t);
+    const T sum = last_warp_syncwarp(s, t);
     if (t == 0) partial[blockIdx.x] = sum;
   }
 }
@@ -253,13 +286,13 @@ __global__ void reduce_last_warp_syncwarp(const float* in, float* partial, std::
 // dropped: no loop counter, no comparisons. A switch turns the run-time block size into the
 // template argument (with_block_size). Also the loop-unrolling lab's last rung, with 8 loads per
 // thread (rung 15).
-template <unsigned Threads, int Loads>
-__global__ void reduce_complete_unroll(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[Threads];
+template <class T, unsigned Threads, int Loads>
+__global__ void reduce_complete_unroll(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[Threads];
   const unsigned t = threadIdx.x;
   s[t] = sum_of_loads<Loads>(in, std::int64_t(blockIdx.x) * (Loads * Threads) + t, Threads, n);
   __syncthreads();
-  const float sum = complete_tree<Threads>(s, t);
+  const T sum = complete_tree<Threads>(s, t);
   if (t == 0) partial[blockIdx.x] = sum;
 }
 
@@ -268,12 +301,12 @@ __global__ void reduce_complete_unroll(const float* in, float* partial, std::int
 // elements, two per step, before the tree: the tree's cost is paid once per thread instead of
 // once per two elements, and many independent loads per thread hide memory latency. Then one
 // block folds the grid's partials (a second launch of the same kernel).
-template <unsigned Threads>
-__global__ void reduce_multiple_adds(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[Threads];
+template <class T, unsigned Threads>
+__global__ void reduce_multiple_adds(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[Threads];
   const unsigned t = threadIdx.x;
   const std::int64_t stride = std::int64_t(gridDim.x) * (2 * Threads);
-  float sum = 0.0f;
+  T sum = 0;
   for (std::int64_t i = std::int64_t(blockIdx.x) * (2 * Threads) + t; i < n; i += stride)
     sum += sum_of_loads<2>(in, i, Threads, n);
   s[t] = sum;
@@ -295,9 +328,9 @@ __global__ void reduce_multiple_adds(const float* in, float* partial, std::int64
 // and rung 8's last warp does the six steps without a block barrier, five __syncthreads fewer per
 // block. The document took this step between rungs 13 and 14; it is numbered after the ladder so
 // that earlier results keep their numbers. (The document's volatile unroll is rung 7's race.)
-template <int Loads, bool UnrollLastWarp = false>
-__global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[unroll_threads];
+template <class T, int Loads, bool UnrollLastWarp = false>
+__global__ void reduce_unrolled(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[unroll_threads];
   const unsigned t = threadIdx.x;
   s[t] = sum_of_loads<Loads>(in, std::int64_t(blockIdx.x) * (Loads * unroll_threads) + t,
                              unroll_threads, n);
@@ -308,7 +341,7 @@ __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n)
   }
   if constexpr (UnrollLastWarp) {
     if (t < 32) {
-      const float sum = last_warp_syncwarp(s, t);
+      const T sum = last_warp_syncwarp(s, t);
       if (t == 0) partial[blockIdx.x] = sum;
     }
   } else if (t == 0) {
@@ -322,8 +355,9 @@ __global__ void reduce_unrolled(const float* in, float* partial, std::int64_t n)
 // 8's (the loop-unrolling lab used the volatile unroll of rung 7). The loop-unrolling lab found no
 // gain over unroll8 plus a last-warp unroll and put it down to the compiler having done that work
 // already.
-__global__ void reduce_unrolled_complete(const float* in, float* partial, std::int64_t n) {
-  __shared__ float s[unroll_threads];
+template <class T>
+__global__ void reduce_unrolled_complete(const T* in, T* partial, std::int64_t n) {
+  __shared__ T s[unroll_threads];
   constexpr int loads = 8;
   const unsigned t = threadIdx.x;
   s[t] = sum_of_loads<loads>(in, std::int64_t(blockIdx.x) * (loads * unroll_threads) + t,
@@ -338,7 +372,7 @@ __global__ void reduce_unrolled_complete(const float* in, float* partial, std::i
   if (blockDim.x >= 128 && t < 64) s[t] += s[t + 64];
   __syncthreads();
   if (t < 32) {
-    const float sum = last_warp_syncwarp(s, t);
+    const T sum = last_warp_syncwarp(s, t);
     if (t == 0) partial[blockIdx.x] = sum;
   }
 }
@@ -394,125 +428,136 @@ ROOFLAB_VARIANT(Variant{
     "reduce", 2, "atomic-global", "one atomicAdd per element into one address: serialized in L2",
     Where::gpu, false,
     [](const Problem& problem) {
-      const std::string why = float_only(problem);
+      const std::string why = float_or_int32(problem);
       return why.empty()
                  ? at_most_n(std::int64_t(1) << 28, "one address takes every atomic")(problem)
                  : why;
     },
-    on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+    on_float_or_int32([](auto& w, cudaStream_t stream) {
       ROOFLAB_CUDA(op_name, "zeroing the result",
-                   cudaMemsetAsync(w.out.data(), 0, sizeof(float), stream));
+                   cudaMemsetAsync(w.out.data(), 0, sizeof(*w.out.data()), stream));
       const std::int64_t blocks = (w.cols + harris_threads - 1) / harris_threads;
       reduce_atomic_global<<<unsigned(blocks), harris_threads, 0, stream>>>(w.in.data(),
                                                                             w.out.data(), w.cols);
       detail::check_launch(op_name, "reduce_atomic_global");
     })});
 
-ROOFLAB_VARIANT(Variant{"reduce", 3, "interleaved-divergent",
-                        "V0: tid % 2s == 0 adds: divergent warps, slow modulo (Harris; not in 001)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_interleaved_divergent, harris_threads, harris_threads,
-                                  "reduce_interleaved_divergent")});
-
-ROOFLAB_VARIANT(Variant{"reduce", 4, "interleaved-strided",
-                        "V1: index 2st: no divergence, but bank conflicts (Harris; 001 recaps it)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_interleaved_strided, harris_threads, harris_threads,
-                                  "reduce_interleaved_strided")});
+ROOFLAB_VARIANT(Variant{
+    "reduce", 3, "interleaved-divergent",
+    "V0: tid % 2s == 0 adds: divergent warps, slow modulo (Harris; not in 001)", Where::gpu, false,
+    float_or_int32,
+    in_passes([](auto zero) { return reduce_interleaved_divergent<decltype(zero)>; },
+              harris_threads, harris_threads, "reduce_interleaved_divergent")});
 
 ROOFLAB_VARIANT(Variant{
-    "reduce", 5, "sequential",
-    "V2: sequential addressing: conflict-free, half the threads idle (001)", Where::gpu, false,
-    float_only, in_passes(reduce_sequential, harris_threads, harris_threads, "reduce_sequential")});
+    "reduce", 4, "interleaved-strided",
+    "V1: index 2st: no divergence, but bank conflicts (Harris; 001 recaps it)", Where::gpu, false,
+    float_or_int32,
+    in_passes([](auto zero) { return reduce_interleaved_strided<decltype(zero)>; }, harris_threads,
+              harris_threads, "reduce_interleaved_strided")});
 
-ROOFLAB_VARIANT(Variant{
-    "reduce", 6, "first-add", "V3: two loads and an add per thread before the tree (001)",
-    Where::gpu, false, float_only,
-    in_passes(reduce_first_add, harris_threads, 2 * harris_threads, "reduce_first_add")});
+ROOFLAB_VARIANT(Variant{"reduce", 5, "sequential",
+                        "V2: sequential addressing: conflict-free, half the threads idle (001)",
+                        Where::gpu, false, float_or_int32,
+                        in_passes([](auto zero) { return reduce_sequential<decltype(zero)>; },
+                                  harris_threads, harris_threads, "reduce_sequential")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 6, "first-add",
+                        "V3: two loads and an add per thread before the tree (001)", Where::gpu,
+                        false, float_or_int32,
+                        in_passes([](auto zero) { return reduce_first_add<decltype(zero)>; },
+                                  harris_threads, 2 * harris_threads, "reduce_first_add")});
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 7, "last-warp-volatile",
     "V4 (001, 002): last warp unrolled with volatile, which they trust; a race since Volta",
-    Where::gpu, false, float_only,
-    in_passes(reduce_last_warp_volatile, harris_threads, 2 * harris_threads,
-              "reduce_last_warp_volatile")});
-
-ROOFLAB_VARIANT(Variant{"reduce", 8, "last-warp-syncwarp",
-                        "V4 made correct: __syncwarp between the last warp's steps", Where::gpu,
-                        false, float_only,
-                        in_passes(reduce_last_warp_syncwarp, harris_threads, 2 * harris_threads,
-                                  "reduce_last_warp_syncwarp")});
+    Where::gpu, false, float_or_int32,
+    in_passes([](auto zero) { return reduce_last_warp_volatile<decltype(zero)>; }, harris_threads,
+              2 * harris_threads, "reduce_last_warp_volatile")});
 
 ROOFLAB_VARIANT(Variant{
-    "reduce", 9, "complete-unroll", "V5: whole tree unrolled, block size a template argument (001)",
-    Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
-      with_block_size(harris_threads, [&](auto threads) {
-        constexpr unsigned block = decltype(threads)::value;
-        run_in_passes(reduce_complete_unroll<block, 2>, block, 2 * block, "reduce_complete_unroll",
-                      w, stream);
-      });
-    })});
+    "reduce", 8, "last-warp-syncwarp", "V4 made correct: __syncwarp between the last warp's steps",
+    Where::gpu, false, float_or_int32,
+    in_passes([](auto zero) { return reduce_last_warp_syncwarp<decltype(zero)>; }, harris_threads,
+              2 * harris_threads, "reduce_last_warp_syncwarp")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 9, "complete-unroll",
+                        "V5: whole tree unrolled, block size a template argument (001)", Where::gpu,
+                        false, float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
+                          using T = element_of<std::decay_t<decltype(w)>>;
+                          with_block_size(harris_threads, [&](auto threads) {
+                            constexpr unsigned block = decltype(threads)::value;
+                            run_in_passes(reduce_complete_unroll<T, block, 2>, block, 2 * block,
+                                          "reduce_complete_unroll", w, stream);
+                          });
+                        })});
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 10, "multiple-adds",
     "V6: many adds per thread before the tree (001), in one wave of blocks", Where::gpu, false,
-    float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
+    float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
+      using T = element_of<std::decay_t<decltype(w)>>;
       with_block_size(harris_threads, [&](auto threads) {
         constexpr unsigned block = decltype(threads)::value;
         const std::int64_t wanted = (w.cols + 2 * block - 1) / (2 * block);
         const auto blocks = unsigned(std::min<std::int64_t>(wanted, resident_wave()));
         if (blocks == 1) {
-          reduce_multiple_adds<block><<<1, block, 0, stream>>>(w.in.data(), w.out.data(), w.cols);
+          reduce_multiple_adds<T, block>
+              <<<1, block, 0, stream>>>(w.in.data(), w.out.data(), w.cols);
           detail::check_launch(op_name, "reduce_multiple_adds");
           return;
         }
-        StreamBuffer partials(sizeof(float) * blocks, stream, op_name);
-        reduce_multiple_adds<block>
-            <<<blocks, block, 0, stream>>>(w.in.data(), partials.as<float>(), w.cols);
+        StreamBuffer partials(sizeof(T) * blocks, stream, op_name);
+        reduce_multiple_adds<T, block>
+            <<<blocks, block, 0, stream>>>(w.in.data(), partials.as<T>(), w.cols);
         detail::check_launch(op_name, "reduce_multiple_adds");
-        reduce_multiple_adds<block>
-            <<<1, block, 0, stream>>>(partials.as<float>(), w.out.data(), blocks);
+        reduce_multiple_adds<T, block>
+            <<<1, block, 0, stream>>>(partials.as<T>(), w.out.data(), blocks);
         detail::check_launch(op_name, "reduce_multiple_adds (partials)");
       });
     })});
 
-ROOFLAB_VARIANT(Variant{
-    "reduce", 11, "unroll2", "2 tiles per block of 1024: two loads in flight per thread (002)",
-    Where::gpu, false, float_only,
-    in_passes(reduce_unrolled<2>, unroll_threads, 2 * unroll_threads, "reduce_unrolled<2>")});
+ROOFLAB_VARIANT(Variant{"reduce", 11, "unroll2",
+                        "2 tiles per block of 1024: two loads in flight per thread (002)",
+                        Where::gpu, false, float_or_int32,
+                        in_passes([](auto zero) { return reduce_unrolled<decltype(zero), 2>; },
+                                  unroll_threads, 2 * unroll_threads, "reduce_unrolled<2>")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 12, "unroll4", "4 tiles per block: four loads in flight (002)",
+                        Where::gpu, false, float_or_int32,
+                        in_passes([](auto zero) { return reduce_unrolled<decltype(zero), 4>; },
+                                  unroll_threads, 4 * unroll_threads, "reduce_unrolled<4>")});
+
+ROOFLAB_VARIANT(Variant{"reduce", 13, "unroll8", "8 tiles per block: eight loads in flight (002)",
+                        Where::gpu, false, float_or_int32,
+                        in_passes([](auto zero) { return reduce_unrolled<decltype(zero), 8>; },
+                                  unroll_threads, 8 * unroll_threads, "reduce_unrolled<8>")});
 
 ROOFLAB_VARIANT(Variant{
-    "reduce", 12, "unroll4", "4 tiles per block: four loads in flight (002)", Where::gpu, false,
-    float_only,
-    in_passes(reduce_unrolled<4>, unroll_threads, 4 * unroll_threads, "reduce_unrolled<4>")});
+    "reduce", 21, "unroll8-last-warp",
+    "unroll8 + the last warp unrolled, the loop above it kept (002's "
+    "reduceUnrollWarp8, correct since Volta)",
+    Where::gpu, false, float_or_int32,
+    in_passes([](auto zero) { return reduce_unrolled<decltype(zero), 8, true>; }, unroll_threads,
+              8 * unroll_threads, "reduce_unrolled<8, true>")});
 
 ROOFLAB_VARIANT(Variant{
-    "reduce", 13, "unroll8", "8 tiles per block: eight loads in flight (002)", Where::gpu, false,
-    float_only,
-    in_passes(reduce_unrolled<8>, unroll_threads, 8 * unroll_threads, "reduce_unrolled<8>")});
+    "reduce", 14, "unroll8-complete",
+    "unroll8 + tree written out, blockDim tested at run time (002)", Where::gpu, false,
+    float_or_int32,
+    in_passes([](auto zero) { return reduce_unrolled_complete<decltype(zero)>; }, unroll_threads,
+              8 * unroll_threads, "reduce_unrolled_complete")});
 
-ROOFLAB_VARIANT(Variant{"reduce", 21, "unroll8-last-warp",
-                        "unroll8 + the last warp unrolled, the loop above it kept (002's "
-                        "reduceUnrollWarp8, correct since Volta)",
-                        Where::gpu, false, float_only,
-                        in_passes(reduce_unrolled<8, true>, unroll_threads, 8 * unroll_threads,
-                                  "reduce_unrolled<8, true>")});
-
-ROOFLAB_VARIANT(Variant{"reduce", 14, "unroll8-complete",
-                        "unroll8 + tree written out, blockDim tested at run time (002)", Where::gpu,
-                        false, float_only,
-                        in_passes(reduce_unrolled_complete, unroll_threads, 8 * unroll_threads,
-                                  "reduce_unrolled_complete")});
-
-ROOFLAB_VARIANT(Variant{
-    "reduce", 15, "unroll8-template", "unroll8 + tree unrolled for a template block size (002)",
-    Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
-      with_block_size(unroll_threads, [&](auto threads) {
-        constexpr unsigned block = decltype(threads)::value;
-        run_in_passes(reduce_complete_unroll<block, 8>, block, 8 * block, "reduce_complete_unroll",
-                      w, stream);
-      });
-    })});
+ROOFLAB_VARIANT(Variant{"reduce", 15, "unroll8-template",
+                        "unroll8 + tree unrolled for a template block size (002)", Where::gpu,
+                        false, float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
+                          using T = element_of<std::decay_t<decltype(w)>>;
+                          with_block_size(unroll_threads, [&](auto threads) {
+                            constexpr unsigned block = decltype(threads)::value;
+                            run_in_passes(reduce_complete_unroll<T, block, 8>, block, 8 * block,
+                                          "reduce_complete_unroll", w, stream);
+                          });
+                        })});
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 16, "shuffle-one-pass",

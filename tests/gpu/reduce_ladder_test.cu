@@ -65,6 +65,17 @@ TEST_F(ReduceLadder, EveryRungIsExactAtAwkwardSizes) {
   }
 }
 
+// The documents' rungs in their own type, int32 (whose sums wrap, in every order the same).
+TEST_F(ReduceLadder, EveryRungIsExactForInt32AtAwkwardSizes) {
+  std::uint64_t seed = 2200;
+  for (const std::int64_t n : awkward_sizes) {
+    Problem problem;
+    problem.n = n;
+    problem.dtype = "int32";
+    expect_every_rung_exact("reduce", problem, seed);
+  }
+}
+
 // The plain-loads rungs view the input as rows of 256 float4s and deal them to at most a wave of
 // blocks in batches of 4: 4100 rows (the last partial) and a scalar tail of 3, then 8196 rows, give
 // them blocks with several batches, a short last batch and the partial row.
