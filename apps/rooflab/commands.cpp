@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <set>
 
 #include "bench/environment.hpp"
@@ -337,6 +338,63 @@ int bench(std::ostream& out, const BenchRequest& request) {
     file_writer.finish();
   }
   return failures;
+}
+
+int first_call(std::ostream& out, const BenchRequest& request) {
+  const bench::Registry& registry = bench::registry();
+  std::vector<bench::Problem> problems;
+  try {
+    problems = to_problems(request, registry);
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
+  if (problems.size() != 1)
+    throw UsageError("rooflab bench --first-call: give the problem's sizes (one problem)");
+  std::vector<const bench::Variant*> chosen;
+  for (const bench::Variant* variant : registry.variants(request.op))
+    if (!request.options.only.empty() && bench::selected(*variant, request.options.only))
+      chosen.push_back(variant);
+  if (chosen.size() != 1)
+    throw UsageError("rooflab bench --first-call: name exactly one rung with --only");
+  const bench::Variant& variant = *chosen.front();
+  const bench::Op& op = registry.op(request.op);
+  const bench::Problem problem = op.resolve(problems.front());
+  if (variant.limit && !variant.limit(problem).empty())
+    throw UsageError("rooflab bench --first-call: " + variant.name +
+                     " skips this problem: " + variant.limit(problem));
+
+  using clock = std::chrono::steady_clock;
+  auto last = clock::now();
+  const auto step = [&](const char* what) {
+    const auto now = clock::now();
+    out << fmt::format("  {:<44} {:>10.3f} ms\n", what,
+                       std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
+  };
+  const auto synchronize = [] {
+    ROOFLAB_CUDA("bench --first-call", "waiting for the device", cudaDeviceSynchronize());
+  };
+  require_gpu();
+  out << "first call of " << request.op << " rung " << variant.rung << " " << variant.name << ", "
+      << op.describe(problem) << ", by the host's clock in a fresh process:\n";
+  step("finding the device (the driver starts)");
+  ROOFLAB_CUDA("bench --first-call", "creating the context", cudaFree(nullptr));
+  step("creating the context (cudaFree(0))");
+  const std::unique_ptr<bench::Workspace> workspace = op.make_workspace(problem);
+  workspace->refill(request.options.seed);
+  synchronize();
+  step("the workspace: allocation and the input's fill");
+  if (variant.prepare) variant.prepare(*workspace, nullptr);
+  variant.run(*workspace, nullptr);
+  synchronize();
+  step("the rung, first run (its kernels load)");
+  const bench::Check check = workspace->check(variant.where);
+  last = clock::now();
+  variant.run(*workspace, nullptr);
+  synchronize();
+  step("the rung, second run");
+  out << "  check: " << (check.passed ? "passed" : "FAILED") << ", " << check.detail << "\n";
+  return check.passed ? 0 : 1;
 }
 
 namespace {

@@ -53,6 +53,15 @@ void info(std::ostream& out, const bench::Environment& environment, bench::Forma
 std::string info_text(const bench::Environment& environment);
 // `rooflab bench OP`: returns the number of FAILED rows.
 int bench(std::ostream& out, const BenchRequest& request);
+// `rooflab bench OP --only RUNG --first-call`: what one rung's first call costs in a fresh process,
+// by the host's clock, each step synchronized: finding the device (the driver's start), creating
+// the context, the workspace (allocation and the input's fill), the rung's first run and its
+// second. The memory-basics lab's naive histogram and transpose each took about a second
+// (docs/course.md, M6 and M10): what would a timed region that began before the context hold?
+// Needs exactly one problem and one rung; the rung's result is checked. Returns 1 when the
+// check fails.
+int first_call(std::ostream& out, const BenchRequest& request);
+
 // `rooflab report`: every op at its report sizes into DIR/report.md, results.json and charts.
 // rooflab report's line before ladder `index` (from 1) of `total`: which, the time so far and, from
 // the second on, an estimate of what is left at the average time per ladder so far.

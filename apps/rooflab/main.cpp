@@ -117,6 +117,11 @@ int main(int argc, char** argv) {
       "--out", request.out,
       "also write the results to this file (.json, .csv, .md choose the format)");
   add_run_options(bench_command, request.options, seed);
+  bool first_call = false;
+  bench_command->add_flag(
+      "--first-call", first_call,
+      "instead: the first call of the one rung --only names, in this fresh process, step by step "
+      "(the driver's start, the context, the workspace, the first and second runs)");
 #if ROOFLAB_HAVE_DISTRIBUTED
   int gpus = 0;  // --gpus N: the sharded ops over N GPUs (src/distributed/lab), not the registry
   bench_command
@@ -221,6 +226,7 @@ int main(int argc, char** argv) {
 #endif
       request.options.only = split_commas(only);
       request.options.seed = seed_of(seed);
+      if (first_call) return app::first_call(std::cout, request) == 0 ? 0 : 3;
       return app::bench(std::cout, request) == 0 ? 0 : 3;
     }
     report_options.seed = seed_of(report_seed);

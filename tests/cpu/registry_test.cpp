@@ -235,6 +235,38 @@ TEST(BenchOnly, ARungTheOpDoesNotHaveFailsBeforeAnyGpuWork) {
   EXPECT_EQ(bench_error(request), "no error");
 }
 
+// --first-call measures one rung on one problem: anything else is refused before the GPU is
+// touched (no GPU needed for these).
+TEST(FirstCallCommand, NeedsOneProblemAndOneRungItCanRun) {
+  const auto usage_error = [](const app::BenchRequest& request) -> std::string {
+    std::ostringstream out;
+    try {
+      app::first_call(out, request);
+    } catch (const app::UsageError& error) {
+      EXPECT_TRUE(out.str().empty()) << out.str();
+      return error.what();
+    } catch (const std::exception& error) {
+      return std::string("not a usage error: ") + error.what();
+    }
+    return "no error";
+  };
+  app::BenchRequest request;
+  request.op = "histogram";
+  request.options.only = {"naive-global"};
+  EXPECT_NE(usage_error(request).find("give the problem's sizes"), std::string::npos);
+  request.n = "5e7";
+  request.options.only = {};
+  EXPECT_NE(usage_error(request).find("exactly one rung"), std::string::npos);
+  request.options.only = {"1", "2"};
+  EXPECT_NE(usage_error(request).find("exactly one rung"), std::string::npos);
+  request.op = "reduce";
+  request.n = "2^20";
+  request.dtype = "double";
+  request.options.only = {"unroll8"};
+  EXPECT_NE(usage_error(request).find("unroll8 skips this problem"), std::string::npos)
+      << usage_error(request);
+}
+
 TEST(ListCommand, UnknownOpIsAUsageErrorNamingTheOps) {
   std::ostringstream out;
   try {
