@@ -76,7 +76,8 @@ bool thread_per_matrix_pays(int m, int n, std::int64_t batch, bool uv) {
   const std::int64_t sms = current_sm_count(), elements = std::int64_t(m) * n;
   if (batch < sms || std::min(m, n) > thread_per_matrix_max_columns ||
       elements > thread_per_matrix_max_elements ||
-      thread_slice_bytes(m, n, sizeof(T), uv) > thread_per_matrix_max_slice_bytes)
+      thread_slice_bytes(m, n, sizeof(T), uv) > thread_per_matrix_max_slice_bytes ||
+      !fits_in_a_thread<T>(m, n, uv))
     return false;
   return elements <= thread_per_matrix_tiny_elements ||
          batch >= thread_per_matrix_min_batch_per_sm * sms;
