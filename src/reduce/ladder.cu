@@ -421,6 +421,20 @@ __global__ void __launch_bounds__(harris_threads)
 // One wave of blocks of 256: 8 per SM fill a 2048-thread SM.
 unsigned resident_wave() { return unsigned(current_sm_count()) * 8; }
 
+// The complete-unroll rungs (9 and 15): reduce_complete_unroll with Loads loads a thread, the
+// block of `threads` made a template argument by with_block_size, finished in passes.
+template <int Loads>
+std::function<void(Workspace&, cudaStream_t)> complete_unroll_in_passes(unsigned threads) {
+  return on_float_or_int32([threads](auto& w, cudaStream_t stream) {
+    using T = element_of<std::decay_t<decltype(w)>>;
+    with_block_size(threads, [&](auto block_size) {
+      constexpr unsigned block = decltype(block_size)::value;
+      run_in_passes(reduce_complete_unroll<T, block, Loads>, block, Loads * block,
+                    "reduce_complete_unroll", w, stream);
+    });
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The registry entries, in story order.
 
@@ -483,14 +497,7 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{"reduce", 9, "complete-unroll",
                         "V5: whole tree unrolled, block size a template argument (001)", Where::gpu,
-                        false, float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
-                          using T = element_of<std::decay_t<decltype(w)>>;
-                          with_block_size(harris_threads, [&](auto threads) {
-                            constexpr unsigned block = decltype(threads)::value;
-                            run_in_passes(reduce_complete_unroll<T, block, 2>, block, 2 * block,
-                                          "reduce_complete_unroll", w, stream);
-                          });
-                        })});
+                        false, float_or_int32, complete_unroll_in_passes<2>(harris_threads)});
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 10, "multiple-adds",
@@ -550,14 +557,7 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{"reduce", 15, "unroll8-template",
                         "unroll8 + tree unrolled for a template block size (002)", Where::gpu,
-                        false, float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
-                          using T = element_of<std::decay_t<decltype(w)>>;
-                          with_block_size(unroll_threads, [&](auto threads) {
-                            constexpr unsigned block = decltype(threads)::value;
-                            run_in_passes(reduce_complete_unroll<T, block, 8>, block, 8 * block,
-                                          "reduce_complete_unroll", w, stream);
-                          });
-                        })});
+                        false, float_or_int32, complete_unroll_in_passes<8>(unroll_threads)});
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 16, "shuffle-one-pass",
