@@ -6,8 +6,8 @@
 //   2. fewer matrices than SMs of at most 64 x 64               -> register_ring;
 //   3. wider than 64 columns, at most one matrix per 2 SMs      -> gram;
 //   4. one matrix of 49 columns or more                         -> gram;
-//   5. at most 9 columns and 192 elements, at least 64 matrices per SM (one for at most 16
-//      elements)                                                -> thread_per_matrix;
+//   5. at most 9 columns, 192 elements and 1792 bytes of shared memory, at least 64 matrices
+//      per SM (one for at most 16 elements)                     -> thread_per_matrix;
 //   6. fits in shared memory: a warp's (48 KB) with a batch that fills the GPU and at most 32
 //      columns or 64 matrices per SM                            -> warp_per_matrix;
 //      else                                                     -> block_per_matrix;

@@ -1,5 +1,5 @@
 // The on-chip schedules (the batched ladder's production rungs): each matrix's working set (W, V,
-// norms, order) in shared memory, owned by one thread (the smallest matrices: 128 per block, no
+// norms, order) in shared memory, owned by one thread (the smallest matrices: up to 128 a block, no
 // shuffles, no barriers), one warp (small matrices: many per block, no block barriers) or one
 // block (up to the 227 KB a Hopper block can opt into). Every matrix converges on its own: a
 // converged matrix's team stops and its SM takes the next one.
