@@ -61,5 +61,15 @@ ROOFLAB_VARIANT(Variant{"add", 0, "cpu-loop", "one CPU core, one loop (the basel
                           cpu::add_serial(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
                         })});
 
+// Rung 31 — every CPU core, rung 0's loop on a contiguous range each: the fair CPU baseline of a
+// streaming op is the host's memory bandwidth, which one core does not reach. "vs CPU" is against
+// the faster CPU rung of the run.
+ROOFLAB_VARIANT(Variant{
+    "add", 31, "cpu-threads", "every CPU core, rung 0's loop on a range each", Where::cpu, false,
+    no_limit, on<AddWorkspace>([](AddWorkspace& w, cudaStream_t) {
+      w.prepare_host();
+      cpu::add_threads(w.host_a.data(), w.host_b.data(), w.host_out.data(), w.n);
+    })});
+
 }  // namespace
 }  // namespace rooflab::bench

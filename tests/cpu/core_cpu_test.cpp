@@ -172,6 +172,19 @@ TEST(CpuAdd, AddsElementwise) {
   EXPECT_EQ(out, (std::vector<float>{1.5f, 0, 7}));
 }
 
+// Large enough to split across threads (2^16 elements a part at the least), odd so that the last
+// range is short: every element summed once, by one of the ranges.
+TEST(CpuAdd, EveryCoreAddsEveryElementOnce) {
+  const std::int64_t n = (std::int64_t(1) << 20) + 7;
+  std::vector<float> a(n), b(n), out(n, std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t i = 0; i < n; ++i) {
+    a[i] = float(i % 1000);
+    b[i] = 0.25f * float(i % 7);
+  }
+  cpu::add_threads(a.data(), b.data(), out.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]) << "at " << i;
+}
+
 }  // namespace
 }  // namespace rooflab
 
