@@ -55,8 +55,8 @@ TEST(Registry, EveryOpHasACpuRungAndAGpuRung) {
 TEST(Registry, AddLadderHasItsRungsInOrder) {
   std::vector<std::string> names;
   for (const Variant* variant : registry().variants("add")) names.push_back(variant->name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"cpu-loop", "grid-stride", "contiguous-chunk", "float4"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu-loop", "grid-stride", "contiguous-chunk",
+                                             "float4", "cpu-threads"}));
 }
 
 TEST(Registry, UnknownOpErrorListsKnownOps) {
