@@ -142,7 +142,7 @@ const std::vector<CourseFigure>& course_figures() {
       {"L19",
        "the limiting-factors lecture",
        "58:49-01:00:01",
-       "add, 256 threads, 2 apart by 256 (n not stated: 2^28 as at 19:19; it says 5.8, 5.9)",
+       "add, blocks of 256, 2 apart by 256 (n not stated: 2^28 as at 19:19; it says 5.8, 5.9)",
        "coalescing",
        {"--n", "2^28"},
        "block-stride-2",
@@ -151,14 +151,15 @@ const std::vector<CourseFigure>& course_figures() {
       {"L19",
        "the limiting-factors lecture",
        "58:49-01:00:01",
-       "stupid_add, 256 threads, 2 neighbours (n not stated: 2^28 as at 19:19)",
+       "stupid_add, blocks of 256, 2 neighbours as on the slide (n, timed k not stated)",
        "coalescing",
        {"--n", "2^28"},
        "contiguous-2",
        18.6,
        "not stated"},
 
-      // The Jacobi SVD paper: Tables 1-4 (seconds), at the sizes within the rungs' cost limits.
+      // The Jacobi SVD paper: Tables 1-4 (seconds: Table 1's unit; Tables 2-4 state none and match
+      // its magnitudes), at the sizes within the rungs' cost limits.
       {"P8",
        "the Jacobi SVD paper",
        "l. 83, Table 1",
@@ -459,7 +460,7 @@ const std::vector<CourseFigure>& course_figures() {
       {"P16",
        "the Jacobi SVD paper",
        "l. 515, Table 4",
-       "loop step 256 = threads, n = 100 (+- 0.086 s)",
+       "loop step 256 (its label; its listings: blockDim.x / 4), n = 100 (+- 0.086 s)",
        "svd-paper",
        {"--n", "100"},
        "step-threads",

@@ -16,8 +16,8 @@ namespace rooflab::cpu {
 // outside [lo, hi) or NaN.
 int even_bin(double v, double lo, double hi, int bins);
 
-// The CPU baseline (the memory-basics lab's CPU loop): one core, one pass; counts[0, bins)
-// overwritten.
+// The CPU baseline, rooflab's stand-in for the memory-basics lab's CPU version (not shown): one
+// core, one pass; counts[0, bins) overwritten.
 template <class T>
 void histogram_serial(const T* in, std::int64_t n, int bins, double lo, double hi,
                       std::uint64_t* counts);

@@ -18,8 +18,9 @@ namespace rooflab::cpu {
 // to about 1e-13 of the largest eigenvalue.
 double paper_threshold(const Matrix& a);
 
-// The rotation of pair (j, k), j < k, as the paper sets it up: tau = (a_jj - a_kk) / (2 a_jk),
-// t = sign(tau) / (|tau| + sqrt(1 + tau^2)) with sign(0) = 1, c = 1 / sqrt(1 + t^2), s = c t.
+// The rotation of pair (j, k), j < k: tau = (a_jj - a_kk) / (2 a_jk), t = sign(tau) / (|tau| +
+// sqrt(1 + tau^2)), c = 1 / sqrt(1 + t^2), s = c t, as the paper sets them up (l. 170-178).
+// sign(0) = 1 and R's entries are ours (the paper calls get_R and get_RT without printing them):
 // R is the identity except R_jj = R_kk = c, R_jk = s, R_kj = -s; R A R^T has a zero at (j, k).
 // Inline for the GPU rungs too (nvcc compiles it for the device), so both sides use one formula.
 struct Rotation {
@@ -38,7 +39,8 @@ __host__ __device__
 }
 
 // Whether pair (j, k) is rotated: either of its two elements above the threshold. The paper
-// tests a_jk only, but its convergence test looks at every off-diagonal element, and R A R^T
+// tests a_jk only, but its first version's convergence test (not_converged) looks at every
+// off-diagonal element, and R A R^T
 // leaves a_kj a few ulps of the largest eigenvalue away from a_jk (the 2 x 2 block is rounded
 // twice, in different orders). An a_kj just above the threshold beside an a_jk just below would
 // then never be rotated and the test never pass: about one input in a hundred (n = 67, seed

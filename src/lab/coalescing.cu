@@ -33,12 +33,12 @@ __global__ void add_block_stride(const float* __restrict__ a, const float* __res
 }
 
 // Rungs 3, 5, 7, 9 — contiguous chunk of k elements per thread (the limiting-factors lecture's
-// stupid_add: k = 2).
+// stupid_add; its slide's scheme is k = 2).
 // The block owns the same k * 256 elements, but thread t takes k neighbours: at each step the
 // warp's loads are k floats apart, spread over k lines (32 sectors once k >= 8) of which it uses 4
-// bytes per sector; stores become partial-sector writes. The lecture's slide measured 3.2x at k = 2
-// (18.6 against 5.8 ms; the lecture says four times); a remark in its questions recalls about 3x at
-// k = 8.
+// bytes per sector; stores become partial-sector writes. The lecture measured 3.2x (18.6 against
+// 5.8 ms; it says four times) without saying the timed code's k; a remark in its questions recalls
+// about 3x with 8 per thread, which may be the same measurement.
 template <int K>
 __global__ void add_contiguous_chunk(const float* __restrict__ a, const float* __restrict__ b,
                                      float* __restrict__ out, std::int64_t n) {

@@ -27,10 +27,11 @@ void copy_sum_to_host(MemcpySyncWorkspace& w, cudaStream_t stream) {
 
 MemcpySyncWorkspace& memcpy_sync(Workspace& w) { return static_cast<MemcpySyncWorkspace&>(w); }
 
-// Rung 1 — events read after the blocking copy (the lecture's program).
-// The copy could not start before the kernel and the stop event were done, and the host got
-// control back only when it finished: the stop event has happened, the read gives the kernel's
-// time, and a cudaEventSynchronize(stop) there would return at once (the lecture: it can be left out).
+// Rung 1 — events read after the blocking copy (the lecture's program without its
+// cudaEventSynchronize(stop), which it says can be left out, 18:58-19:12). The copy could not
+// start before the kernel and the stop event were done, and the host got control back only when
+// it finished: the stop event has happened, the read gives the kernel's time, and a
+// cudaEventSynchronize(stop) there would return at once.
 ROOFLAB_VARIANT(Variant{"memcpy-sync",
                         1,
                         "read-after-memcpy",

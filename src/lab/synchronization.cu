@@ -1,5 +1,6 @@
-// The synchronization ladder (the limiting-factors lecture): blocks cannot wait for each other, so
-// a result shared between them is guarded by a lock, updated by an atomic, or gathered by the last
+// The synchronization ladder (the limiting-factors lecture names a lock, compare-and-swap, exchange
+// and the fences; the last-block ticket is rooflab's): blocks cannot wait for each other, so a
+// result shared between them is guarded by a lock, updated by an atomic, or gathered by the last
 // block to finish, which a memory fence makes safe. Every rung sums the same values per block in
 // shared memory first; they differ only in how the block totals meet.
 #include <cstdint>

@@ -8,8 +8,9 @@
 // generality costs), rung 19 deals each block a contiguous range as CUB does. Rung 20 is CUB.
 // The course documents' kernels leave one partial per block; their run() finishes on the device by
 // running the same kernel again over the partials (reduce_in_passes), so every rung's time includes
-// it. Their rungs (2-15 and 21) take float and int32 (the documents' own type: the loop-unrolling
-// lab sums ints, Harris's slides reduce 2^22 ints); rungs 16, 18 and 19 take float.
+// it. Their rungs (2-15 and 21) take float and int32 (the loop-unrolling lab sums ints, Harris's
+// slides reduce 2^22 ints; the Harris's reduction document names no type); rungs 16, 18 and 19
+// take float.
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -325,8 +326,8 @@ __global__ void reduce_multiple_adds(const T* in, T* partial, std::int64_t n) {
 //
 // Rung 21 — unroll8 with the last warp unrolled and nothing else (the loop-unrolling lab's
 // reduceUnrollWarp8: 0.001294 -> 0.001009 there, printed as ms): the loop stops at 64 live values
-// and rung 8's last warp does the six steps without a block barrier, five __syncthreads fewer per
-// block. The document took this step between rungs 13 and 14; it is numbered after the ladder so
+// and rung 8's last warp does the six steps without a block barrier, six __syncthreads fewer per
+// block (the document counts five, l. 347). The document took this step between rungs 13 and 14; it is numbered after the ladder so
 // that earlier results keep their numbers. (The document's volatile unroll is rung 7's race.)
 template <class T, int Loads, bool UnrollLastWarp = false>
 __global__ void reduce_unrolled(const T* in, T* partial, std::int64_t n) {

@@ -36,7 +36,8 @@ struct LaunchShape {
 // the threads that share the loop (the paper's listing 9), or a contiguous chunk (loop step 1).
 enum class LoopStep { threads, one };
 
-// Column-major, the paper's IDX2C. Every n here is at most 2048, so n^2 fits an int.
+// Column-major, as cuBLAS's IDX2C macro, which the paper uses without defining it. Every n here
+// is at most 2048, so n^2 fits an int.
 __host__ __device__ inline int at(int row, int column, int n) { return row + column * n; }
 
 // Entry (row, column) of the rotation R of pair (j, k): the identity but for four entries.
@@ -451,9 +452,10 @@ constexpr const char* table2_cost =
 // Rung 2 — P2, everything on the device, still in managed memory (Table 2's "after, unified").
 // Identity fills, the rotation's set-up and the convergence test become kernels; the host no
 // longer touches the matrices, so no page migrates after the first touch and the host stops
-// waiting per rotation. The paper's version went less far: its host still read a_jk and the
-// set-up's three elements and wrote R's four entries for every pair (docs/svd-paper.md). What is left of managed memory: the allocation, first-touch faults and
-// the flag's page moving to the host and back once per sweep.
+// waiting per rotation. The paper's version went less far: its host still copied a_jk for every
+// pair, and for every rotation read the set-up's three elements and wrote four entries each of R
+// and R^T (docs/svd-paper.md). What is left of managed memory: the allocation, first-touch
+// faults and the flag's page moving to the host and back once per sweep.
 ROOFLAB_VARIANT(Variant{
     "svd-paper", 2, "device-managed",
     "P2: fills, test and (unlike the paper) the set-up in kernels; managed memory (Table 2)",
@@ -530,11 +532,11 @@ ROOFLAB_VARIANT(Variant{"svd-paper", 51, "step-threads",
                               w, stream, table4_shape, cudaSharedmemCarveoutDefault);
                         })});
 
-// Rungs 60-62 — P6, the L1 / shared-memory carveout (the paper saw no effect and gives no table;
-// measured at Table 4's n = 100 beside P5). No kernel here uses shared memory, so the split only
-// sizes L1: 0 asks for the largest L1, 100 for the largest shared memory (the smallest L1). At
-// n = 100 a product touches about 240 KB, which fits the largest L1 of an H100 and not the
-// smallest.
+// Rungs 60-62 — P6, the L1 / shared-memory carveout (the paper saw no noticeable effect and gives
+// no table; measured at Table 4's n = 100 beside P5). No kernel here uses shared memory, so the
+// split only sizes L1: 0 asks for the largest L1, 100 for the largest shared memory (the smallest
+// L1). At n = 100 a product touches about 240 KB, which fits the largest L1 of an H100 and not
+// the smallest.
 Variant carveout_variant(int rung, int percent) {
   return Variant{
       "svd-paper",

@@ -48,7 +48,8 @@ __global__ void transpose_naive(const T* __restrict__ in, T* __restrict__ out, s
   }
 }
 
-// Rungs 2 and 3 — a shared-memory tile (the memory-basics lab's transpose), unpadded and padded.
+// Rungs 2 and 3 — a shared-memory tile (the memory-basics lab's transpose), unpadded and padded;
+// the conflict on the read, as the lab's prose puts it (its code's is on the store).
 // The block reads a 32 x 32 tile along input rows and writes it along output rows, both
 // coalesced; the exchange happens in shared memory. Unpadded, the write phase reads a tile
 // column: 32 words 32 words apart, all in one bank, served one at a time (a 32-way conflict).
