@@ -327,8 +327,9 @@ __global__ void reduce_multiple_adds(const T* in, T* partial, std::int64_t n) {
 // Rung 21 — unroll8 with the last warp unrolled and nothing else (the loop-unrolling lab's
 // reduceUnrollWarp8: 0.001294 -> 0.001009 there, printed as ms): the loop stops at 64 live values
 // and rung 8's last warp does the six steps without a block barrier, six __syncthreads fewer per
-// block (the document counts five, l. 347). The document took this step between rungs 13 and 14; it is numbered after the ladder so
-// that earlier results keep their numbers. (The document's volatile unroll is rung 7's race.)
+// block (the document counts five, l. 347). The document took this step between rungs 13 and 14;
+// it is numbered after the ladder so that earlier results keep their numbers. (The document's
+// volatile unroll is rung 7's race.)
 template <class T, int Loads, bool UnrollLastWarp = false>
 __global__ void reduce_unrolled(const T* in, T* partial, std::int64_t n) {
   __shared__ T s[unroll_threads];
