@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "core/device_features.hpp"
 #include "histogram/even_bins.cuh"
@@ -129,18 +130,13 @@ inline __device__ void add_count(unsigned long long* counts, int bin, std::uint6
 // --- int32, float, double ---------------------------------------------------------------------
 constexpr int value_loads = 4;  // 16-byte loads per thread per round: 64 bytes in flight
 
-// Adds `value` to the shared word at shared-window address `address` where `add` holds: a
-// predicated reduction with no result to wait for, which leaves the compiler free to interleave
-// the unrolled loop's values. (ptxas of CUDA 13.0 still puts a short branch and a convergence
-// barrier around each shared atomic for sm_90: BSSY, BRA, ATOMS, BSYNC, three instructions a value
-// more than the atomic.) The address of a value that is not added may be anything: it is never
-// accessed.
-__device__ __forceinline__ void add_shared_if(bool add, std::uint32_t address,
-                                              std::uint32_t value) {
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p red.shared.add.u32 [%1], %2;\n\t}"
-               :
-               : "r"(std::uint32_t(add)), "r"(address), "r"(value)
-               : "memory");
+// Adds `value` to the shared word at shared-window address `address`: a reduction with no result
+// to wait for, which leaves the compiler free to interleave the unrolled loop's values. Every
+// value is added somewhere (its bin, or the spare slot), so the add carries no predicate: ptxas
+// of CUDA 13.0 wraps a predicated shared atomic for sm_90 in a short branch and a convergence
+// barrier (BSSY, BRA, ATOMS, BSYNC: three instructions a value more than the atomic).
+__device__ __forceinline__ void add_shared(std::uint32_t address, std::uint32_t value) {
+  asm volatile("red.shared.add.u32 [%0], %1;" : : "r"(address), "r"(value) : "memory");
 }
 
 __device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
@@ -171,6 +167,7 @@ constexpr int shared_value_blocks_per_sm() {
   return Packed ? 1 : E == BinEvaluation::double_precision ? 4 : 5;
 }
 
+// The counters of the spare slot (index `bins` of each copy) are cleared, not added anywhere.
 template <bool Packed>
 __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int words, int bins,
                                               std::uint32_t keep_at_most,
@@ -184,14 +181,14 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
       for (int half = 0; half < 2; ++half) {
         const std::uint32_t value = (word >> (16 * half)) & 0xFFFF;
         if (value > keep_at_most) {
-          add_count(counts, 2 * w + half, value);
+          if (2 * w + half < bins) add_count(counts, 2 * w + half, value);
           word &= ~(0xFFFFu << (16 * half));
         } else {
           largest = max(largest, value);
         }
       }
     } else if (word > keep_at_most) {
-      add_count(counts, w % bins, word);
+      if (w % (bins + 1) < bins) add_count(counts, w % (bins + 1), word);
       word = 0;
     } else {
       largest = max(largest, word);
@@ -207,12 +204,21 @@ __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int w
   return largest;
 }
 
+// The shared-memory words of the block counters of `bins` bins: `copies` copies of 32-bit
+// counters, or 16-bit counters two to a word; either with the spare slot (even_bins.hpp).
+template <bool Packed>
+__host__ __device__ inline int shared_counter_words(int bins, int copies) {
+  return Packed ? (bins + 2) / 2 : copies * (bins + 1);
+}
+
 // Block counters in shared memory: `copies` copies of 32-bit counters, warp w counting into
 // copy w % copies (one per warp where they fit: warps then never contend for an address), or
 // one copy of 16-bit counters packed two to a word. E: the bin evaluation (even_bins.cuh).
-// Each round loads four vectors, bins all their values without a branch (fast_bin), adds the
-// values no edge puts in doubt with predicated reductions, and sends the rest (a few in ten
-// thousand on random data) through the rule itself.
+// Each round loads four vectors and adds every value to its counter slot without a branch
+// (fast_slot): its bin, or the spare slot for values outside [lo, hi) and values near an edge,
+// which (a few in ten thousand on random data) then go through the rule itself. The loop runs
+// whole rounds, where every vector exists, with no test per value; the last, partial round of a
+// block sends the slots past the end to the spare slot.
 template <class T, bool Packed, BinEvaluation E>
 __global__ void __launch_bounds__(shared_value_threads<Packed>(),
                                   min_blocks_per_sm(shared_value_threads<Packed>(),
@@ -222,20 +228,19 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
   static_assert(slots <= 32, "near_slots below holds a bit per slot");
   extern __shared__ std::uint32_t block_counts[];
-  const int words = Packed ? (rule.bins + 1) / 2 : copies * rule.bins;
+  const int words = shared_counter_words<Packed>(rule.bins, copies);
   for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) block_counts[w] = 0;
   __syncthreads();
   std::uint32_t* my_counts =
-      block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * rule.bins);
+      block_counts + (Packed ? 0 : int(threadIdx.x) / 32 % copies * (rule.bins + 1));
   const std::uint32_t my_address = shared_address(my_counts);
-  // The word and the increment of a bin.
-  const auto word_of = [&](int bin) {
-    return my_address + std::uint32_t(Packed ? bin >> 1 : bin) * 4;
+  // The word and the increment of a slot.
+  const auto word_of = [&](int slot) {
+    return my_address + std::uint32_t(Packed ? slot >> 1 : slot) * 4;
   };
-  const auto one_of = [](int bin) { return Packed ? 1u << ((bin & 1) * 16) : 1u; };
+  const auto one_of = [](int slot) { return Packed ? 1u << ((slot & 1) * 16) : 1u; };
   const auto add_exactly = [&](T value) {
-    if (const int bin = bin_of(value, rule); bin >= 0)
-      atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
+    if (const int bin = bin_of(value, rule); bin >= 0) add_shared(word_of(bin), one_of(bin));
   };
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread < split.head) add_exactly(in[thread]);
@@ -246,50 +251,55 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
   std::uint32_t bound = 2 * per_vector;  // the head and tail above: fewer than 2 vectors' worth
   const auto* vectors = reinterpret_cast<const Vector16<T>*>(in + split.head);
   const std::int64_t round = std::int64_t(blockDim.x) * value_loads;
-  // Every slot is binned, valid or not (only counted ones are added): the data of a vector past
-  // the end keeps what the previous round left there, zeros at first.
+  // One round: the vectors first + k * blockDim.x + threadIdx.x, each tested against the end
+  // only in the last round (Partial). The trip count is the same for every thread of the block,
+  // so the flush's barriers meet all.
   Vector16<T> data[value_loads] = {};
-  for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
+  const auto count_round = [&](std::int64_t first, auto partial) {
     if (bound > counter_max - round_elements)
       bound = flush_large_counters<Packed>(block_counts, words, rule.bins,
                                            counter_max - 2 * round_elements, counts);
+    bound += round_elements;
     bool valid[value_loads];
 #pragma unroll
     for (int k = 0; k < value_loads; ++k) {
       const std::int64_t v = first + k * std::int64_t(blockDim.x) + threadIdx.x;
-      valid[k] = v < split.vectors;
+      valid[k] = !decltype(partial)::value || v < split.vectors;
       if (valid[k]) data[k] = vectors[v];
     }
     // Bit s: slot s holds a counted value near an edge. A warp takes the pass below whenever
     // one of its lanes has such a value (about 8% of rounds at 256 bins, 3 in 4 at 4096, on
-    // uniform data), so the pass only tests bits: nothing is evaluated twice.
+    // uniform data under single precision), so the pass only tests bits: nothing is evaluated
+    // twice.
     std::uint32_t near_slots = 0;
 #pragma unroll
     for (int s = 0; s < slots; ++s) {
-      const T value = data[s / per_vector].lane[s % per_vector];
-      const bool counted = valid[s / per_vector] && is_counted(value, rule);
-      const FastBin fast = fast_bin<E>(value, rule);
-      add_shared_if(counted && !fast.near_edge, word_of(fast.bin), one_of(fast.bin));
-      near_slots |= counted && fast.near_edge ? 1u << s : 0u;
+      FastSlot fast = fast_slot<E>(data[s / per_vector].lane[s % per_vector], rule);
+      if (!valid[s / per_vector]) fast = FastSlot{rule.bins, false};
+      add_shared(word_of(fast.slot), one_of(fast.slot));
+      near_slots |= fast.near_edge ? 1u << s : 0u;
     }
     if (near_slots != 0) {  // rare per value: send the values near an edge to the rule
 #pragma unroll
       for (int s = 0; s < slots; ++s) {
         if (near_slots & 1u << s) {
           const int bin = exact_bin(double(data[s / per_vector].lane[s % per_vector]), rule);
-          atomicAdd(my_counts + (Packed ? bin >> 1 : bin), one_of(bin));
+          add_shared(word_of(bin), one_of(bin));
         }
       }
     }
-    bound += round_elements;
-  }
+  };
+  std::int64_t first = blockIdx.x * round;
+  for (; first + round <= split.vectors; first += gridDim.x * round)
+    count_round(first, std::false_type{});
+  if (first < split.vectors) count_round(first, std::true_type{});
   __syncthreads();
   for (int bin = int(threadIdx.x); bin < rule.bins; bin += int(blockDim.x)) {
     std::uint64_t total = 0;
     if constexpr (Packed) {
       total = (block_counts[bin / 2] >> (bin % 2 * 16)) & 0xFFFF;
     } else {
-      for (int c = 0; c < copies; ++c) total += block_counts[c * rule.bins + bin];
+      for (int c = 0; c < copies; ++c) total += block_counts[c * (rule.bins + 1) + bin];
     }
     if (total != 0) add_count(counts, bin, total);
   }
@@ -330,9 +340,11 @@ __global__ void __launch_bounds__(global_value_threads)
     for (int s = 0; s < value_loads * per_vector; ++s) {
       const T value = data[s / per_vector].lane[s % per_vector];
       int bin = -1;
-      if (valid[s / per_vector] && is_counted(value, rule)) {
-        const FastBin fast = fast_bin<E>(value, rule);
-        bin = fast.near_edge ? exact_bin(double(value), rule) : fast.bin;
+      if (valid[s / per_vector]) {
+        const FastSlot fast = fast_slot<E>(value, rule);
+        bin = fast.slot < rule.bins ? fast.slot
+              : fast.near_edge      ? exact_bin(double(value), rule)
+                                    : -1;
       }
       const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
       if (bin >= 0 && lane == __ffs(same) - 1) add_count(counts, bin, __popc(same));

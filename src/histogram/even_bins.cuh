@@ -95,41 +95,88 @@ enum class BinEvaluation {
   double_precision,  // fast_bin_double: every case
   single_precision,  // fast_bin_single: int32 and float data where rule.single_precision
   integer_edges,     // integer_edge_bin: where integer_edges_for<T>(rule); never near an edge
+  integer_quotient,  // integer_quotient_slot: int32 data where rule.integer_quotient; never near
 };
 
-// The evaluation histogram_even takes for T under `rule`: integer edges first (two integer
-// instructions and no edge test), then single precision, then double.
+// The evaluation histogram_even takes for T under `rule`: the exact integer ones first (integer
+// edges: two instructions; the quotient: four), then single precision, then double.
 template <class T>
-inline BinEvaluation choose_bin_evaluation(const EvenBins& rule) {
+__host__ __device__ inline BinEvaluation choose_bin_evaluation(const EvenBins& rule) {
   if (integer_edges_for<T>(rule)) return BinEvaluation::integer_edges;
+  if (std::is_same_v<T, std::int32_t> && rule.integer_quotient)
+    return BinEvaluation::integer_quotient;
   if (single_precision_type<T> && rule.single_precision) return BinEvaluation::single_precision;
   return BinEvaluation::double_precision;
 }
 
-// The fast evaluation of a counted value.
+// Calls f(std::integral_constant<BinEvaluation, E>{}) with the E that choose_bin_evaluation<T>
+// picks: how the host turns the choice into a kernel's template argument.
+template <class T, class F>
+void with_bin_evaluation(const EvenBins& rule, F&& f) {
+  using E = BinEvaluation;
+  switch (choose_bin_evaluation<T>(rule)) {
+    case E::integer_edges: return f(std::integral_constant<E, E::integer_edges>{});
+    case E::integer_quotient:
+      if constexpr (std::is_same_v<T, std::int32_t>)
+        return f(std::integral_constant<E, E::integer_quotient>{});
+      break;
+    case E::single_precision:
+      if constexpr (single_precision_type<T>)
+        return f(std::integral_constant<E, E::single_precision>{});
+      break;
+    case E::double_precision: break;
+  }
+  f(std::integral_constant<E, E::double_precision>{});
+}
+
+// A fast evaluation's answer for any value: the counter slot it is added to, its bin or
+// rule.bins (the spare slot, even_bins.hpp) when it is not counted or lies near an edge, and
+// whether it is a counted value near an edge, which the rule itself must bin.
+struct FastSlot {
+  int slot;
+  bool near_edge;
+};
+
 template <BinEvaluation E, class T>
-__device__ __forceinline__ FastBin fast_bin(T v, const EvenBins& rule) {
-  if constexpr (E == BinEvaluation::integer_edges)
-    return FastBin{integer_edge_bin(v, rule), false};
-  else if constexpr (E == BinEvaluation::single_precision && single_precision_type<T>)
-    return fast_bin_single(to_single(v), rule);
-  else
-    return fast_bin_double(double(v), rule);
+__device__ __forceinline__ FastSlot fast_slot(T v, const EvenBins& rule) {
+  constexpr bool int32 = std::is_same_v<T, std::int32_t>;
+  if constexpr (E == BinEvaluation::integer_edges && int32) {
+    return {integer_edge_slot(v, rule), false};  // the range test is the clamp
+  } else if constexpr (E == BinEvaluation::integer_quotient && int32) {
+    return {integer_quotient_slot(v, rule), false};
+  } else if constexpr (E == BinEvaluation::integer_edges) {
+    const int bin = integer_edge_bin(v, rule);  // any number for a value that is not counted
+    return {is_counted(v, rule) ? bin : rule.bins, false};
+  } else {
+    const bool counted = is_counted(v, rule);
+    FastBin fast;
+    if constexpr (E == BinEvaluation::single_precision && single_precision_type<T>)
+      fast = fast_bin_single(to_single(v), rule);
+    else
+      fast = fast_bin_double(double(v), rule);
+    return {counted && !fast.near_edge ? fast.bin : rule.bins, counted && fast.near_edge};
+  }
 }
 
 // The bin of a value, or -1 when it is not counted: for code that bins one value at a time
 // (the ladder's rungs, unaligned heads and tails).
 template <class T>
 __device__ __forceinline__ int bin_of(T v, const EvenBins& rule) {
-  if (!is_counted(v, rule)) return -1;
-  if (integer_edges_for<T>(rule)) return integer_edge_bin(v, rule);
-  FastBin fast;
-  if constexpr (single_precision_type<T>)
-    fast = rule.single_precision ? fast_bin<BinEvaluation::single_precision>(v, rule)
-                                 : fast_bin<BinEvaluation::double_precision>(v, rule);
-  else
-    fast = fast_bin<BinEvaluation::double_precision>(v, rule);
-  return fast.near_edge ? exact_bin(double(v), rule) : fast.bin;
+  FastSlot fast;
+  switch (choose_bin_evaluation<T>(rule)) {
+    case BinEvaluation::integer_edges:
+      fast = fast_slot<BinEvaluation::integer_edges>(v, rule);
+      break;
+    case BinEvaluation::integer_quotient:
+      fast = fast_slot<BinEvaluation::integer_quotient>(v, rule);
+      break;
+    case BinEvaluation::single_precision:
+      fast = fast_slot<BinEvaluation::single_precision>(v, rule);
+      break;
+    default: fast = fast_slot<BinEvaluation::double_precision>(v, rule);
+  }
+  if (fast.slot < rule.bins) return fast.slot;
+  return fast.near_edge ? exact_bin(double(v), rule) : -1;
 }
 
 __device__ __forceinline__ int bin_of(std::uint8_t v, const EvenBins& rule) {

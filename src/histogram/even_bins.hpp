@@ -39,19 +39,44 @@
 //   itself is exact: m = v - lo is exact, m * bins is exact and (m * bins) / (w * bins) = m / 2^s
 //   is exact (enabling conditions per type below), so q = m / 2^s and its floor is
 //   (floor(v) - lo) >> s, taking floor(v) - lo in 32-bit unsigned arithmetic:
-//     int32   lo in [-2^31, 2^31), range <= 2^32 and range * bins <= 2^53 (m * bins exact);
+//     int32   lo in [-2^31, 2^31), hi <= 2^31 and range * bins <= 2^53 (m * bins exact);
 //     float   also lo >= 0 and hi <= 2^24: v - lo has at most 24 significant bits, times bins
-//             (<= 2^24) at most 48;
+//             (<= 2^24) at most 48. Float data also takes widths 2^s below 1 (s >= -126, the
+//             [0, 1) of normalized data in 2^k bins): where lo is a multiple of 2^s, lo >= 0 and
+//             hi <= 2^(24 + s), v - lo is a multiple of ulp(v) (which is at most 2^s) below
+//             2^(e_v + 1), so again 24 bits, and q = (v - lo) 2^-s; on the device v 2^-s is
+//             exact in float, so the bin is floor(v 2^-s) - lo 2^-s;
 //     double  also lo >= 0, hi <= 2^31 and bins a power of two: v - lo is exact (v >= lo >= 0,
 //             Sterbenz's lemma for v in [lo, 2 lo], else v's own grid), and the product and the
 //             quotient only scale it by powers of two (a quotient below 1 may round, its floor
 //             stays 0).
 //   Two integer instructions a value and no edge test: never slower than the other evaluations.
+//
+// Integer quotient (integer_quotient_slot; int32 data, lo and hi integers, any bin count):
+//   with x = v - lo and R = hi - lo integers, m = x * bins and R are exact in double and
+//   x * bins <= R * bins <= 2^53, so floor(fl(m / R)) = floor(m / R): a quotient that is not an
+//   integer lies at least 1/R below the next one, and rounding moves it by at most
+//   (m / R) 2^-53 < 1/R. That is an integer division by an invariant, which a multiply-high
+//   does exactly: with g = gcd(R, bins), R' = R / g, b' = bins / g and a multiplier
+//   c = ceil(2^k b' / R') < 2^32, the error e = c R' - 2^k b' (0 <= e < R') adds x e / (2^k R')
+//   to x b' / R', whose fraction is at most (R' - 1) / R'; where x e < 2^k for the largest x,
+//   the floor cannot change: bin = (x c) >> k = umulhi(x, c) >> (k - 32). The host searches
+//   k from 32 up for the first c that passes (make_even_bins); bins up to 4096 over the lab's
+//   3 * 10^6 integers take k = 38, c < 2^29. Four integer instructions a value, no edge test, no
+//   range test (below).
+//
+// Counter slots (the counting kernels): each copy of the counters has one more, the spare slot
+// `bins`, which takes every value that is not counted there (outside [lo, hi), or near an edge
+// and sent to the rule), so that every value's shared-memory add is unconditional. For int32 data
+// with hi <= 2^31, x = v - first_int in 32-bit unsigned arithmetic is at least R for every value
+// outside [lo, hi) (above: v - lo >= hi - lo; below: 2^32 + v - lo >= 2^31 - lo >= R), so
+// min(x, R) is the range test: R lands in slot bins under both integer evaluations.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 
 #include "core/random_stream.hpp"  // ROOFLAB_HOST_DEVICE
 
@@ -74,9 +99,19 @@ struct EvenBins {
   float scale_single = 0, offset_single = 0;  // t = v * scale_single + offset_single
   float middle_limit = 0;                     // fast only where |t - floor(t) - 1/2| < middle_limit
   float top_single = 0;                       // bins + 1/2, where t is clamped (fast_bin_single)
-  // Integer edges (the argument at the top), per data type, and the width's log2.
+  // Integer edges (the argument at the top), per data type: the width's log2 where it is at
+  // least 0; for float data the scale 2^-s and lo 2^-s where it is below (else 1 and lo).
   bool integer_edges_int = false, integer_edges_float = false, integer_edges_double = false;
   int width_shift = 0;
+  float edge_scale_float = 1;
+  std::uint32_t edge_base_float = 0;
+  // Integer quotient (the argument at the top), int32 data: bin = umulhi(x, multiplier) >> shift.
+  bool integer_quotient = false;
+  std::uint32_t quotient_multiplier = 0;
+  int quotient_shift = 0;
+  // The x = v - first_int that int32 values outside [lo, hi) are clamped to: min(R, 2^32 - 1)
+  // under the integer evaluations (R = 2^32 counts every int32: nothing is clamped).
+  std::uint32_t int_spare_x = 0;
 };
 
 // The smallest float that is >= x (x finite).
@@ -125,15 +160,39 @@ inline EvenBins make_even_bins(int bins, double lo, double hi) {
         rule.middle_limit = std::nextafter(rule.middle_limit, 0.0f);
     }
   }
-  // Integer edges: an integer lo and a width of exactly 2^s, s in [0, 31].
-  if (lo == std::floor(lo) && lo >= -2147483648.0 && lo < 2147483648.0 &&
-      rule.range <= 4294967296.0 && rule.range * bins <= 0x1p53) {
-    for (int shift = 0; shift < 32; ++shift) {
+  // Integer edges: an integer lo and a width of exactly 2^s, s in [0, 31] (float: [-126, 31]).
+  const bool integer_bounds =
+      lo == std::floor(lo) && hi == std::floor(hi) && lo >= -2147483648.0 && hi <= 2147483648.0;
+  if (rule.range <= 4294967296.0 && rule.range * bins <= 0x1p53) {
+    for (int shift = -126; shift < 32; ++shift) {
       if (std::ldexp(rule.bins_d, shift) != rule.range) continue;
-      rule.width_shift = shift;
-      rule.integer_edges_int = true;
-      rule.integer_edges_float = lo >= 0 && hi <= 0x1p24;
-      rule.integer_edges_double = lo >= 0 && hi <= 0x1p31 && (bins & (bins - 1)) == 0;
+      const double scale = std::ldexp(1.0, std::max(-shift, 0));  // 2^-s below width 1
+      rule.width_shift = std::max(shift, 0);
+      rule.integer_edges_int = shift >= 0 && integer_bounds;
+      rule.integer_edges_float =
+          lo >= 0 && lo * scale == std::floor(lo * scale) && hi * scale <= 0x1p24;
+      rule.integer_edges_double =
+          shift >= 0 && integer_bounds && lo >= 0 && hi <= 0x1p31 && (bins & (bins - 1)) == 0;
+      rule.edge_scale_float = float(scale);
+      rule.edge_base_float = rule.integer_edges_float ? std::uint32_t(lo * scale) : 0;
+    }
+  }
+  if (integer_bounds && rule.range * bins <= 0x1p53) {
+    rule.int_spare_x = std::uint32_t(std::min(rule.range, 4294967295.0));
+    // The integer quotient, where a multiplier below 2^32 passes (the argument at the top).
+    const auto range = std::uint64_t(rule.range), common = std::gcd(range, std::uint64_t(bins));
+    const std::uint64_t denominator = range / common, numerator = std::uint64_t(bins) / common;
+    using Wide = unsigned __int128;
+    for (int shift = 32; shift < 64 && range < 4294967296u; ++shift) {
+      const Wide scaled = Wide(numerator) << shift;
+      const Wide multiplier = (scaled + denominator - 1) / denominator;
+      if (multiplier >= (Wide(1) << 32)) break;  // a larger shift only makes it larger
+      if (Wide(range) * (multiplier * denominator - scaled) < (Wide(1) << shift)) {
+        rule.integer_quotient = true;
+        rule.quotient_multiplier = std::uint32_t(multiplier);
+        rule.quotient_shift = shift - 32;
+        break;
+      }
     }
   }
   return rule;
@@ -146,12 +205,14 @@ ROOFLAB_HOST_DEVICE inline int integer_edge_bin(std::int32_t v, const EvenBins& 
 }
 
 ROOFLAB_HOST_DEVICE inline int integer_edge_bin(float v, const EvenBins& rule) {
+  const float scaled = v * rule.edge_scale_float;  // exact: a power of two, no overflow
 #if defined(__CUDA_ARCH__)
-  const std::uint32_t floor_v = __float2uint_rd(v);  // counted: 0 <= v < 2^24
+  const std::uint32_t floor_v = __float2uint_rd(scaled);  // counted: 0 <= scaled < 2^24
 #else
-  const std::uint32_t floor_v = v >= 0 && v < 0x1p32f ? std::uint32_t(std::floor(v)) : 0;
+  const std::uint32_t floor_v =
+      scaled >= 0 && scaled < 0x1p32f ? std::uint32_t(std::floor(scaled)) : 0;
 #endif
-  return int((floor_v - std::uint32_t(rule.first_int)) >> rule.width_shift);
+  return int((floor_v - rule.edge_base_float) >> rule.width_shift);
 }
 
 ROOFLAB_HOST_DEVICE inline int integer_edge_bin(double v, const EvenBins& rule) {
@@ -161,6 +222,33 @@ ROOFLAB_HOST_DEVICE inline int integer_edge_bin(double v, const EvenBins& rule) 
   const std::uint32_t floor_v = v >= 0 && v < 0x1p32 ? std::uint32_t(std::floor(v)) : 0;
 #endif
   return int((floor_v - std::uint32_t(rule.first_int)) >> rule.width_shift);
+}
+
+// The high 32 bits of a 32 x 32-bit product.
+ROOFLAB_HOST_DEVICE inline std::uint32_t multiply_high(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return std::uint32_t((std::uint64_t(a) * b) >> 32);
+#endif
+}
+
+// The counter slot of any int32 value under the integer evaluations (the argument at the top):
+// its bin where it is counted, else bins. Both take x = v - first_int clamped at int_spare_x.
+ROOFLAB_HOST_DEVICE inline std::uint32_t clamped_offset(std::int32_t v, const EvenBins& rule) {
+  const std::uint32_t x = std::uint32_t(v) - std::uint32_t(rule.first_int);
+  return x < rule.int_spare_x ? x : rule.int_spare_x;
+}
+
+// Where rule.integer_edges_int.
+ROOFLAB_HOST_DEVICE inline int integer_edge_slot(std::int32_t v, const EvenBins& rule) {
+  return int(clamped_offset(v, rule) >> rule.width_shift);
+}
+
+// Where rule.integer_quotient.
+ROOFLAB_HOST_DEVICE inline int integer_quotient_slot(std::int32_t v, const EvenBins& rule) {
+  return int(multiply_high(clamped_offset(v, rule), rule.quotient_multiplier) >>
+             rule.quotient_shift);
 }
 
 // IEEE single-precision steps, each rounded once, with the same results on the host and the

@@ -15,6 +15,8 @@
 //                     on an edge, which the two evaluations below cannot decide, so each value
 //                     went through the rule in double (exact_bin, a division) and a second pass:
 //                     138 us against 74.8 us for 50M all-equal int32 on an H100.
+//   integer quotient  int32 data between integer bounds, any bin count: the rule is then an
+//                     integer division by an invariant, done by a multiply-high.
 //   single precision  int32 and float data wherever its error bound allows.
 //   double precision  the rest.
 #include <cuda_runtime.h>
@@ -64,23 +66,25 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
   const detail::DeviceLimits& limits = detail::device_limits(op_name);
   const VectorSplit split = detail::split_into_vectors(in, n);
   const std::size_t bins = std::size_t(rule.bins);
-  if (bins * 4 <= std::size_t(limits.shared_per_sm) / 3) {
+  if ((bins + 1) * 4 <= std::size_t(limits.shared_per_sm) / 3) {
     // 32-bit counters leaving room for 3 blocks per SM; a copy per warp while a quarter of the
     // SM's shared memory holds them (8 copies of 256 bins, 3 of 4096, 1 of 16384).
     constexpr int threads = detail::shared_value_threads<false>();
     const int copies = int(std::max<std::size_t>(
-        1,
-        std::min<std::size_t>(threads / 32, std::size_t(limits.shared_per_sm) / 4 / (bins * 4))));
-    const std::size_t shared = std::size_t(copies) * bins * 4;
+        1, std::min<std::size_t>(threads / 32,
+                                 std::size_t(limits.shared_per_sm) / 4 / ((bins + 1) * 4))));
+    const std::size_t shared =
+        std::size_t(detail::shared_counter_words<false>(rule.bins, copies)) * 4;
     const auto kernel = detail::count_values_shared<T, false, E>;
     const unsigned blocks =
         detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
                                 split.vectors, threads * detail::value_loads, op_name);
     kernel<<<blocks, threads, shared, stream>>>(in, split, rule, copies, counts);
     detail::check_launch(op_name, "count_values_shared<32-bit>");
-  } else if ((bins + 1) / 2 * 4 + 1024 <= std::size_t(limits.shared_per_block)) {  // 1 KB: static
+  } else if (const std::size_t shared =
+                 std::size_t(detail::shared_counter_words<true>(rule.bins, 1)) * 4;
+             shared + 1024 <= std::size_t(limits.shared_per_block)) {  // 1 KB: static
     constexpr int threads = detail::shared_value_threads<true>();
-    const std::size_t shared = (bins + 1) / 2 * 4;
     const auto kernel = detail::count_values_shared<T, true, E>;
     const unsigned blocks =
         detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
@@ -114,17 +118,9 @@ void histogram_even_elements(const T* in, std::int64_t n, int bins, double lo, d
   if constexpr (std::is_same_v<T, std::uint8_t>) {
     detail::count_bytes(in, n, rule, totals, stream, op_name);
   } else {
-    using detail::BinEvaluation;
-    switch (detail::choose_bin_evaluation<T>(rule)) {
-      case BinEvaluation::integer_edges:
-        return histogram_values<T, BinEvaluation::integer_edges>(in, n, rule, totals, stream);
-      case BinEvaluation::single_precision:
-        if constexpr (detail::single_precision_type<T>)
-          return histogram_values<T, BinEvaluation::single_precision>(in, n, rule, totals, stream);
-        break;
-      case BinEvaluation::double_precision: break;
-    }
-    histogram_values<T, BinEvaluation::double_precision>(in, n, rule, totals, stream);
+    detail::with_bin_evaluation<T>(rule, [&](auto evaluation) {
+      histogram_values<T, decltype(evaluation)::value>(in, n, rule, totals, stream);
+    });
   }
 }
 

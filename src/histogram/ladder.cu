@@ -235,7 +235,8 @@ ROOFLAB_VARIANT(Variant{
     "16-bit counters two to a word, flushed before they wrap: 2x the bins", Where::gpu, false,
     [](const Problem& problem) {
       std::string why = int32_only(problem);
-      if (why.empty() && (problem.bins + 1) / 2 * 4 + 1024 > shared_per_block_for_rungs())
+      if (why.empty() && detail::shared_counter_words<true>(problem.bins, 1) * 4 + 1024 >
+                             shared_per_block_for_rungs())
         why = "bins x 2 bytes of counters exceed a block's shared memory";
       return why;
     },
@@ -245,24 +246,20 @@ ROOFLAB_VARIANT(Variant{
       const detail::VectorSplit split = detail::split_into_vectors(in, w.n);
       const EvenBins rule = rule_of(w);
       constexpr int threads = detail::shared_value_threads<true>();
-      const std::size_t shared = std::size_t(w.bins + 1) / 2 * 4;
-      using detail::BinEvaluation;
-      const BinEvaluation evaluation = detail::choose_bin_evaluation<std::int32_t>(rule);
-      const auto kernel =
-          evaluation == BinEvaluation::integer_edges
-              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::integer_edges>
-          : evaluation == BinEvaluation::single_precision
-              ? detail::count_values_shared<std::int32_t, true, BinEvaluation::single_precision>
-              : detail::count_values_shared<std::int32_t, true, BinEvaluation::double_precision>;
-      const unsigned blocks =
-          detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
-                                  split.vectors, threads * detail::value_loads, op_name);
-      kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, w.device_counts());
+      const std::size_t shared = std::size_t(detail::shared_counter_words<true>(w.bins, 1)) * 4;
+      detail::with_bin_evaluation<std::int32_t>(rule, [&](auto evaluation) {
+        const auto kernel =
+            detail::count_values_shared<std::int32_t, true, decltype(evaluation)::value>;
+        const unsigned blocks =
+            detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
+                                    split.vectors, threads * detail::value_loads, op_name);
+        kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, w.device_counts());
+      });
       detail::check_launch(op_name, "count_values_shared<16-bit>");
     })});
 
 // Rung 7 — production: rooflab::histogram_even (histogram.cu): rung 4's per-warp 32-bit counters
-// and loads with the values binned and added without a branch (predicated reductions), packed
+// and loads with every value added without a branch (its bin or a spare counter), packed
 // or global counters for many bins, and rung 8's lane-column table for uint8.
 ROOFLAB_VARIANT(Variant{
     "histogram", 7, "production", "rooflab::histogram_even: every type, any n, up to 2^24 bins",

@@ -292,10 +292,27 @@ TEST(HistogramIntegerEdges, TakenWhereEveryEdgeIsAnIntegerAPowerOfTwoApart) {
   rule = detail::make_even_bins(300, 0, 300);  // double needs a power-of-two bin count
   EXPECT_TRUE(rule.integer_edges_int && rule.integer_edges_float);
   EXPECT_FALSE(rule.integer_edges_double);
-  // Not integer edges: a fractional lo, a width of 3, a width below 1, [0, 1), too wide a range.
+  // Widths 2^s below 1: float data only, where lo is a multiple of 2^s and hi <= 2^(24 + s).
   for (const auto& [bins, lo, hi] :
-       {std::tuple{256, 0.5, 256.5}, std::tuple{256, 0.0, 768.0}, std::tuple{512, 0.0, 256.0},
-        std::tuple{256, 0.0, 1.0}, std::tuple{256, -1e6, 2e6}, std::tuple{2, 0.0, 8589934592.0}}) {
+       {std::tuple{512, 0.0, 256.0}, std::tuple{256, 0.0, 1.0}, std::tuple{128, 0.5, 1.0},
+        std::tuple{1 << 24, 0.0, 1.0}, std::tuple{3, 0x1p-100, 0x1p-100 + 3 * 0x1p-120},
+        std::tuple{1 << 20, 0.0, 0.5}}) {
+    rule = detail::make_even_bins(bins, lo, hi);
+    EXPECT_TRUE(rule.integer_edges_float) << lo << " " << hi << " " << bins;
+    EXPECT_FALSE(rule.integer_edges_int || rule.integer_edges_double) << lo << " " << hi;
+    EXPECT_EQ(rule.width_shift, 0);
+  }
+  rule = detail::make_even_bins(256, 0, 1);
+  EXPECT_EQ(rule.edge_scale_float, 256.0f);
+  EXPECT_EQ(rule.edge_base_float, 0u);
+  rule = detail::make_even_bins(128, 0.5, 1.0);
+  EXPECT_EQ(rule.edge_base_float, 128u);
+  // Not integer edges: a fractional lo, a width of 3, negative data below width 1, a lo off the
+  // width's grid, too wide a range, hi above 2^31 for int32, too fine a float grid.
+  for (const auto& [bins, lo, hi] :
+       {std::tuple{256, 0.5, 256.5}, std::tuple{256, 0.0, 768.0}, std::tuple{256, -1.0, 1.0},
+        std::tuple{4, 0.3, 1.3}, std::tuple{256, -1e6, 2e6}, std::tuple{2, 0.0, 8589934592.0},
+        std::tuple{2, 2147483648.0, 2147483650.0}, std::tuple{4, 1073741824.0, 1073741825.0}}) {
     rule = detail::make_even_bins(bins, lo, hi);
     EXPECT_FALSE(rule.integer_edges_int || rule.integer_edges_float || rule.integer_edges_double)
         << lo << " " << hi << " " << bins;
@@ -332,6 +349,132 @@ TEST(HistogramIntegerEdges, GiveTheRulesBinForEveryType) {
       EXPECT_EQ(wrong_integer_edge_bins<double>(c.lo, c.hi, c.bins, 4096, seed++, first), 0)
           << "double " << c.lo << " " << c.hi << " " << c.bins << ": " << first;
     }
+  }
+}
+
+TEST(HistogramIntegerEdges, WidthsBelowOneGiveTheRulesBinForFloat) {
+  const struct {
+    double lo, hi;
+    int bins;
+  } cases[] = {{0, 1, 256},
+               {0, 1, 1 << 24},
+               {0.5, 1, 128},
+               {0, 256, 512},
+               {0.25, 0.25 + 0x1p-4, 64},
+               {0, 1000 * 0x1p-70, 1000},
+               {3, 3 + 1000 * 0.125, 1000}};
+  std::uint32_t seed = 400;
+  for (const auto& c : cases) {
+    ASSERT_TRUE(detail::make_even_bins(c.bins, c.lo, c.hi).integer_edges_float)
+        << c.lo << " " << c.hi << " " << c.bins;
+    std::string first;
+    EXPECT_EQ(wrong_integer_edge_bins<float>(c.lo, c.hi, c.bins, 4096, seed++, first), 0)
+        << "float " << c.lo << " " << c.hi << " " << c.bins << ": " << first;
+  }
+}
+
+// The counter slot of T values under `slot` (integer_edge_slot or integer_quotient_slot) against
+// the rule: the rule's bin for a counted value, the spare slot `bins` for any other; over values
+// around every edge (up to `edges` of them), around lo and hi, the int32 extremes and random
+// values in and around [lo, hi).
+template <class Slot>
+std::int64_t wrong_int_slots(double lo, double hi, int bins, int edges, std::uint32_t seed,
+                             Slot slot, std::string& first_wrong) {
+  const detail::EvenBins rule = detail::make_even_bins(bins, lo, hi);
+  std::int64_t wrong = 0;
+  const auto check = [&](double value) {
+    if (value < -2147483648.0 || value > 2147483647.0) return;
+    const auto v = std::int32_t(value);
+    const int expected = cpu::even_bin(double(v), lo, hi, bins), got = slot(v, rule);
+    if (got != (expected < 0 ? bins : expected) && wrong++ == 0)
+      first_wrong = std::to_string(v) + " gave slot " + std::to_string(got) + ", the rule " +
+                    std::to_string(expected);
+  };
+  const int stride = std::max(1, bins / edges);
+  for (int k = 0; k <= bins; k += stride) {
+    const double edge = std::floor(lo + k * ((hi - lo) / bins));
+    for (double v = edge - 3; v <= edge + 3; ++v) check(v);
+  }
+  for (const double v : {-2147483648.0, -2147483647.0, -1.0, 0.0, 1.0, 2147483646.0, 2147483647.0})
+    check(v);
+  std::mt19937_64 random(seed);
+  const double spread = (hi - lo) / 4;
+  std::uniform_real_distribution<double> draw(lo - spread, hi + spread);
+  for (int i = 0; i < 100000; ++i) check(std::floor(draw(random)));
+  return wrong;
+}
+
+TEST(HistogramIntegerQuotient, TakenForIntegerBoundsWhereAMultiplierPasses) {
+  auto rule = detail::make_even_bins(256, -1e6, 2e6);  // the lab's int32 bounds
+  EXPECT_TRUE(rule.integer_quotient);
+  EXPECT_EQ(rule.int_spare_x, 3000000u);
+  EXPECT_TRUE(detail::make_even_bins(4096, -1e6, 2e6).integer_quotient);
+  EXPECT_TRUE(detail::make_even_bins(7, 0, 100).integer_quotient);
+  EXPECT_TRUE(detail::make_even_bins(3, -2147483648.0, 2147483647.0).integer_quotient);
+  // Not: a fractional bound, hi above 2^31, a range of 2^32, range * bins above 2^53, no
+  // multiplier below 2^32 (more bins than integers; range * bins near 2^42 and 2^47).
+  for (const auto& [bins, lo, hi] :
+       {std::tuple{256, -1e6, 2e6 + 0.5}, std::tuple{256, 0.5, 100.0},
+        std::tuple{3, 0.0, 2147483651.0}, std::tuple{3, -2147483648.0, 2147483648.0},
+        std::tuple{1 << 24, -2147483648.0, 2147483647.0}, std::tuple{100, 0.0, 10.0},
+        std::tuple{1000, -2147483648.0, 2147483647.0},
+        std::tuple{99991, -123456789.0, 987654321.0}}) {
+    EXPECT_FALSE(detail::make_even_bins(bins, lo, hi).integer_quotient)
+        << lo << " " << hi << " " << bins;
+  }
+}
+
+TEST(HistogramIntegerQuotient, GivesTheRulesBinOrTheSpareSlot) {
+  const struct {
+    double lo, hi;
+    int bins;
+  } cases[] = {{-1e6, 2e6, 256},
+               {-1e6, 2e6, 4096},
+               {-1e6, 2e6, 65536},
+               {0, 100, 7},
+               {-5, 12345, 1000},
+               {-2147483648.0, 2147483647.0, 3},
+               {2147483000, 2147483648.0, 77},
+               {0, 1 << 24, (1 << 24) - 1},
+               {0, 1e6, 100000},
+               {0, 1e9, 256}};
+  std::uint32_t seed = 500;
+  for (const auto& c : cases) {
+    ASSERT_TRUE(detail::make_even_bins(c.bins, c.lo, c.hi).integer_quotient)
+        << c.lo << " " << c.hi << " " << c.bins;
+    std::string first;
+    EXPECT_EQ(
+        wrong_int_slots(c.lo, c.hi, c.bins, 4096, seed++, detail::integer_quotient_slot, first), 0)
+        << c.lo << " " << c.hi << " " << c.bins << ": " << first;
+  }
+  // Random integer bounds and bin counts: wherever the quotient is taken, it is exact.
+  std::mt19937_64 random(501);
+  std::uniform_int_distribution<int> magnitude(1, 31), bins_log(0, 24);
+  for (int trial = 0; trial < 300; ++trial) {
+    const double range = std::floor(
+        std::ldexp(1.0 + std::uniform_real_distribution<double>()(random), magnitude(random) - 1));
+    const double lo = std::floor(
+        std::uniform_real_distribution<double>(-2147483648.0, 2147483648.0 - range)(random));
+    const int bins = std::max(
+        1,
+        int(std::ldexp(std::uniform_real_distribution<double>(0.5, 1)(random), bins_log(random))));
+    if (!detail::make_even_bins(bins, lo, lo + range).integer_quotient) continue;
+    std::string first;
+    EXPECT_EQ(
+        wrong_int_slots(lo, lo + range, bins, 64, seed++, detail::integer_quotient_slot, first), 0)
+        << lo << " " << lo + range << " " << bins << ": " << first;
+  }
+}
+
+TEST(HistogramIntegerEdges, Int32SlotIsTheBinOrTheSpare) {
+  for (const auto& [bins, lo, hi] :
+       {std::tuple{256, 0.0, 256.0}, std::tuple{65536, -2147483648.0, 2147483648.0},
+        std::tuple{25, -5.0, 20.0}, std::tuple{300, 3.0, 2403.0},
+        std::tuple{64, 2147483648.0 - 64 * 1024, 2147483648.0}}) {
+    ASSERT_TRUE(detail::make_even_bins(bins, lo, hi).integer_edges_int) << lo << " " << hi;
+    std::string first;
+    EXPECT_EQ(wrong_int_slots(lo, hi, bins, 4096, 600, detail::integer_edge_slot, first), 0)
+        << lo << " " << hi << " " << bins << ": " << first;
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/runner.hpp"
+#include "histogram/even_bins.hpp"
 #include "cpu/histogram.hpp"
 #include "gpu_test.hpp"
 #include "histogram/histogram_workspace.hpp"
@@ -207,6 +208,63 @@ TEST_F(Histogram, IntegerEdgesGiveTheRulesBinsAtEveryOffset) {
   }
 }
 
+TEST_F(Histogram, IntegerQuotientGivesTheRulesBinsAtEveryOffset) {
+  // int32 data between integer bounds whose bin width is not a power of two (even_bins.hpp's
+  // integer quotient): values on and beside every edge, beside lo and hi, the int32 extremes,
+  // through 32-bit and packed 16-bit counters, at unaligned starts.
+  const struct {
+    int bins;
+    double lo, hi;
+  } ranges[] = {{256, -1e6, 2e6},
+                {4096, -1e6, 2e6},
+                {65536, -1e6, 2e6},
+                {7, 0, 100},
+                {3, -2147483648.0, 2147483647.0},
+                {77, 2147483000, 2147483648.0},
+                {100000, 0, 1e6},
+                {1000, -5, 12345}};
+  for (const auto& r : ranges) {
+    ASSERT_TRUE(detail::make_even_bins(r.bins, r.lo, r.hi).integer_quotient)
+        << r.lo << " " << r.hi << " " << r.bins;
+    const int stride = std::max(1, r.bins / 2048);
+    std::vector<std::int32_t> ints;
+    const auto add = [&](double v) {
+      if (v >= -2147483648.0 && v <= 2147483647.0)
+        for (int copy = 0; copy < 3; ++copy) ints.push_back(std::int32_t(v));
+    };
+    for (int k = 0; k <= r.bins; k += stride) {
+      const double edge = std::floor(r.lo + k * ((r.hi - r.lo) / r.bins));
+      for (double v = edge - 2; v <= edge + 2; ++v) add(v);
+    }
+    for (const double v : {-2147483648.0, -2147483647.0, -1.0, 0.0, 2147483646.0, 2147483647.0})
+      add(v);
+    for (const std::size_t offset : {0, 1, 3})
+      expect_device_equals_cpu(ints, r.bins, r.lo, r.hi, offset, "int32 quotient");
+  }
+}
+
+TEST_F(Histogram, WidthsBelowOneGiveTheRulesBinsForFloat) {
+  // Float data in bins of width 2^s < 1 (even_bins.hpp's integer edges for float): values on and
+  // beside every edge, -0.0, negatives, NaN, infinities and values past hi, at unaligned starts.
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
+  const struct {
+    int bins;
+    double lo, hi;
+  } ranges[] = {{256, 0, 1}, {128, 0.5, 1}, {1 << 20, 0, 1}, {512, 0, 256}, {1000, 3, 3 + 125}};
+  for (const auto& r : ranges) {
+    ASSERT_TRUE(detail::make_even_bins(r.bins, r.lo, r.hi).integer_edges_float)
+        << r.lo << " " << r.hi << " " << r.bins;
+    std::vector<float> floats =
+        values_around_edges<float>(r.lo, r.hi, r.bins, std::max(1, r.bins / 2048));
+    for (const double odd :
+         {nan, -nan, inf, -inf, -0.0, -1e-30, -0.5, r.hi, r.hi + 0.5, r.lo - 1e-3, 1e30})
+      floats.push_back(float(odd));
+    for (const std::size_t offset : {0, 1, 3})
+      expect_device_equals_cpu(floats, r.bins, r.lo, r.hi, offset, "float widths below 1");
+  }
+}
+
 TEST_F(HistogramLadder, ByteRungsMatchTheReference) {
   // Uniform bytes at awkward sizes and bins (300: more bins than byte values); all-equal bytes
   // put every count on one counter of every lane (2^24 + 5 bytes: the most any counter holds
@@ -364,6 +422,15 @@ TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
                         {"packed-16bit", "production"});
   expect_variants_exact(resolved((1 << 23) + 1, "float", 100000, "equal"), seed, {"production"});
   expect_variants_exact(resolved((1 << 23) + 1, "double", 65536, "uniform"), seed, {"production"});
+  // Values that are not counted go to a spare counter beside the bins, which fills as fast:
+  // 2^24 values below lo, then every other one inside, through 16-bit and 32-bit counters.
+  std::vector<std::int32_t> outside((1 << 24) + 5, -7);
+  for (const int bins : {65536, 4096})
+    expect_device_equals_cpu(outside, bins, 0, 1e6, 1, "int32 below lo");
+  for (std::size_t i = 0; i < outside.size(); i += 2) outside[i] = 123457;
+  expect_device_equals_cpu(outside, 65536, 0, 1e6, 1, "int32 half below lo");
+  const std::vector<float> nans((1 << 24) + 5, std::numeric_limits<float>::quiet_NaN());
+  expect_device_equals_cpu(nans, 65536, 0, 1, 0, "float NaN");
 }
 
 TEST_F(HistogramHuge, MoreThanTwoTo32BytesAndTwoTo31Ints) {
