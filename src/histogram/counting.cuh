@@ -158,13 +158,14 @@ constexpr int shared_value_threads() {
   return Packed ? 1024 : 256;
 }
 
-// Blocks per SM the kernels are compiled for. 32-bit counters with the single-precision bin
-// evaluation: 5 blocks of 256 threads (40 warps, at most 48 registers each, 80 KB of loads in
-// flight per SM when they all wait); the double-precision evaluation needs more registers (4).
-template <bool Packed, BinEvaluation E>
+// Blocks per SM the kernels are compiled for. 32-bit counters: 4 blocks of 256 threads (32 warps
+// of at most 64 registers), each thread with two rounds of four 16-byte loads in flight: 128 KB
+// of loads per SM. One round in flight with 5 blocks (48 registers) held 50M int32 at 256 bins
+// to 72 us on an H100, two with 4 blocks take 71 us, within 1% of rooflab's reduce over the same
+// bytes (docs/histogram.md).
+template <bool Packed>
 constexpr int shared_value_blocks_per_sm() {
-  // The integer-edge evaluation needs fewer registers than the single-precision one.
-  return Packed ? 1 : E == BinEvaluation::double_precision ? 4 : 5;
+  return Packed ? 1 : 4;
 }
 
 // The counters of the spare slot (index `bins` of each copy) are cleared, not added anywhere.
@@ -217,12 +218,13 @@ __host__ __device__ inline int shared_counter_words(int bins, int copies) {
 // Each round loads four vectors and adds every value to its counter slot without a branch
 // (fast_slot): its bin, or the spare slot for values outside [lo, hi) and values near an edge,
 // which (a few in ten thousand on random data) then go through the rule itself. The loop runs
-// whole rounds, where every vector exists, with no test per value; the last, partial round of a
-// block sends the slots past the end to the spare slot.
+// whole rounds, where every vector exists, with no test per value, loading the next round while
+// it counts one; the last, partial round of a block sends the slots past the end to the spare
+// slot.
 template <class T, bool Packed, BinEvaluation E>
 __global__ void __launch_bounds__(shared_value_threads<Packed>(),
                                   min_blocks_per_sm(shared_value_threads<Packed>(),
-                                                    shared_value_blocks_per_sm<Packed, E>()))
+                                                    shared_value_blocks_per_sm<Packed>()))
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
                         unsigned long long* __restrict__ counts) {
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
@@ -251,31 +253,29 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
   std::uint32_t bound = 2 * per_vector;  // the head and tail above: fewer than 2 vectors' worth
   const auto* vectors = reinterpret_cast<const Vector16<T>*>(in + split.head);
   const std::int64_t round = std::int64_t(blockDim.x) * value_loads;
-  // One round: the vectors first + k * blockDim.x + threadIdx.x, each tested against the end
-  // only in the last round (Partial). The trip count is the same for every thread of the block,
-  // so the flush's barriers meet all.
-  Vector16<T> data[value_loads] = {};
-  const auto count_round = [&](std::int64_t first, auto partial) {
+  // The vectors of a round starting at `first`: first + k * blockDim.x + threadIdx.x.
+  const auto load_round = [&](Vector16<T>(&into)[value_loads], std::int64_t first,
+                              bool(&valid)[value_loads]) {
+#pragma unroll
+    for (int k = 0; k < value_loads; ++k) {
+      const std::int64_t v = first + k * std::int64_t(blockDim.x) + threadIdx.x;
+      valid[k] = v < split.vectors;
+      if (valid[k]) into[k] = vectors[v];
+    }
+  };
+  // Adds a loaded round (Partial: the last one, whose vectors past the end go to the spare slot).
+  // The trip count is the same for every thread of the block, so the flush's barriers meet all.
+  const auto count_round = [&](const Vector16<T>(&data)[value_loads],
+                               const bool(&valid)[value_loads], auto partial) {
     if (bound > counter_max - round_elements)
       bound = flush_large_counters<Packed>(block_counts, words, rule.bins,
                                            counter_max - 2 * round_elements, counts);
     bound += round_elements;
-    bool valid[value_loads];
-#pragma unroll
-    for (int k = 0; k < value_loads; ++k) {
-      const std::int64_t v = first + k * std::int64_t(blockDim.x) + threadIdx.x;
-      valid[k] = !decltype(partial)::value || v < split.vectors;
-      if (valid[k]) data[k] = vectors[v];
-    }
-    // Bit s: slot s holds a counted value near an edge. A warp takes the pass below whenever
-    // one of its lanes has such a value (about 8% of rounds at 256 bins, 3 in 4 at 4096, on
-    // uniform data under single precision), so the pass only tests bits: nothing is evaluated
-    // twice.
     std::uint32_t near_slots = 0;
 #pragma unroll
     for (int s = 0; s < slots; ++s) {
       FastSlot fast = fast_slot<E>(data[s / per_vector].lane[s % per_vector], rule);
-      if (!valid[s / per_vector]) fast = FastSlot{rule.bins, false};
+      if (decltype(partial)::value && !valid[s / per_vector]) fast = FastSlot{rule.bins, false};
       add_shared(word_of(fast.slot), one_of(fast.slot));
       near_slots |= fast.near_edge ? 1u << s : 0u;
     }
@@ -289,10 +289,28 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
       }
     }
   };
+  // Whole rounds, each loaded before the round ahead of it is counted, so that two rounds of
+  // loads are in flight per thread; written out for two buffers, which registers can only hold
+  // under names known at compile time.
+  const std::int64_t stride = std::int64_t(gridDim.x) * round;
+  const auto whole = [&](std::int64_t at) { return at + round <= split.vectors; };
   std::int64_t first = blockIdx.x * round;
-  for (; first + round <= split.vectors; first += gridDim.x * round)
-    count_round(first, std::false_type{});
-  if (first < split.vectors) count_round(first, std::true_type{});
+  Vector16<T> ping[value_loads] = {}, pong[value_loads] = {};
+  bool valid[value_loads];  // what load_round tested; whole rounds need no test
+  if (whole(first)) load_round(ping, first, valid);
+  while (whole(first)) {
+    if (whole(first + stride)) load_round(pong, first + stride, valid);
+    count_round(ping, valid, std::false_type{});
+    first += stride;
+    if (!whole(first)) break;
+    if (whole(first + stride)) load_round(ping, first + stride, valid);
+    count_round(pong, valid, std::false_type{});
+    first += stride;
+  }
+  if (first < split.vectors) {
+    load_round(ping, first, valid);
+    count_round(ping, valid, std::true_type{});
+  }
   __syncthreads();
   for (int bin = int(threadIdx.x); bin < rule.bins; bin += int(blockDim.x)) {
     std::uint64_t total = 0;
