@@ -89,7 +89,7 @@ TEST_F(HarnessRunner, ValidatesAndTimesEveryAddRung) {
 TEST_F(HarnessRunner, SkipsAVariantBeyondItsLimitSayingWhy) {
   Registry local;
   local.add_op(registry().op("add"));
-  Variant limited = *registry().variants("add").back();
+  Variant limited = testing::last_device_rung("add");
   limited.limit = at_most_n(1000, "too slow for large n");
   local.add_variant(limited);
   const Environment environment = testing::environment_without_ceilings();
@@ -132,7 +132,7 @@ TEST_F(HarnessRunner, ShowsEveryRowAgainstTheFastestCpuRungAlsoWhenThatRungComes
   Registry local;
   local.add_op(registry().op("add"));
   local.add_variant(slow_loop);
-  local.add_variant(*registry().variants("add").back());
+  local.add_variant(testing::last_device_rung("add"));
   local.add_variant(fast_loop);
   RunOptions options;
   options.reps = 3;

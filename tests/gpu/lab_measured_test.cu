@@ -80,7 +80,7 @@ TEST_F(HarnessHooksMeasured, PrepareWorkStaysOutsideTheTimedRegion) {
   };
   Registry local;
   local.add_op(registry().op("add"));
-  Variant slow_to_prepare = *registry().variants("add").back();
+  Variant slow_to_prepare = testing::last_device_rung("add");
   slow_to_prepare.prepare = [&queue_ballast](Workspace&, cudaStream_t stream) {
     queue_ballast(stream);
   };

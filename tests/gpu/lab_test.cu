@@ -242,7 +242,7 @@ TEST_F(TimingLadder, EveryRungComputesTheAddAndRecordsWhatItsClockRead) {
 TEST_F(HarnessHooks, PrepareRunsBeforeValidationEveryWarmupAndEveryRepetition) {
   Registry local;
   local.add_op(registry().op("add"));
-  Variant counted = *registry().variants("add").back();
+  Variant counted = testing::last_device_rung("add");
   int prepared = 0;
   counted.prepare = [&prepared](Workspace&, cudaStream_t) { ++prepared; };
   local.add_variant(counted);
@@ -261,7 +261,7 @@ TEST_F(HarnessHooks, PrepareRunsBeforeValidationEveryWarmupAndEveryRepetition) {
 TEST_F(HarnessHooks, NoteOfATimedVariantLandsInItsRow) {
   Registry local;
   local.add_op(registry().op("add"));
-  Variant noted = *registry().variants("add").back();
+  Variant noted = testing::last_device_rung("add");
   noted.note = [](Workspace& workspace) {
     return "n is " + std::to_string(static_cast<AddWorkspace&>(workspace).n);
   };
