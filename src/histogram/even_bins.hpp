@@ -62,7 +62,7 @@
 //   to x b' / R', whose fraction is at most (R' - 1) / R'; where x e < 2^k for the largest x,
 //   the floor cannot change: bin = (x c) >> k = umulhi(x, c) >> (k - 32). The host searches
 //   k from 32 up for the first c that passes (make_even_bins); bins up to 4096 over the lab's
-//   3 * 10^6 integers take k = 38, c < 2^29. Four integer instructions a value, no edge test, no
+//   3 * 10^6 integers take k = 37, c < 2^28. Four integer instructions a value, no edge test, no
 //   range test (below).
 //
 // Counter slots (the counting kernels): each copy of the counters has one more, the spare slot
