@@ -103,6 +103,20 @@ std::vector<T> values_around_edges(double lo, double hi, int bins, int stride) {
   return values;
 }
 
+// int32 values on and two either side of every stride-th bin edge lo + k (hi - lo) / bins (the
+// edge rounded down), each repeated so the vector paths see them too; values beyond int32 are
+// left out.
+std::vector<std::int32_t> ints_around_edges(double lo, double hi, int bins, int stride) {
+  std::vector<std::int32_t> ints;
+  for (int k = 0; k <= bins; k += stride) {
+    const double edge = std::floor(lo + k * ((hi - lo) / bins));
+    for (double v = edge - 2; v <= edge + 2; ++v)
+      if (v >= -2147483648.0 && v <= 2147483647.0)
+        for (int copy = 0; copy < 3; ++copy) ints.push_back(std::int32_t(v));
+  }
+  return ints;
+}
+
 TEST_F(HistogramLadder, EveryRungMatchesTheReferenceAtAwkwardSizes) {
   std::uint64_t seed = 2000;
   for (const std::int64_t n : {1, 2, 31, 33, 1000, 4097, (1 << 18) + 7})
@@ -184,14 +198,7 @@ TEST_F(Histogram, IntegerEdgesGiveTheRulesBinsAtEveryOffset) {
                 {300, 3, 3 + 300 * 8}, {65536, -2147483648.0, 2147483648.0}};
   for (const auto& r : ranges) {
     const int stride = std::max(1, r.bins / 2048);
-    std::vector<std::int32_t> ints;
-    for (int k = 0; k <= r.bins; k += stride) {
-      const auto edge = std::int64_t(r.lo + k * ((r.hi - r.lo) / r.bins));
-      for (std::int64_t v = edge - 2; v <= edge + 2; ++v)
-        if (v >= std::numeric_limits<std::int32_t>::min() &&
-            v <= std::numeric_limits<std::int32_t>::max())
-          for (int copy = 0; copy < 3; ++copy) ints.push_back(std::int32_t(v));
-    }
+    const std::vector<std::int32_t> ints = ints_around_edges(r.lo, r.hi, r.bins, stride);
     for (const std::size_t offset : {0, 1, 3})
       expect_device_equals_cpu(ints, r.bins, r.lo, r.hi, offset, "int32 edges");
     if (r.lo < -1e9) continue;  // floats there take the other evaluations
@@ -226,18 +233,13 @@ TEST_F(Histogram, IntegerQuotientGivesTheRulesBinsAtEveryOffset) {
   for (const auto& r : ranges) {
     ASSERT_TRUE(detail::make_even_bins(r.bins, r.lo, r.hi).integer_quotient)
         << r.lo << " " << r.hi << " " << r.bins;
-    const int stride = std::max(1, r.bins / 2048);
-    std::vector<std::int32_t> ints;
-    const auto add = [&](double v) {
-      if (v >= -2147483648.0 && v <= 2147483647.0)
-        for (int copy = 0; copy < 3; ++copy) ints.push_back(std::int32_t(v));
-    };
-    for (int k = 0; k <= r.bins; k += stride) {
-      const double edge = std::floor(r.lo + k * ((r.hi - r.lo) / r.bins));
-      for (double v = edge - 2; v <= edge + 2; ++v) add(v);
-    }
-    for (const double v : {-2147483648.0, -2147483647.0, -1.0, 0.0, 2147483646.0, 2147483647.0})
-      add(v);
+    std::vector<std::int32_t> ints =
+        ints_around_edges(r.lo, r.hi, r.bins, std::max(1, r.bins / 2048));
+    for (const std::int32_t v :
+         {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::min() + 1,
+          -1, 0, std::numeric_limits<std::int32_t>::max() - 1,
+          std::numeric_limits<std::int32_t>::max()})
+      ints.insert(ints.end(), 3, v);
     for (const std::size_t offset : {0, 1, 3})
       expect_device_equals_cpu(ints, r.bins, r.lo, r.hi, offset, "int32 quotient");
   }
