@@ -133,8 +133,9 @@ __global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T
 }
 
 // A block per matrix, when vectors are wanted: completes the columns of sigma 0 to an orthonormal
-// set (pos as the scratch of which columns are done). Most matrices have none, which one pass over
-// sigma finds (completion and the sort in one block per matrix took 22 us at 256 x 256).
+// set (complete_zero_columns; pos and the coefficients as its scratch, and the matrix's output
+// that global_write fills later). Most matrices have none, which one pass over sigma finds
+// (completion and the sort in one block per matrix took 22 us at 256 x 256).
 template <class T>
 __global__ void __launch_bounds__(global_threads) global_complete(GlobalState<T> G) {
   __shared__ unsigned long long scratch[32];
@@ -143,15 +144,13 @@ __global__ void __launch_bounds__(global_threads) global_complete(GlobalState<T>
   const std::int64_t matrix = blockIdx.x;
   if (G.bad[matrix]) return;  // uniform over the block
   const T* sigma = G.norms_of(matrix);
-  int* pos = G.pos_of(matrix);
   bool incomplete = false;
-  for (int c = team.rank(); c < G.N; c += team.size()) {
-    pos[c] = sigma[c] > 0;
-    incomplete = incomplete || !pos[c];
-  }
+  for (int c = team.rank(); c < G.N; c += team.size()) incomplete = incomplete || !(sigma[c] > 0);
   if (!__syncthreads_or(incomplete)) return;
-  complete_orthonormal_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, pos,
-                               G.coefficients + matrix * G.positions, 32);
+  std::int64_t ldy = 0;
+  T* Y = w_output(G.P, matrix, ldy);
+  complete_zero_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, G.pos_of(matrix),
+                        G.coefficients + matrix * G.positions, Y, ldy, 32);
 }
 
 // The completion of one matrix with many columns of sigma 0 by Householder QR
@@ -256,17 +255,19 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
   }
 }
 
-// The completion's one-block form (global_complete: classical Gram-Schmidt, a column at a time)
-// takes up to this many multiply-adds, M N per column of sigma 0; beyond, Householder QR. The
-// one block ran at a few GFLOP/s: the 100 x 100 zero matrix took 2.1 ms there against 0.55 ms for
-// a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double).
-constexpr double one_block_completion_work = 1 << 18;
+// The completion's one-block forms (global_complete) take up to these multiply-adds; beyond,
+// cuSOLVER's Householder QR. Gram-Schmidt a column at a time (M N per column of sigma 0 counted
+// here) ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1 ms against 0.55 ms for a
+// random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). The reflections
+// (reflection_completion_work) form their columns side by side.
+constexpr double one_block_gram_schmidt_work = 1 << 18;
+constexpr double one_block_reflection_work = 1 << 24;
 
 // W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
 // leaves out: those complete W's columns of sigma 0. cuSOLVER's QR and formation of Q spread over
-// the GPU, where the one-block completion goes a column at a time. The host reads how many
-// columns need it (the stream waits for the sweeps' end here; svd waits for it anyway).
+// the GPU, where the one-block forms run on one SM. The host reads how many columns need it (the
+// stream waits for the sweeps' end here; svd waits for it anyway).
 template <class T>
 void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   constexpr const char* op = "svd";
@@ -284,12 +285,14 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   numbered.wait();
   const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
   if (zeros == 0) return;
-  if (double(M) * N * zeros <= one_block_completion_work) {
+  const int kept = N - zeros;
+  if (completion_by_reflections(kept, zeros)
+          ? reflection_completion_work(M, N, kept) <= one_block_reflection_work
+          : double(M) * N * zeros <= one_block_gram_schmidt_work) {
     launch_after_previous(global_complete<T>, 1, global_threads, 0, 1, stream, "global_complete",
                           G);
     return;
   }
-  const int kept = N - zeros;
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op),
       tau(sizeof(T) * std::size_t(N), stream, op), info(sizeof(int), stream, op);

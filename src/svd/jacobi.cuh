@@ -367,6 +367,108 @@ __device__ void complete_orthonormal_columns(const Team& team, T* W, std::int64_
   }
 }
 
+// Completes the columns of W whose sigma is 0 by Householder reflections
+// (completion_by_reflections): the `kept` columns of sigma > 0 (orthonormal) are copied to Y
+// (M x kept, leading dimension ldy, in global memory) and factored there, reflection k being
+// I - v_k v_k^T / (beta_k (beta_k - alpha_k)) with v_k in Y's column k from row k on; then the
+// missing column numbered j among all (the kept first, then the others, each in column order)
+// becomes H_1 ... H_kept e_j, one group of `lanes` lanes per column. `slot` (N ints) and
+// `coefficients` (kept entries) are scratch.
+template <class T, class Team>
+__device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw, int M, int N,
+                                        const T* sigma, int kept, int* slot, T* coefficients, T* Y,
+                                        std::int64_t ldy, int lanes) {
+  const int groups = team.size() / lanes;
+  const int group = team.rank() / lanes, h = team.rank() % lanes;
+  for (int c = team.rank(); c < N; c += team.size()) {
+    int kept_before = 0;
+    for (int other = 0; other < c; ++other) kept_before += sigma[other] > 0;
+    slot[c] = sigma[c] > 0 ? kept_before : kept + (c - kept_before);
+  }
+  team.sync();
+  for (std::int64_t e = team.rank(); e < std::int64_t(M) * N; e += team.size()) {
+    const int i = int(e % M), c = int(e / M);
+    if (sigma[c] > 0) Y[i + slot[c] * ldy] = W[i + c * ldw];
+  }
+  team.sync();
+  for (int k = 0; k < kept; ++k) {
+    T* v = Y + k * ldy;
+    const T alpha = v[k];
+    T local = 0;
+    for (int i = k + 1 + team.rank(); i < M; i += team.size()) local = fma(v[i], v[i], local);
+    const T norm = sqrt(fma(alpha, alpha, team.sum(local)));
+    const T beta = alpha >= 0 ? -norm : norm;  // v_k = y - beta e_k cancels nothing
+    team.sync();                               // every thread has read alpha
+    if (team.rank() == 0) {
+      v[k] = alpha - beta;
+      coefficients[k] = norm > 0 ? T(1) / (beta * (beta - alpha)) : T(0);
+    }
+    team.sync();
+    const T coefficient = coefficients[k];
+    const int slots = (kept - k - 1 + groups - 1) / groups;
+    for (int s = 0; s < slots; ++s) {  // the same count for every lane: group_sum shuffles
+      const int j = k + 1 + s * groups + group;
+      T* y = Y + std::int64_t(min(j, kept - 1)) * ldy;
+      T dot = 0;
+      if (j < kept)
+        for (int i = k + h; i < M; i += lanes) dot = fma(v[i], y[i], dot);
+      dot = group_sum(dot, lanes) * coefficient;
+      if (j < kept)
+        for (int i = k + h; i < M; i += lanes) y[i] = fma(-dot, v[i], y[i]);
+    }
+    team.sync();
+  }
+  // Each lane keeps its rows (h, h + lanes, ...) of its group's column throughout: no barrier.
+  const int slots = (N + groups - 1) / groups;
+  for (int s = 0; s < slots; ++s) {
+    const int c = s * groups + group;
+    const bool missing = c < N && !(sigma[c] > 0);
+    T* x = W + std::int64_t(min(c, N - 1)) * ldw;
+    if (missing)
+      for (int i = h; i < M; i += lanes) x[i] = i == slot[c] ? T(1) : T(0);
+    for (int k = kept - 1; k >= 0; --k) {
+      const T* v = Y + k * ldy;
+      const int first = k + (h - k % lanes + lanes) % lanes;  // this lane's first row >= k
+      T dot = 0;
+      if (missing)
+        for (int i = first; i < M; i += lanes) dot = fma(v[i], x[i], dot);
+      dot = group_sum(dot, lanes) * coefficients[k];
+      if (missing)
+        for (int i = first; i < M; i += lanes) x[i] = fma(-dot, v[i], x[i]);
+    }
+  }
+  team.sync();
+}
+
+// Completes the columns of W whose sigma is 0 to an orthonormal set, in the form
+// completion_by_reflections picks; Y (M x N, leading dimension ldy, global memory) is the
+// reflections' scratch, `pos` and `coefficients` (N entries each) the forms' own. Every thread of
+// the team calls it after a sync; W is complete and visible to the team on return.
+template <class T, class Team>
+__device__ void complete_zero_columns(const Team& team, T* W, std::int64_t ldw, int M, int N,
+                                      const T* sigma, int* pos, T* coefficients, T* Y,
+                                      std::int64_t ldy, int lanes) {
+  int kept = 0;
+  for (int c = 0; c < N; ++c) kept += sigma[c] > 0;
+  if (kept == N) return;
+  if (completion_by_reflections(kept, N - kept)) {
+    complete_by_reflections(team, W, ldw, M, N, sigma, kept, pos, coefficients, Y, ldy, lanes);
+    return;
+  }
+  for (int c = team.rank(); c < N; c += team.size()) pos[c] = sigma[c] > 0;
+  team.sync();
+  complete_orthonormal_columns(team, W, ldw, M, N, sigma, pos, coefficients, lanes);
+}
+
+// Where W's columns go in the outputs of matrix `matrix` (U, or V when m < n: M x N, leading
+// dimension ld). Until they are written there it is free: the completion's scratch.
+template <class T>
+__device__ T* w_output(const Problem<T>& P, std::int64_t matrix, std::int64_t& ld) {
+  const bool transposed = P.m < P.n;
+  ld = transposed ? P.ldv : P.ldu;
+  return transposed ? P.V + matrix * P.v_stride : P.U + matrix * P.u_stride;
+}
+
 // Sorts columns by decreasing key into order[0..count): order[rank] = column, ties by index.
 // O(count^2 / threads): the on-chip matrices have at most a few hundred columns.
 template <class T, class Team>
@@ -526,9 +628,10 @@ __device__ void finish_on_chip(const Team& team, unsigned char* smem, const OnCh
       const int i = e % M, c = e / M;
       if (norms[c] > 0) W[i + c * L.ldw] /= norms[c];
     }
-    for (int c = rank; c < N; c += threads) pos[c] = norms[c] > 0;
     team.sync();
-    complete_orthonormal_columns(team, W, L.ldw, M, N, norms, pos, coefficients, lanes);
+    std::int64_t ldy = 0;
+    T* Y = w_output(P, matrix, ldy);
+    complete_zero_columns(team, W, L.ldw, M, N, norms, pos, coefficients, Y, ldy, lanes);
   }
   rank_sort_descending(team, norms, N, pos);
   team.sync();

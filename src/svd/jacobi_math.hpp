@@ -210,6 +210,28 @@ ROOFLAB_JACOBI_HOST_DEVICE inline void rotate_error_scales(const Rotation<T>& r,
   scale_q = s2 * p + c2 * q;
 }
 
+// The completion of W's columns of sigma 0 (the left vectors of a rank-deficient matrix) to an
+// orthonormal set, by one team, in one of two forms. With r kept columns (sigma > 0, orthonormal),
+// z to complete, M rows and N = r + z columns:
+//   - reflections: the Householder QR of the kept columns, H_1 ... H_r, then the missing columns as
+//     H_1 ... H_r e_j for j = r .. N - 1, each orthogonal to the kept columns' span however close
+//     to orthonormal those are. About M (r^2 + 2 r z + z) multiply-adds and 4 barriers per kept
+//     column; the z columns are formed side by side, without a barrier.
+//   - Gram-Schmidt, a column at a time: the least represented standard basis vector, orthogonalized
+//     twice against every column done. About 5 M N multiply-adds and 9 barriers per missing column.
+// Reflections take r <= 2 z: there both counts favour them (at r = 2 z, 8 M z^2 + M z against
+// 15 M z^2 multiply-adds and 8 z against 9 z barriers), and beyond, Gram-Schmidt's cost shrinks
+// with z. A zero matrix (r = 0) only writes the unit vectors.
+ROOFLAB_JACOBI_HOST_DEVICE inline bool completion_by_reflections(int kept, int zeros) {
+  return kept <= 2 * zeros;
+}
+
+// The reflections' multiply-adds (the count above).
+ROOFLAB_JACOBI_HOST_DEVICE inline double reflection_completion_work(int M, int N, int kept) {
+  const double r = kept, z = N - kept;
+  return M * (r * r + 2 * r * z + z);
+}
+
 // The scaled off-diagonal |gamma| / sqrt(alpha beta) of two columns with squared norms alpha, beta
 // and dot product gamma, as the rotation's test has it: 0 when a column is negligible (never
 // rotated). The all-pairs tests take their largest over every pair.

@@ -461,17 +461,81 @@ struct ModelResult {
   int cleared = 0;
 };
 
+double column_dot(const cpu::Matrix& x, int p, int q) {
+  double sum = 0;
+  for (int i = 0; i < x.m; ++i) sum += x(i, p) * x(i, q);
+  return sum;
+}
+
+// The kernels' completion of W's columns of sigma 0 (jacobi.cuh, complete_zero_columns), run
+// sequentially: the kept columns' Householder QR and H_1 ... H_r e_j for the others where
+// completion_by_reflections takes them, else Gram-Schmidt a column at a time (the basis vector of
+// least weight in the columns done, orthogonalized twice against them).
+void complete_zero_columns_model(cpu::Matrix& w, const std::vector<double>& sigma) {
+  const int M = w.m, N = w.n;
+  int kept = 0;
+  for (int c = 0; c < N; ++c) kept += sigma[c] > 0;
+  if (kept == N) return;
+  if (completion_by_reflections(kept, N - kept)) {
+    std::vector<int> slot(N);
+    int next_kept = 0, next_missing = kept;
+    for (int c = 0; c < N; ++c) slot[c] = sigma[c] > 0 ? next_kept++ : next_missing++;
+    cpu::Matrix y = cpu::zeros(M, kept);
+    for (int c = 0; c < N; ++c)
+      for (int i = 0; i < M && sigma[c] > 0; ++i) y(i, slot[c]) = w(i, c);
+    std::vector<double> coefficients(kept);
+    const auto reflect = [&](int k, cpu::Matrix& x, int j) {  // x_j <- H_k x_j
+      double dot = 0;
+      for (int i = k; i < M; ++i) dot += y(i, k) * x(i, j);
+      dot *= coefficients[k];
+      for (int i = k; i < M; ++i) x(i, j) -= dot * y(i, k);
+    };
+    for (int k = 0; k < kept; ++k) {
+      const double alpha = y(k, k);
+      double tail = 0;
+      for (int i = k + 1; i < M; ++i) tail += y(i, k) * y(i, k);
+      const double norm = std::sqrt(alpha * alpha + tail), beta = alpha >= 0 ? -norm : norm;
+      y(k, k) = alpha - beta;
+      coefficients[k] = norm > 0 ? 1 / (beta * (beta - alpha)) : 0;
+      for (int j = k + 1; j < kept; ++j) reflect(k, y, j);
+    }
+    for (int c = 0; c < N; ++c) {
+      if (sigma[c] > 0) continue;
+      for (int i = 0; i < M; ++i) w(i, c) = i == slot[c];
+      for (int k = kept - 1; k >= 0; --k) reflect(k, w, c);
+    }
+    return;
+  }
+  std::vector<bool> done(N);
+  for (int c = 0; c < N; ++c) done[c] = sigma[c] > 0;
+  for (int c = 0; c < N; ++c) {
+    if (done[c]) continue;
+    int chosen = 0;
+    double least = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < M; ++i) {
+      double weight = 0;
+      for (int other = 0; other < N; ++other) weight += done[other] ? w(i, other) * w(i, other) : 0;
+      if (weight < least) least = weight, chosen = i;
+    }
+    for (int i = 0; i < M; ++i) w(i, c) = i == chosen;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int other = 0; other < N; ++other) {
+        if (!done[other]) continue;
+        const double projection = column_dot(w, other, c);
+        for (int i = 0; i < M; ++i) w(i, c) -= projection * w(i, other);
+      }
+    const double norm = std::sqrt(column_dot(w, c, c));
+    for (int i = 0; i < M; ++i) w(i, c) /= norm;
+    done[c] = true;
+  }
+}
+
 ModelResult sequential_model(const cpu::Matrix& a) {
   const int M = a.m, N = a.n;
   const int n_pad = N + (N & 1);
   const double tol = std::sqrt(double(M)) * std::numeric_limits<double>::epsilon();
   cpu::Matrix w = a, v = cpu::zeros(N, N);
   for (int i = 0; i < N; ++i) v(i, i) = 1;
-  const auto column_dot = [&](const cpu::Matrix& x, int p, int q) {
-    double sum = 0;
-    for (int i = 0; i < x.m; ++i) sum += x(i, p) * x(i, q);
-    return sum;
-  };
   std::vector<double> norms(n_pad, -1), error_scales(n_pad, 0);
   for (int c = 0; c < N; ++c) error_scales[c] = norms[c] = column_dot(w, c, c);
   ModelResult result;
@@ -516,33 +580,10 @@ ModelResult sequential_model(const cpu::Matrix& a) {
   for (int c = 0; c < N; ++c) sigma[c] = std::sqrt(column_dot(w, c, c));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return sigma[x] > sigma[y]; });
-  // U: the columns over sigma, those of sigma 0 completed as the kernels do (the basis vector of
-  // least weight in the columns done, orthogonalized twice against them).
-  std::vector<bool> done(N);
-  for (int c = 0; c < N; ++c) {
-    done[c] = sigma[c] > 0;
-    for (int i = 0; i < M && done[c]; ++i) w(i, c) /= sigma[c];
-  }
-  for (int c = 0; c < N; ++c) {
-    if (done[c]) continue;
-    int chosen = 0;
-    double least = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < M; ++i) {
-      double weight = 0;
-      for (int other = 0; other < N; ++other) weight += done[other] ? w(i, other) * w(i, other) : 0;
-      if (weight < least) least = weight, chosen = i;
-    }
-    for (int i = 0; i < M; ++i) w(i, c) = i == chosen;
-    for (int pass = 0; pass < 2; ++pass)
-      for (int other = 0; other < N; ++other) {
-        if (!done[other]) continue;
-        const double projection = column_dot(w, other, c);
-        for (int i = 0; i < M; ++i) w(i, c) -= projection * w(i, other);
-      }
-    const double norm = std::sqrt(column_dot(w, c, c));
-    for (int i = 0; i < M; ++i) w(i, c) /= norm;
-    done[c] = true;
-  }
+  // U: the columns over sigma, those of sigma 0 completed as the kernels do.
+  for (int c = 0; c < N; ++c)
+    for (int i = 0; i < M && sigma[c] > 0; ++i) w(i, c) /= sigma[c];
+  complete_zero_columns_model(w, sigma);
   result.u = cpu::zeros(M, N);
   result.v = cpu::zeros(N, N);
   for (int r = 0; r < N; ++r) {
@@ -628,6 +669,38 @@ TEST(JacobiModel, RankDeficientMatricesNeedNoMoreSweepsThanRandomOnes) {
     EXPECT_LE(model.sweeps, random_sweeps) << what;
     EXPECT_GT(model.cleared, 0) << what;
   }
+}
+
+// The completion's two forms, each on the ranks that take it: U orthonormal in LAPACK's test and
+// A rebuilt, 80 x 60 (the reflections up to rank 40 of 60, Gram-Schmidt beyond).
+TEST(JacobiModel, EachCompletionFormGivesOrthonormalLeftVectors) {
+  const int m = 80, n = 60;
+  ASSERT_TRUE(completion_by_reflections(40, n - 40));
+  ASSERT_FALSE(completion_by_reflections(41, n - 41));
+  expect_lapack_accurate(cpu::zeros(m, n), sequential_model(cpu::zeros(m, n)), "zero");
+  for (const int rank : {1, 2, 20, 40, 41, 57, 59}) {
+    const cpu::Matrix a = cpu::rank_deficient_matrix(m, n, rank, 40 + rank);
+    const ModelResult model = sequential_model(a);
+    expect_lapack_accurate(a, model, "rank " + std::to_string(rank));
+    EXPECT_LT(model.s[rank], 1e-13 * model.s[0]) << "rank " << rank;
+  }
+}
+
+// Where the reflections are taken, they cost no more multiply-adds than Gram-Schmidt (about
+// 5 M N per missing column), and a zero matrix and a rank-one one always take them.
+TEST(Completion, ReflectionsAreTakenOnlyWhereTheyCostLessThanGramSchmidt) {
+  for (const int M : {8, 100, 1000})
+    for (int N = 1; N <= M; N += 1 + N / 4)
+      for (int kept = 0; kept < N; ++kept) {
+        const bool reflections = completion_by_reflections(kept, N - kept);
+        if (kept <= 1) {
+          EXPECT_TRUE(reflections) << M << " " << N << " " << kept;
+        }
+        if (reflections) {
+          EXPECT_LE(reflection_completion_work(M, N, kept), 5.0 * M * N * (N - kept))
+              << M << " " << N << " " << kept;
+        }
+      }
 }
 
 }  // namespace

@@ -143,6 +143,34 @@ TEST_F(Svd, RankDeficientMatrixGetsOrthonormalSingularVectors) {
   }
 }
 
+// The completion of one matrix's columns of sigma 0 takes one of three forms by the count r of
+// columns kept and z of columns to complete (jacobi_math.hpp, completion_by_reflections;
+// global_ends.cu, complete_single_matrix): reflections in one block (r <= 2 z and their work small
+// enough), Gram-Schmidt in one block (r > 2 z, a few columns), cuSOLVER's Householder QR beyond
+// either. These single matrices take the Gram route and each form, tall and wide.
+TEST_F(Svd, LargeEveryFormOfTheCompletionGivesOrthonormalVectors) {
+  const struct {
+    int m, n, rank;
+    const char* form;
+  } cases[] = {{600, 560, 1, "reflections in one block"},
+               {200, 200, 40, "reflections in one block, many kept"},
+               {100, 100, 97, "Gram-Schmidt in one block"},
+               {560, 600, 150, "cuSOLVER, after too much work for the reflections"},
+               {600, 600, 450, "cuSOLVER, after too much work for Gram-Schmidt"}};
+  for (const auto& c : cases)
+    for (const bool transposed : {false, true}) {
+      const int m = transposed ? c.n : c.m, n = transposed ? c.m : c.n;
+      const cpu::Matrix a = cpu::rank_deficient_matrix(m, n, c.rank, 30 + c.rank);
+      const std::string what =
+          name(std::string(c.form) + " rank " + std::to_string(c.rank), m, n, 30 + c.rank);
+      SvdInfo info;
+      const Factors f = run_svd<double>(a, {}, 0, &info);
+      expect_accurate<double>(a, f, what);
+      EXPECT_TRUE(info.converged) << what;
+      EXPECT_LT(f.s[c.rank], 1e-13 * f.s[0]) << what;
+    }
+}
+
 TEST_F(Svd, ZeroMatrixGivesZeroValuesAndOrthonormalVectors) {
   for (const auto& [m, n] :
        {std::pair{1, 1}, std::pair{20, 12}, std::pair{12, 20}, std::pair{130, 130}}) {
