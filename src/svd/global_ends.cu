@@ -256,12 +256,14 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
 }
 
 // The completion's one-block forms (global_complete) take up to these multiply-adds; beyond,
-// cuSOLVER's Householder QR. Gram-Schmidt a column at a time (M N per column of sigma 0 counted
-// here) ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1 ms against 0.55 ms for a
-// random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). The reflections
-// (reflection_completion_work) form their columns side by side.
+// cuSOLVER's Householder QR, which spreads over the GPU. Gram-Schmidt a column at a time (M N per
+// column of sigma 0 counted here) ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1
+// ms against 0.55 ms for a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). The
+// reflections (reflection_completion_work) paid at 0.2 M multiply-adds (rank one, 256 x 256: 0.45
+// against 0.55 ms through cuSOLVER), not at 4.2 M (rank one, 1024 x 1024: 3.25 against 2.31 ms)
+// nor at 7.4 M (rank 64 of 256 x 256: 4.06 against 2.52 ms; H100, double, svd at 0ae527b).
 constexpr double one_block_gram_schmidt_work = 1 << 18;
-constexpr double one_block_reflection_work = 1 << 24;
+constexpr double one_block_reflection_work = 1 << 19;
 
 // W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r

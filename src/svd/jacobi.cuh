@@ -386,9 +386,11 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
     slot[c] = sigma[c] > 0 ? kept_before : kept + (c - kept_before);
   }
   team.sync();
-  for (std::int64_t e = team.rank(); e < std::int64_t(M) * N; e += team.size()) {
-    const int i = int(e % M), c = int(e / M);
-    if (sigma[c] > 0) Y[i + slot[c] * ldy] = W[i + c * ldw];
+  const int slots = (N + groups - 1) / groups;  // a column per group, lanes along its rows
+  for (int s = 0; s < slots; ++s) {
+    const int c = s * groups + group;
+    if (c < N && sigma[c] > 0)
+      for (int i = h; i < M; i += lanes) Y[i + slot[c] * ldy] = W[i + c * ldw];
   }
   team.sync();
   for (int k = 0; k < kept; ++k) {
@@ -405,8 +407,8 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
     }
     team.sync();
     const T coefficient = coefficients[k];
-    const int slots = (kept - k - 1 + groups - 1) / groups;
-    for (int s = 0; s < slots; ++s) {  // the same count for every lane: group_sum shuffles
+    const int rest = (kept - k - 1 + groups - 1) / groups;
+    for (int s = 0; s < rest; ++s) {  // the same count for every lane: group_sum shuffles
       const int j = k + 1 + s * groups + group;
       T* y = Y + std::int64_t(min(j, kept - 1)) * ldy;
       T dot = 0;
@@ -419,7 +421,6 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
     team.sync();
   }
   // Each lane keeps its rows (h, h + lanes, ...) of its group's column throughout: no barrier.
-  const int slots = (N + groups - 1) / groups;
   for (int s = 0; s < slots; ++s) {
     const int c = s * groups + group;
     const bool missing = c < N && !(sigma[c] > 0);
