@@ -29,6 +29,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 #include "rooflab/cuda_check.hpp"
 #include "svd/jacobi.hpp"
@@ -420,22 +421,42 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
     }
     team.sync();
   }
-  // Each lane keeps its rows (h, h + lanes, ...) of its group's column throughout: no barrier.
-  for (int s = 0; s < slots; ++s) {
-    const int c = s * groups + group;
-    const bool missing = c < N && !(sigma[c] > 0);
-    T* x = W + std::int64_t(min(c, N - 1)) * ldw;
-    if (missing)
-      for (int i = h; i < M; i += lanes) x[i] = i == slot[c] ? T(1) : T(0);
+  // A group takes four columns at a time (kept ones among them stay idle): each reflection's v is
+  // read once for four dot products, and their four sums overlap. Each lane keeps its rows
+  // (h, h + lanes, ...) of the four columns throughout: no barrier. A thread team takes one at a
+  // time: four cost its kernel 8 more registers and a stack frame.
+  constexpr int together = std::is_same_v<Team, ThreadTeam> ? 1 : 4;
+  const int quads = (N + together - 1) / together;
+  for (int s = 0; s < (quads + groups - 1) / groups; ++s) {
+    const int first_column = (s * groups + group) * together;
+    T* x[together];
+    bool missing[together];
+    bool any = false;
+    for (int t = 0; t < together; ++t) {
+      const int c = first_column + t;
+      missing[t] = c < N && !(sigma[c] > 0);
+      any = any || missing[t];
+      x[t] = W + std::int64_t(min(c, N - 1)) * ldw;
+      if (missing[t])
+        for (int i = h; i < M; i += lanes) x[t][i] = i == slot[c] ? T(1) : T(0);
+    }
     for (int k = kept - 1; k >= 0; --k) {
       const T* v = Y + k * ldy;
       const int first = k + (h - k % lanes + lanes) % lanes;  // this lane's first row >= k
-      T dot = 0;
-      if (missing)
-        for (int i = first; i < M; i += lanes) dot = fma(v[i], x[i], dot);
-      dot = group_sum(dot, lanes) * coefficients[k];
-      if (missing)
-        for (int i = first; i < M; i += lanes) x[i] = fma(-dot, v[i], x[i]);
+      T dot[together] = {};
+      if (any)
+        for (int i = first; i < M; i += lanes) {
+          const T vi = v[i];
+          for (int t = 0; t < together; ++t)
+            if (missing[t]) dot[t] = fma(vi, x[t][i], dot[t]);  // an idle column is not read
+        }
+      for (int t = 0; t < together; ++t) dot[t] = group_sum(dot[t], lanes) * coefficients[k];
+      if (any)
+        for (int i = first; i < M; i += lanes) {
+          const T vi = v[i];
+          for (int t = 0; t < together; ++t)
+            if (missing[t]) x[t][i] = fma(-dot[t], vi, x[t][i]);
+        }
     }
   }
   team.sync();
