@@ -132,12 +132,16 @@ __global__ void __launch_bounds__(global_threads) global_normalize(GlobalState<T
   }
 }
 
+// The completion's block: 32 groups of a warp's lanes, each forming its own missing columns (four
+// at a time), so that a block forms up to 128 at once.
+constexpr int completion_threads = 1024;
+
 // A block per matrix, when vectors are wanted: completes the columns of sigma 0 to an orthonormal
 // set (complete_zero_columns; pos and the coefficients as its scratch, and the matrix's output
 // that global_write fills later). Most matrices have none, which one pass over sigma finds
 // (completion and the sort in one block per matrix took 22 us at 256 x 256).
 template <class T>
-__global__ void __launch_bounds__(global_threads) global_complete(GlobalState<T> G) {
+__global__ void __launch_bounds__(completion_threads) global_complete(GlobalState<T> G) {
   __shared__ unsigned long long scratch[32];
   wait_for_previous_kernel();
   const BlockTeam team{scratch};
@@ -291,8 +295,8 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   if (completion_by_reflections(kept, zeros)
           ? reflection_completion_work(M, N, kept) <= one_block_reflection_work
           : double(M) * N * zeros <= one_block_gram_schmidt_work) {
-    launch_after_previous(global_complete<T>, 1, global_threads, 0, 1, stream, "global_complete",
-                          G);
+    launch_after_previous(global_complete<T>, 1, completion_threads, 0, 1, stream,
+                          "global_complete", G);
     return;
   }
   const cusolverDnHandle_t solver = cusolver_handle(stream);
@@ -371,7 +375,7 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
     if (batch == 1)
       complete_single_matrix(G, stream);
     else
-      launch_after_previous(global_complete<T>, batch, global_threads, 0, 1, stream,
+      launch_after_previous(global_complete<T>, batch, completion_threads, 0, 1, stream,
                             "global_complete", G);
   }
   const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
