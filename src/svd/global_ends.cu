@@ -138,8 +138,7 @@ constexpr int completion_threads = 1024;
 
 // A block per matrix, when vectors are wanted: completes the columns of sigma 0 to an orthonormal
 // set (complete_zero_columns; pos and the coefficients as its scratch, and the matrix's output
-// that global_write fills later). Most matrices have none, which one pass over sigma finds
-// (completion and the sort in one block per matrix took 22 us at 256 x 256).
+// that global_write fills later). Most matrices have none, which one pass over sigma finds.
 template <class T>
 __global__ void __launch_bounds__(completion_threads) global_complete(GlobalState<T> G) {
   __shared__ unsigned long long scratch[32];
@@ -265,7 +264,8 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
 // ms against 0.55 ms for a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). The
 // reflections (reflection_completion_work) paid at 0.2 M multiply-adds (rank one, 256 x 256: 0.45
 // against 0.55 ms through cuSOLVER), not at 4.2 M (rank one, 1024 x 1024: 3.25 against 2.31 ms)
-// nor at 7.4 M (rank 64 of 256 x 256: 4.06 against 2.52 ms; H100, double, svd at 0ae527b).
+// nor at 7.4 M (rank 64 of 256 x 256: 4.06 against 2.52 ms; H100, double, svd at 0ae527b). Both
+// were measured with blocks of 256 threads, before completion_threads.
 constexpr double one_block_gram_schmidt_work = 1 << 18;
 constexpr double one_block_reflection_work = 1 << 19;
 
