@@ -156,9 +156,9 @@ __global__ void __launch_bounds__(completion_threads) global_complete(GlobalStat
                         G.coefficients + matrix * G.positions, Y, ldy, 32);
 }
 
-// The completion of one matrix with many columns of sigma 0 by Householder QR
-// (complete_by_householder). One block numbers W's columns: those of sigma > 0 first (slots 0 ..
-// r - 1, in column order), then the others (slots r .. N - 1), and counts the others.
+// The completion of one matrix with many columns of sigma 0 by cuSOLVER's Householder QR
+// (complete_single_matrix). One block numbers W's columns by completion_slot (those of sigma > 0
+// first, then the others) and counts the others.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     number_completion_slots(GlobalState<T> G, int* slot_of_column, unsigned* zero_count) {
@@ -168,15 +168,11 @@ __global__ void __launch_bounds__(global_threads)
     return;
   }
   const T* sigma = G.norms_of(0);
-  for (int c = threadIdx.x; c < G.N; c += blockDim.x) {
-    int kept = 0, kept_before = 0;
-    for (int other = 0; other < G.N; ++other) {
-      kept += sigma[other] > 0;
-      kept_before += other < c && sigma[other] > 0;
-    }
-    slot_of_column[c] = sigma[c] > 0 ? kept_before : kept + (c - kept_before);
-    if (c == 0) *zero_count = unsigned(G.N - kept);
-  }
+  int kept = 0;
+  for (int c = 0; c < G.N; ++c) kept += sigma[c] > 0;
+  for (int c = threadIdx.x; c < G.N; c += blockDim.x)
+    slot_of_column[c] = completion_slot(sigma, kept, c);
+  if (threadIdx.x == 0) *zero_count = unsigned(G.N - kept);
 }
 
 // Q's slot of each column of W, gathered (to_q) or scattered back (to_q false) for the columns of

@@ -373,7 +373,8 @@ __device__ void complete_orthonormal_columns(const Team& team, T* W, std::int64_
 // (M x kept, leading dimension ldy, in global memory) and factored there, reflection k being
 // I - v_k v_k^T / (beta_k (beta_k - alpha_k)) with v_k in Y's column k from row k on; then the
 // missing column numbered j among all (the kept first, then the others, each in column order)
-// becomes H_1 ... H_kept e_j, one group of `lanes` lanes per column. `slot` (N ints) and
+// becomes H_1 ... H_kept e_j (j = completion_slot), one group of `lanes` lanes per column. `slot`
+// (N ints) and
 // `coefficients` (kept entries) are scratch.
 template <class T, class Team>
 __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw, int M, int N,
@@ -381,11 +382,7 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
                                         std::int64_t ldy, int lanes) {
   const int groups = team.size() / lanes;
   const int group = team.rank() / lanes, h = team.rank() % lanes;
-  for (int c = team.rank(); c < N; c += team.size()) {
-    int kept_before = 0;
-    for (int other = 0; other < c; ++other) kept_before += sigma[other] > 0;
-    slot[c] = sigma[c] > 0 ? kept_before : kept + (c - kept_before);
-  }
+  for (int c = team.rank(); c < N; c += team.size()) slot[c] = completion_slot(sigma, kept, c);
   team.sync();
   const int slots = (N + groups - 1) / groups;  // a column per group, lanes along its rows
   for (int s = 0; s < slots; ++s) {

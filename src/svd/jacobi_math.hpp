@@ -226,6 +226,15 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool completion_by_reflections(int kept, int z
   return kept <= 2 * zeros;
 }
 
+// Where the completion puts column c of W: the columns of sigma > 0 first (slots 0 .. kept - 1),
+// then the others (kept .. N - 1), each in column order.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline int completion_slot(const T* sigma, int kept, int c) {
+  int kept_before = 0;
+  for (int other = 0; other < c; ++other) kept_before += sigma[other] > 0;
+  return sigma[c] > 0 ? kept_before : kept + (c - kept_before);
+}
+
 // The reflections' multiply-adds (the count above).
 ROOFLAB_JACOBI_HOST_DEVICE inline double reflection_completion_work(int M, int N, int kept) {
   const double r = kept, z = N - kept;

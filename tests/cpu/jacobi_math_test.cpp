@@ -478,8 +478,7 @@ void complete_zero_columns_model(cpu::Matrix& w, const std::vector<double>& sigm
   if (kept == N) return;
   if (completion_by_reflections(kept, N - kept)) {
     std::vector<int> slot(N);
-    int next_kept = 0, next_missing = kept;
-    for (int c = 0; c < N; ++c) slot[c] = sigma[c] > 0 ? next_kept++ : next_missing++;
+    for (int c = 0; c < N; ++c) slot[c] = completion_slot(sigma.data(), kept, c);
     cpu::Matrix y = cpu::zeros(M, kept);
     for (int c = 0; c < N; ++c)
       for (int i = 0; i < M && sigma[c] > 0; ++i) y(i, slot[c]) = w(i, c);
