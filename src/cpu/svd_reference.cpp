@@ -119,6 +119,17 @@ std::vector<double> lapack_singular_values(const Matrix& a) {
   return descending(sva);
 }
 
+JacobiSweeps lapack_jacobi_sweeps(const Matrix& a) {
+  Matrix work = a.m >= a.n ? a : transposed(a);
+  if (work.n == 0) return {0, true};
+  std::vector<double> sva(work.n), v(std::size_t(work.n) * work.n), stat(6);
+  const lapack_int info =
+      LAPACKE_dgesvj(LAPACK_COL_MAJOR, 'G', 'U', 'V', work.m, work.n, work.values.data(), work.m,
+                     sva.data(), 0, v.data(), work.n, stat.data());
+  if (info < 0) require_lapack(info, "LAPACKE_dgesvj");
+  return {int(stat[3]), info == 0};
+}
+
 std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a) {
   const int k = std::min(a.m, a.n);
   Matrix work = a;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "bench/random.hpp"
 #include "cpu/parallel.hpp"
@@ -181,9 +182,18 @@ std::string SvdWorkspace<T>::sweeps_note() const {
     most = high->sweeps;
   }
   if (fewest < 0) return {};
-  return (fewest == most ? std::to_string(most)
-                         : std::to_string(fewest) + "-" + std::to_string(most)) +
-         " sweeps";
+  std::string note = (fewest == most ? std::to_string(most)
+                                     : std::to_string(fewest) + "-" + std::to_string(most)) +
+                     " sweeps";
+  if (std::is_same_v<T, double> && batch == 1 && std::max(m, n) <= lapack_sweeps_limit) {
+    if (!lapack_sweeps_ || lapack_sweeps_seed_ != seed_) {
+      lapack_sweeps_ = cpu::lapack_jacobi_sweeps(host_matrix(0));
+      lapack_sweeps_seed_ = seed_;
+    }
+    note += "; LAPACK dgesvj " + std::to_string(lapack_sweeps_->sweeps) +
+            (lapack_sweeps_->converged ? "" : ", not converged");
+  }
+  return note;
 }
 
 std::string svd_sweeps_note(Workspace& workspace) {

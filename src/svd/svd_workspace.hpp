@@ -6,6 +6,7 @@
 // epsilon) and the singular values against LAPACK, on the host.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,8 +58,11 @@ class SvdWorkspace : public SvdWorkspaceBase {
   T tol() const;
   // The sweeps of the last run, as the rung's note: "11 sweeps", or "9-12 sweeps" over a batch,
   // from this workspace's report memory or library_sweeps; empty when neither was written since
-  // the last refill (a vendor rung).
+  // the last refill (a vendor rung). For one double matrix of at most lapack_sweeps_limit rows
+  // and columns, LAPACK dgesvj's sweeps on the same matrix follow, the bar of the count:
+  // "11 sweeps; LAPACK dgesvj 9" (dgesvj computing U and V takes seconds beyond).
   std::string sweeps_note() const;
+  static constexpr int lapack_sweeps_limit = 512;
   // Where a rung that calls the public rooflab::svd (whose report stays inside it) puts SvdInfo's
   // sweeps.
   int library_sweeps = -1;
@@ -74,6 +78,10 @@ class SvdWorkspace : public SvdWorkspaceBase {
   // The batch as uploaded, for every class but "random" (whose matrices host_matrix regenerates
   // from the stream): the host copy that host_matrix reads.
   std::vector<T> drawn_batch_;
+  // lapack_jacobi_sweeps of the matrix of seed lapack_sweeps_seed_, worked out once per input
+  // (every Jacobi rung's note asks).
+  mutable std::optional<cpu::JacobiSweeps> lapack_sweeps_;
+  mutable std::uint64_t lapack_sweeps_seed_ = 0;
 };
 
 // Visits the workspace as its concrete type: fn(SvdWorkspace<float>&) or fn(SvdWorkspace<double>&).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/random_stream.hpp"
+#include "cpu/svd_matrices.hpp"
 #include "cpu/svd_reference.hpp"
 
 namespace rooflab::cpu {
@@ -61,6 +62,22 @@ TEST(SvdReference, BidiagonalValuesAgreeWithJacobiOnTallAndWideMatrices) {
                                                 lapack_singular_values(a), 0),
               1e-12);
   }
+}
+
+TEST(SvdReference, JacobiSweepsAreDgesvjsCountOnTheMatrixOrItsTranspose) {
+  const Matrix a = random_matrix(100, 60, 12);
+  const JacobiSweeps tall = lapack_jacobi_sweeps(a), wide = lapack_jacobi_sweeps(transposed(a));
+  EXPECT_TRUE(tall.converged);
+  EXPECT_GE(tall.sweeps, 5);  // a random matrix is not orthogonal after a sweep or two
+  EXPECT_LE(tall.sweeps, 15);
+  EXPECT_EQ(wide.sweeps, tall.sweeps);
+  EXPECT_TRUE(wide.converged);
+  // dgesvj's known failure: exactly proportional columns leave columns of rounding noise that it
+  // keeps rotating until its 30 sweeps run out.
+  const JacobiSweeps rank_one =
+      lapack_jacobi_sweeps(svd_test_matrix<double>("rank-1-integer", 100, 100, 1));
+  EXPECT_FALSE(rank_one.converged);
+  EXPECT_GT(rank_one.sweeps, 30);
 }
 
 TEST(SvdReference, GradedMatrixSpansTheRequestedDecades) {

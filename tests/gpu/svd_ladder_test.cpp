@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "bench/registry.hpp"
+#include "cpu/svd_matrices.hpp"
+#include "cpu/svd_reference.hpp"
 #include "gpu_test.hpp"
 
 namespace rooflab::bench {
@@ -48,6 +51,41 @@ TEST_F(SvdLadder, EverySvdRungPassesLapackTests) {
   expect_every_rung_passes("svd", sized(33, 20, 0, "float"), 20);
   expect_every_rung_passes("svd", sized(20, 33, 0, "double"), 30);
   expect_every_rung_passes("svd", sized(130, 130, 0, "double"), 40);
+}
+
+// The library rung's note names its sweeps and, for one double matrix, LAPACK dgesvj's on the
+// same matrix, the bar of the count (rank-1-integer: dgesvj runs out of sweeps; float: no note).
+TEST_F(SvdLadder, LibraryRungNotesDgesvjSweepsOnTheSameDoubleMatrix) {
+  const Op& definition = registry().op("svd");
+  const Variant* library = nullptr;
+  for (const Variant* variant : registry().variants("svd"))
+    if (variant->name == "rooflab-svd") library = variant;
+  ASSERT_NE(library, nullptr);
+  const std::pair<const char*, const char*> cases[] = {
+      {"random", "double"}, {"mode3", "double"}, {"rank-1-integer", "double"}, {"random", "float"}};
+  for (const auto& [matrix_class, dtype] : cases) {
+    Problem problem = sized(100, 100, 0, dtype);
+    problem.matrix = matrix_class;
+    problem = definition.resolve(problem);
+    const auto workspace = definition.make_workspace(problem);
+    workspace->refill(3);
+    library->run(*workspace, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << matrix_class;
+    const std::string note = library->note(*workspace);
+    const std::string what = std::string(matrix_class) + " " + dtype + ": " + note;
+    ASSERT_NE(note.find(" sweeps"), std::string::npos) << what;
+    if (std::string(dtype) == "float") {
+      EXPECT_EQ(note.find("dgesvj"), std::string::npos) << what;
+      continue;
+    }
+    const cpu::JacobiSweeps lapack =
+        cpu::lapack_jacobi_sweeps(cpu::svd_test_matrix<double>(matrix_class, 100, 100, 3));
+    EXPECT_NE(note.find("; LAPACK dgesvj " + std::to_string(lapack.sweeps) +
+                        (lapack.converged ? "" : ", not converged")),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(lapack.converged, std::string(matrix_class) != "rank-1-integer") << what;
+  }
 }
 
 TEST_F(SvdLadder, EverySvdBatchedRungPassesLapackTests) {
