@@ -48,6 +48,11 @@ __global__ void global_begin(GlobalState<T> G) {
   G.active[matrix] = !bad;
   G.sweeps[matrix] = 0;
   G.converged[matrix] = 0;
+  if (G.noise != nullptr) {   // run_global's state (QR preconditioning's has no test)
+    G.test_bits[matrix] = 0;  // the Gram schedules' test on arrival raises them first
+    G.test_arrivals[matrix] = 0;
+    G.noise[matrix] = 0;
+  }
   G.exponent[matrix] = bad ? 0 : scaling_exponent(T(max_abs));
 }
 

@@ -144,9 +144,11 @@ void clear_gram_read_ahead(const GramPlan<T>& plan, cudaStream_t stream);
 template <class T>
 void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::int64_t items,
                        int round, cudaStream_t stream);
-// The sweep's end with the all-pairs test, and the sort for the next sweep.
+// The sweep's end with the all-pairs test, and the sort for the next sweep; `on_arrival`: the test
+// of every matrix before the first sweep, and the sort for it.
 template <class T>
-void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, cudaStream_t stream);
+void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, bool on_arrival,
+                           cudaStream_t stream);
 
 // The fused round's shape for `pairs` pairs of M x N matrices, where every pair's cluster fits on
 // the GPU at once (cluster 0 otherwise); and the launch of one round.

@@ -42,6 +42,9 @@ struct GlobalState {
   unsigned long long* off_bits = nullptr;   // per matrix: bits of this sweep's max cosine
   unsigned long long* test_bits = nullptr;  // per matrix: bits of the all-pairs test's max cosine
   int* test_arrivals = nullptr;  // per matrix: the all-pairs test's blocks done this sweep
+  // Per matrix, the Gram schedules': bit 0 set when a round of this sweep found a column of
+  // rounding noise (clear_gram_noise), bit 1 when one of the sweep before did.
+  int* noise = nullptr;
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps
   int* sweeps = nullptr;

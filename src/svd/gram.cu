@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
-  clear_gram_noise(x, lane_scale, order, sh);
+  clear_gram_noise(x, lane_scale, order, sh, G.noise + matrix);
   const PairSolve<T> solved = solve_pair(G, order, sh, x);
   if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
   if (!solved.rotated) {
@@ -225,12 +225,36 @@ template <class T>
 constexpr int gram_test_shared_bytes = int(2 * test_tile_size * sizeof(T));
 
 // Whether the test takes an active matrix at the end of this sweep: the sweep leaves it sweeping
-// on (sweep_end: off-diagonals above tol, sweeps left), and they were all small.
+// on (sweep_end: off-diagonals above tol, sweeps left), and either they were all small or the
+// sweep is the first to find columns of rounding noise. Those are left out from then on, and
+// what is left may well be orthogonal: a rank-one matrix's one column after its first sweep, which
+// a second sweep of rounds only confirms (256 x 256, double: the test costs about a seventeenth
+// of that sweep). A matrix keeps finding its noise, so the test is taken once for it.
 template <class T>
 __device__ bool takes_all_pairs_test(const GlobalState<T>& G, std::int64_t matrix) {
   const double off = bits_as_double(G.off_bits[matrix]);
+  const bool noise_first_found = G.noise[matrix] == 1;
   return off > double(G.P.tol) && G.sweeps[matrix] + 1 < G.P.max_sweeps &&
-         off <= double(all_pairs_test_threshold(G.P.tol));
+         (off <= double(all_pairs_test_threshold(G.P.tol)) || noise_first_found);
+}
+
+// The verdict of the test on arrival (before the first sweep, every active matrix tested): a
+// matrix whose columns arrive orthogonal (zero, identity, diagonal, or factored already) has
+// converged, the test standing for the sweep that would rotate nothing; the others sweep on, no
+// sweep counted.
+template <class T>
+__device__ void arrival_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count) {
+  // The test's blocks raised test_bits by atomics in this kernel: read past the L1 cache.
+  const unsigned long long test_bits =
+      *static_cast<volatile unsigned long long*>(&G.test_bits[matrix]);
+  if (bits_as_double(test_bits) > double(G.P.tol)) {
+    atomicAdd(active_count, 1u);
+    return;
+  }
+  G.sweeps[matrix] = 1;
+  G.converged[matrix] = 1;
+  G.active[matrix] = 0;
+  G.off_bits[matrix] = test_bits;
 }
 
 // One block's share of the test: the pairs of column groups `first` and `second`. Every thread of
@@ -308,16 +332,18 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   if (threadIdx.x == 0) raise_to(&G.test_bits[matrix], double(off));
 }
 
-// A block per matrix and pair of column groups.
+// A block per matrix and pair of column groups; `on_arrival`: before the first sweep, every active
+// matrix tested (arrival_end).
 template <class T>
-__global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<T> G, int groups) {
+__global__ void __launch_bounds__(gram_threads)
+    gram_all_pairs_test(GlobalState<T> G, int groups, bool on_arrival) {
   extern __shared__ __align__(16) unsigned char test_shared[];
   __shared__ unsigned long long team_scratch[32];
   chain_small_kernel();  // most sweeps test nothing
   const int group_pairs = groups * (groups + 1) / 2;
   const std::int64_t matrix = blockIdx.x / group_pairs;
   if (!G.active[matrix]) return;  // uniform over the block
-  const bool tested = takes_all_pairs_test(G, matrix);
+  const bool tested = on_arrival || takes_all_pairs_test(G, matrix);
   const int block = int(blockIdx.x % group_pairs);
   if (tested) {
     const GroupPair pair = upper_triangle_pair(block, groups);
@@ -333,11 +359,15 @@ __global__ void __launch_bounds__(gram_threads) gram_all_pairs_test(GlobalState<
   __threadfence();  // this block's raise of test_bits, before it arrives
   if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < group_pairs) return;
   __threadfence();  // every block arrived: their raises are visible
-  sweep_end(G, matrix, G.active_count, tested);
+  if (on_arrival)
+    arrival_end(G, matrix, G.active_count);
+  else
+    sweep_end(G, matrix, G.active_count, tested);
   G.test_arrivals[matrix] = 0;
   if (!G.active[matrix]) return;  // a matrix that stops keeps its last off-diagonal for the report
   G.off_bits[matrix] = 0;
   G.test_bits[matrix] = 0;
+  G.noise[matrix] = (G.noise[matrix] & 1) << 1;
 }
 
 }  // namespace
@@ -450,10 +480,11 @@ void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::in
 }
 
 template <class T>
-void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, cudaStream_t stream) {
+void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, bool on_arrival,
+                           cudaStream_t stream) {
   launch_after_previous(gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs,
                         gram_threads, gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test",
-                        G, plan.test_groups);
+                        G, plan.test_groups, on_arrival);
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                                     \
@@ -464,7 +495,8 @@ void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, cud
   template void clear_gram_read_ahead<T>(const GramPlan<T>&, cudaStream_t);                        \
   template void launch_gram_round<T>(const GlobalState<T>&, const GramPlan<T>&, std::int64_t, int, \
                                      cudaStream_t);                                                \
-  template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, cudaStream_t);
+  template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, bool,          \
+                                         cudaStream_t);
 ROOFLAB_INSTANTIATE(float)
 ROOFLAB_INSTANTIATE(double)
 #undef ROOFLAB_INSTANTIATE

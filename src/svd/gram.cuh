@@ -426,10 +426,11 @@ struct PairSolve {
 // its error scale goes with it (output_error_scale) and finds it noise again at every later
 // formation and at the end (sigma_from_norm2). x holds G_kl, k = k0 + kk, l = lane, and g(0) the
 // same in seat order; only the thread that holds G_ll reads and writes it, so solve_pair's first
-// barrier is the only one needed.
+// barrier is the only one needed. A find sets bit 0 of *noise (GlobalState::noise) where given.
 template <class T>
 __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scale,
-                                                 const InnerOrder& order, SolveShared<T>& sh) {
+                                                 const InnerOrder& order, SolveShared<T>& sh,
+                                                 int* noise) {
   constexpr int ld = SolveShared<T>::ld;
   const int lane = threadIdx.x & 31, k0 = (threadIdx.x >> 5) * solve_rows;
 #pragma unroll
@@ -437,6 +438,7 @@ __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scal
     if (k0 + kk == lane && is_rounding_noise(x[kk], lane_scale)) {
       x[kk] = T(0);
       sh.g(0)[order.seat(lane) * ld + seat_column(order.seat(lane))] = T(0);
+      if (noise != nullptr) atomicOr(noise, 1);
     }
 }
 

@@ -56,22 +56,23 @@ GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
 }
 
 // One allocation for all of the scratch, carved into aligned pieces: G's arrays, each sweep's
-// count of matrices that sweep on, then the Gram round scratch.
+// count of matrices that sweep on and the test on arrival's, then the Gram round scratch.
 struct ScratchSizes {
   std::size_t w, v, column, pos, word, integer, count;
   std::size_t total(std::size_t gram) const {
-    return w + v + 3 * column + pos + 3 * word + 6 * integer + count + gram;
+    return w + v + 3 * column + pos + 3 * word + 7 * integer + count + gram;
   }
 };
 template <class T>
 ScratchSizes scratch_sizes(const GlobalState<T>& G) {
   const std::int64_t batch = G.P.batch;
-  return {aligned(sizeof(T) * G.ldw * G.N * batch),    aligned(sizeof(T) * G.ldv * G.N * batch),
-          aligned(sizeof(T) * G.positions * batch),    aligned(sizeof(int) * G.positions * batch),
-          aligned(sizeof(unsigned long long) * batch), aligned(sizeof(int) * batch),
-          aligned(sizeof(unsigned) * G.P.max_sweeps)};
+  return {
+      aligned(sizeof(T) * G.ldw * G.N * batch),        aligned(sizeof(T) * G.ldv * G.N * batch),
+      aligned(sizeof(T) * G.positions * batch),        aligned(sizeof(int) * G.positions * batch),
+      aligned(sizeof(unsigned long long) * batch),     aligned(sizeof(int) * batch),
+      aligned(sizeof(unsigned) * (G.P.max_sweeps + 1))};
 }
-// Returns each sweep's count of matrices that sweep on.
+// Returns each sweep's count of matrices that sweep on, then the test on arrival's.
 template <class T>
 unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes& size,
                         const StreamBuffer& scratch) {
@@ -91,6 +92,7 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
   G.converged = pieces.take<int>(size.integer);
   G.bad = pieces.take<int>(size.integer);
   G.test_arrivals = pieces.take<int>(size.integer);
+  G.noise = pieces.take<int>(size.integer);
   unsigned* const sweep_counts = pieces.take<unsigned>(size.count);
   take_gram_scratch(gram, pieces);
   return sweep_counts;
@@ -119,9 +121,16 @@ class SweepQueue {
     sort_chunks_ = (G.positions + sort_columns - 1) / sort_columns;
   }
 
-  // Every sweep, until one leaves no matrix sweeping or the sweeps run out.
+  // Every sweep, until one leaves no matrix sweeping or the sweeps run out. In the Gram schedules
+  // the first sweep's first rounds follow the test on arrival, whose count the host waits for
+  // before it queues the rest: matrices whose columns arrive orthogonal (a zero matrix, an
+  // identity) stop there, without the sweep's rounds.
   void run() {
     int queued = queue_sweep_start(0);
+    if (plan_.gram) {
+      counted_.wait();
+      if (*static_cast<volatile unsigned*>(published().data()) == 0) return;
+    }
     for (int sweep = 0;; ++sweep) {
       queue_sweep_rest(queued);
       if (sweep + 1 == G_.P.max_sweeps) break;
@@ -161,7 +170,8 @@ class SweepQueue {
 
   // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
   // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
-  // sorted the positions and the first round publishes the count: the mark follows that round.
+  // (the test on arrival's before the first) sorted the positions and the first round publishes
+  // the count: the mark follows that round.
   int queue_sweep_start(int sweep) {
     G_.active_count = sweep_counts_ + sweep;
     G_.previous_count = sweep > 0 ? sweep_counts_ + sweep - 1 : nullptr;
@@ -170,8 +180,15 @@ class SweepQueue {
       counted_.record(stream_);
       return -1;
     }
+    if (plan_.gram && sweep == 0) {
+      unsigned* const arrival_count = sweep_counts_ + G_.P.max_sweeps;
+      G_.active_count = arrival_count;
+      launch_all_pairs_test(G_, plan_.gram_plan, true, stream_);
+      G_.active_count = sweep_counts_;
+      G_.previous_count = arrival_count;
+    }
     int queued = 0;
-    if (plan_.gram && sweep > 0)
+    if (plan_.gram)
       queue_rounds(0, ++queued);
     else
       launch_sweep_start(G_, sort_chunks_, stream_);
@@ -188,7 +205,7 @@ class SweepQueue {
     if (queued < 0) return;
     queue_rounds(queued, plan_.rounds(G_));
     if (plan_.gram)
-      launch_all_pairs_test(G_, plan_.gram_plan, stream_);
+      launch_all_pairs_test(G_, plan_.gram_plan, false, stream_);
     else
       launch_sweep_end(G_, stream_);
   }
