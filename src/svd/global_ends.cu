@@ -172,11 +172,8 @@ __global__ void __launch_bounds__(global_threads)
     if (threadIdx.x == 0) *zero_count = 0;
     return;
   }
-  const T* sigma = G.norms_of(0);
-  int kept = 0;
-  for (int c = 0; c < G.N; ++c) kept += sigma[c] > 0;
-  for (int c = threadIdx.x; c < G.N; c += blockDim.x)
-    slot_of_column[c] = completion_slot(sigma, kept, c);
+  __shared__ unsigned long long scratch[32];
+  const int kept = count_kept_columns(BlockTeam{scratch}, G.norms_of(0), G.N, slot_of_column);
   if (threadIdx.x == 0) *zero_count = unsigned(G.N - kept);
 }
 
