@@ -96,7 +96,9 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
 
 // Squared column norms, a warp per column: the initial tracked norms and error scales (final =
 // false) or sigma (final = true, negligible columns and rounding noise 0). Padding positions get
-// -1 so that they sort last.
+// -1 so that they sort last. The initial pass of the Gram schedules (test_bits given) also takes
+// each column with the next, and raises test_bits to their scaled off-diagonal: a test on arrival
+// of those pairs, which spares a matrix that fails it (any random one) the test of every pair.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     global_column_norms(GlobalState<T> G, bool final) {
@@ -104,13 +106,27 @@ __global__ void __launch_bounds__(global_threads)
   const int lane = threadIdx.x & 31;
   const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
   const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
+  const bool neighbours = !final && G.test_bits != nullptr;
   for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5);
        item < total; item += warps) {
     const std::int64_t matrix = item / G.positions;
     const int c = int(item % G.positions);
     if (G.bad[matrix]) continue;
-    T sum = c < G.N ? partial_norm2(G.w(matrix) + c * G.ldw, RowWalk(G.M, 32, lane, 0)) : T(0);
+    const RowWalk walk(G.M, 32, lane, 0);
+    const T* const column = G.w(matrix) + c * G.ldw;
+    T sum = c < G.N ? partial_norm2(column, walk) : T(0);
     sum = group_sum(sum, 32);
+    if (neighbours && c + 1 < G.N) {
+      T next = 0, dot = 0;
+      for (int j = 0; j < walk.count; ++j) {
+        const int i = walk.row(j);
+        next = fma(column[i + G.ldw], column[i + G.ldw], next);
+        dot = fma(column[i], column[i + G.ldw], dot);
+      }
+      next = group_sum(next, 32);
+      dot = group_sum(dot, 32);
+      if (lane == 0) raise_to(&G.test_bits[matrix], double(scaled_off_diagonal(sum, next, dot)));
+    }
     if (lane != 0) continue;
     if (!final) {
       G.norms_of(matrix)[c] = c < G.N ? sum : T(-1);

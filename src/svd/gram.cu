@@ -203,7 +203,9 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 // A block per matrix and pair of 32-column groups (first <= second, by column index) forms
 // W_first^T W_second, 64 rows at a time by asynchronous copies (tensor cores in double, FMAs in
 // float, as the partials do), and raises the matrix's test_bits to its largest |G_pq| /
-// sqrt(norm_p norm_q) over p < q, with the tracked norms (the solves' eigenvalues). Each tile's
+// sqrt(norm_p norm_q) over p < q, with the columns' fresh squared norms summed from the same tiles
+// (the tracked norms, the solves' eigenvalues, are off by about eps times the largest: a column
+// that just became rounding noise would fail the test through its tracked norm). Each tile's
 // products are summed apart and then added, as the partials' slices are: tol is sqrt(M) eps, about
 // the rounding of a dot product summed in one chain over M rows. With one chain the test cost
 // instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08
@@ -238,10 +240,10 @@ __device__ bool takes_all_pairs_test(const GlobalState<T>& G, std::int64_t matri
          (off <= double(all_pairs_test_threshold(G.P.tol)) || noise_first_found);
 }
 
-// The verdict of the test on arrival (before the first sweep, every active matrix tested): a
-// matrix whose columns arrive orthogonal (zero, identity, diagonal, or factored already) has
-// converged, the test standing for the sweep that would rotate nothing; the others sweep on, no
-// sweep counted.
+// The verdict of the test on arrival (before the first sweep, every active matrix whose
+// neighbouring columns passed global_column_norms's test): a matrix whose columns arrive
+// orthogonal (zero, identity, diagonal, or factored already) has converged, the test standing for
+// the sweep that would rotate nothing; the others sweep on, no sweep counted.
 template <class T>
 __device__ void arrival_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count) {
   // The test's blocks raised test_bits by atomics in this kernel: read past the L1 cache.
@@ -265,6 +267,11 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   GramQuarter<T> gram;
+  // The 64 columns' fresh squared norms: thread t sums the squares of slot t % 64 over every
+  // other row of each tile.
+  constexpr int slots = 2 * gram_width, shares = gram_threads / slots;
+  const int my_slot = threadIdx.x % slots, my_share = threadIdx.x / slots;
+  T my_norm = 0;
   stream_tiles(
       0, G.M, tiles, test_tile_size,
       [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
@@ -275,6 +282,10 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
             });
       },
       [&](const T* tile) {  // a tile's products summed on their own, then added: see above
+        for (int r = my_share; r < gram_tile_rows; r += shares) {
+          const T x = tile[my_slot * test_ld + r];
+          my_norm = fma(x, x, my_norm);
+        }
         GramQuarter<T> tile_gram;
         tile_gram.add_tile(tile, test_ld, gram_width);
 #pragma unroll
@@ -282,11 +293,26 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
 #pragma unroll
           for (int a = 0; a < gram.inner; ++a) gram.sum[b][a] += tile_gram.sum[b][a];
       });
-  const T* norms = G.norms_of(matrix);
+  __shared__ T norm_shares[shares][slots];
+  norm_shares[my_share][my_slot] = my_norm;
   __shared__ int2 recheck[recheck_capacity];  // (p, q)
   __shared__ int rechecks;
   if (threadIdx.x == 0) rechecks = 0;
   __syncthreads();
+  const auto fresh_norm = [&](int slot) {
+    T sum = 0;
+#pragma unroll
+    for (int share = 0; share < shares; ++share) sum += norm_shares[share][slot];
+    return sum;
+  };
+  // Rounding noise (by the column's error scale, as the rounds judge it on their fresh Gram
+  // matrices) is left out: the sweeps leave such a column alone, and sigma_from_norm2 makes it 0.
+  const T* error_scales = G.error_scales_of(matrix);
+  const auto off_diagonal = [&](int p, int q, T alpha, T beta, T gamma) {
+    return is_rounding_noise(alpha, error_scales[p]) || is_rounding_noise(beta, error_scales[q])
+               ? T(0)
+               : scaled_off_diagonal(alpha, beta, gamma);
+  };
   const T tol = G.P.tol;
   T off = 0;
 #pragma unroll
@@ -296,7 +322,8 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
       const int p = gram_width * first + gram.row(b, a),
                 q = gram_width * second + gram.column(b, a);
       if (p >= q || q >= G.N) continue;
-      const T cosine = scaled_off_diagonal(norms[p], norms[q], gram.sum[b][a]);
+      const T cosine = off_diagonal(p, q, fresh_norm(gram.row(b, a)),
+                                    fresh_norm(gram_width + gram.column(b, a)), gram.sum[b][a]);
       if (cosine > tol && cosine <= T(recheck_factor) * tol) {
         const int slot = atomicAdd(&rechecks, 1);
         if (slot < recheck_capacity) {
@@ -326,7 +353,9 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
     dot = detail::warp_reduce(dot, combined);  // lane 0 holds the whole sums
     pp = detail::warp_reduce(pp, combined);
     qq = detail::warp_reduce(qq, combined);
-    if (lane == 0) off = fmax(off, scaled_off_diagonal(pp.value(), qq.value(), dot.value()));
+    if (lane == 0)
+      off =
+          fmax(off, off_diagonal(recheck[r].x, recheck[r].y, pp.value(), qq.value(), dot.value()));
   }
   off = BlockTeam{team_scratch}.max(off);
   if (threadIdx.x == 0) raise_to(&G.test_bits[matrix], double(off));
@@ -343,7 +372,10 @@ __global__ void __launch_bounds__(gram_threads)
   const int group_pairs = groups * (groups + 1) / 2;
   const std::int64_t matrix = blockIdx.x / group_pairs;
   if (!G.active[matrix]) return;  // uniform over the block
-  const bool tested = on_arrival || takes_all_pairs_test(G, matrix);
+  // On arrival test_bits hold the neighbouring columns' test: a matrix that failed it is not
+  // tested again.
+  const bool tested = on_arrival ? !(bits_as_double(G.test_bits[matrix]) > double(G.P.tol))
+                                 : takes_all_pairs_test(G, matrix);
   const int block = int(blockIdx.x % group_pairs);
   if (tested) {
     const GroupPair pair = upper_triangle_pair(block, groups);
