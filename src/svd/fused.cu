@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   if (active) {
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
-    clear_gram_noise(x, lane_scale, order, sh, G.noise + matrix);
+    clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr);
     const PairSolve<T> solved = solve_pair(G, order, sh, x);
     if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
     T* norms = G.norms_of(matrix);

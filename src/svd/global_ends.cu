@@ -48,8 +48,8 @@ __global__ void global_begin(GlobalState<T> G) {
   G.active[matrix] = !bad;
   G.sweeps[matrix] = 0;
   G.converged[matrix] = 0;
-  if (G.noise != nullptr) {   // run_global's state (QR preconditioning's has no test)
-    G.test_bits[matrix] = 0;  // the Gram schedules' test on arrival raises them first
+  if (G.noise != nullptr) {   // the test on arrival's state (GlobalState::noise)
+    G.test_bits[matrix] = 0;  // the neighbouring columns' test raises them first
     G.test_arrivals[matrix] = 0;
     G.noise[matrix] = 0;
   }
@@ -96,9 +96,10 @@ __global__ void __launch_bounds__(global_threads) global_load(GlobalState<T> G) 
 
 // Squared column norms, a warp per column: the initial tracked norms and error scales (final =
 // false) or sigma (final = true, negligible columns and rounding noise 0). Padding positions get
-// -1 so that they sort last. The initial pass of the Gram schedules (test_bits given) also takes
-// each column with the next, and raises test_bits to their scaled off-diagonal: a test on arrival
-// of those pairs, which spares a matrix that fails it (any random one) the test of every pair.
+// -1 so that they sort last. Where the matrix takes the test on arrival (GlobalState::noise), the
+// initial pass also takes each column with the next and raises test_bits to their scaled
+// off-diagonal: a test of those pairs, which spares a matrix that fails it (any random one) the
+// test of every pair.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     global_column_norms(GlobalState<T> G, bool final) {
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(global_threads)
   const int lane = threadIdx.x & 31;
   const std::int64_t total = std::int64_t(G.P.batch) * G.positions;
   const std::int64_t warps = std::int64_t(gridDim.x) * global_warps;
-  const bool neighbours = !final && G.test_bits != nullptr;
+  const bool neighbours = !final && G.noise != nullptr;
   for (std::int64_t item = std::int64_t(blockIdx.x) * global_warps + (threadIdx.x >> 5);
        item < total; item += warps) {
     const std::int64_t matrix = item / G.positions;

@@ -42,8 +42,11 @@ struct GlobalState {
   unsigned long long* off_bits = nullptr;   // per matrix: bits of this sweep's max cosine
   unsigned long long* test_bits = nullptr;  // per matrix: bits of the all-pairs test's max cosine
   int* test_arrivals = nullptr;  // per matrix: the all-pairs test's blocks done this sweep
-  // Per matrix, the Gram schedules': bit 0 set when a round of this sweep found a column of
-  // rounding noise (clear_gram_noise), bit 1 when one of the sweep before did.
+  // Bit 0 set when a round of this sweep found a column of rounding noise (clear_gram_noise), bit
+  // 1 when one of the sweep before did. Only where a single matrix takes the Gram schedule
+  // through host-driven sweeps, the one case that takes the tests on arrival and after noise
+  // (gram.cu); null elsewhere. In a batch they saved nothing (the slowest matrix sets its time)
+  // and cost up to 4% (16 float rank-64 256 x 256 matrices, H100).
   int* noise = nullptr;
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps

@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
-  clear_gram_noise(x, lane_scale, order, sh, G.noise + matrix);
+  clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr);
   const PairSolve<T> solved = solve_pair(G, order, sh, x);
   if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
   if (!solved.rotated) {
@@ -202,23 +202,21 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 // that met only small off-diagonals, in one launch instead of the sweep that would rotate nothing.
 // A block per matrix and pair of 32-column groups (first <= second, by column index) forms
 // W_first^T W_second, 64 rows at a time by asynchronous copies (tensor cores in double, FMAs in
-// float, as the partials do), and raises the matrix's test_bits to its largest |G_pq| /
-// sqrt(norm_p norm_q) over p < q, with the columns' fresh squared norms summed from the same tiles
-// (the tracked norms, the solves' eigenvalues, are off by about eps times the largest: a column
-// that just became rounding noise would fail the test through its tracked norm). Each tile's
+// float, as the partials do), and raises the matrix's test_bits to its largest |G_pq| / sqrt(norm_p
+// norm_q) over p < q, with the tracked norms (the solves' eigenvalues), or after a sweep that found
+// rounding noise the columns' squared norms from the same tiles (test_group_pair). Each tile's
 // products are summed apart and then added, as the partials' slices are: tol is sqrt(M) eps, about
 // the rounding of a dot product summed in one chain over M rows. With one chain the test cost
-// instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08
-// ms, 1024 x 1024 20.0 against 18.9 ms); with tile sums 2.96 against 3.39 and 18.4 against 18.8.
-// Pairs found just above tol, up to recheck_capacity of them a block, are formed again from the
-// columns with compensated sums (CompensatedSum), and their products and norms as accurate as the
-// columns allow decide: a sweep is not spent on what was only the rounding of the test's sums.
-// The kernel also ends the sweep and starts the next one, in place of three small kernels a sweep:
-// its blocks sort the positions by tracked norm for the next sweep (rank_chunk, as
-// global_sweep_start does; harmless for a matrix that stops), and each matrix's last block to
-// finish, which the arrivals count, ends the sweep (sweep_end) with the test's verdict and clears
-// the bits for the next one. The next sweep's first round publishes the count (the Gram kernels
-// call publish_previous_count).
+// instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08 ms,
+// 1024 x 1024 20.0 against 18.9 ms); with tile sums 2.96 against 3.39 and 18.4 against 18.8. Pairs
+// found just above tol, up to recheck_capacity of them a block, are formed again from the columns
+// with compensated sums (CompensatedSum), and their products and norms as accurate as the columns
+// allow decide: a sweep is not spent on what was only the rounding of the test's sums. The kernel
+// also ends the sweep and starts the next one, in place of three small kernels a sweep: its blocks
+// sort the positions by tracked norm for the next sweep (rank_chunk, as global_sweep_start does;
+// harmless for a matrix that stops), and each matrix's last block to finish, which the arrivals
+// count, ends the sweep (sweep_end) with the test's verdict and clears the bits for the next one.
+// The next sweep's first round publishes the count (the Gram kernels call publish_previous_count).
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
 constexpr int recheck_capacity = 64;
 constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
@@ -226,16 +224,17 @@ constexpr int test_tile_size = 2 * gram_width * test_ld;
 template <class T>
 constexpr int gram_test_shared_bytes = int(2 * test_tile_size * sizeof(T));
 
-// Whether the test takes an active matrix at the end of this sweep: the sweep leaves it sweeping
-// on (sweep_end: off-diagonals above tol, sweeps left), and either they were all small or the
-// sweep is the first to find columns of rounding noise. Those are left out from then on, and
-// what is left may well be orthogonal: a rank-one matrix's one column after its first sweep, which
-// a second sweep of rounds only confirms (256 x 256, double: the test costs about a seventeenth
-// of that sweep). A matrix keeps finding its noise, so the test is taken once for it.
+// Whether the test takes an active matrix at the end of this sweep: the sweep leaves it sweeping on
+// (sweep_end: off-diagonals above tol, sweeps left), and either they were all small or the sweep is
+// the first to find columns of rounding noise. Those are left out from then on, and what is left
+// may well be orthogonal: a rank-one matrix's one column after its first sweep, which a second
+// sweep of rounds only confirms (256 x 256, double: the test took about a seventeenth of that
+// sweep's kernel time, H200, Nsight Compute). A matrix keeps finding its noise, so the test is
+// taken once for it. Single matrices only (GlobalState::noise).
 template <class T>
 __device__ bool takes_all_pairs_test(const GlobalState<T>& G, std::int64_t matrix) {
   const double off = bits_as_double(G.off_bits[matrix]);
-  const bool noise_first_found = G.noise[matrix] == 1;
+  const bool noise_first_found = G.noise != nullptr && G.noise[matrix] == 1;
   return off > double(G.P.tol) && G.sweeps[matrix] + 1 < G.P.max_sweeps &&
          (off <= double(all_pairs_test_threshold(G.P.tol)) || noise_first_found);
 }
@@ -259,11 +258,12 @@ __device__ void arrival_end(const GlobalState<T>& G, std::int64_t matrix, unsign
   G.off_bits[matrix] = test_bits;
 }
 
-// One block's share of the test: the pairs of column groups `first` and `second`. Every thread of
-// the block calls it.
+// One block's share of the test: the pairs of column groups `first` and `second`, with the tracked
+// norms or, `fresh`, the columns' squared norms from the same tiles and rounding noise left out.
+// Every thread of the block calls it.
 template <class T>
 __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, int first, int second,
-                                T* tiles, unsigned long long* team_scratch) {
+                                bool fresh, T* tiles, unsigned long long* team_scratch) {
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   GramQuarter<T> gram;
@@ -282,10 +282,11 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
             });
       },
       [&](const T* tile) {  // a tile's products summed on their own, then added: see above
-        for (int r = my_share; r < gram_tile_rows; r += shares) {
-          const T x = tile[my_slot * test_ld + r];
-          my_norm = fma(x, x, my_norm);
-        }
+        if (fresh)
+          for (int r = my_share; r < gram_tile_rows; r += shares) {
+            const T x = tile[my_slot * test_ld + r];
+            my_norm = fma(x, x, my_norm);
+          }
         GramQuarter<T> tile_gram;
         tile_gram.add_tile(tile, test_ld, gram_width);
 #pragma unroll
@@ -299,7 +300,9 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   __shared__ int rechecks;
   if (threadIdx.x == 0) rechecks = 0;
   __syncthreads();
-  const auto fresh_norm = [&](int slot) {
+  const T* norms = G.norms_of(matrix);
+  const auto norm_of = [&](int column, int slot) {
+    if (!fresh) return norms[column];
     T sum = 0;
 #pragma unroll
     for (int share = 0; share < shares; ++share) sum += norm_shares[share][slot];
@@ -309,7 +312,8 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   // matrices) is left out: the sweeps leave such a column alone, and sigma_from_norm2 makes it 0.
   const T* error_scales = G.error_scales_of(matrix);
   const auto off_diagonal = [&](int p, int q, T alpha, T beta, T gamma) {
-    return is_rounding_noise(alpha, error_scales[p]) || is_rounding_noise(beta, error_scales[q])
+    return fresh && (is_rounding_noise(alpha, error_scales[p]) ||
+                     is_rounding_noise(beta, error_scales[q]))
                ? T(0)
                : scaled_off_diagonal(alpha, beta, gamma);
   };
@@ -322,8 +326,8 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
       const int p = gram_width * first + gram.row(b, a),
                 q = gram_width * second + gram.column(b, a);
       if (p >= q || q >= G.N) continue;
-      const T cosine = off_diagonal(p, q, fresh_norm(gram.row(b, a)),
-                                    fresh_norm(gram_width + gram.column(b, a)), gram.sum[b][a]);
+      const T cosine = off_diagonal(p, q, norm_of(p, gram.row(b, a)),
+                                    norm_of(q, gram_width + gram.column(b, a)), gram.sum[b][a]);
       if (cosine > tol && cosine <= T(recheck_factor) * tol) {
         const int slot = atomicAdd(&rechecks, 1);
         if (slot < recheck_capacity) {
@@ -379,7 +383,10 @@ __global__ void __launch_bounds__(gram_threads)
   const int block = int(blockIdx.x % group_pairs);
   if (tested) {
     const GroupPair pair = upper_triangle_pair(block, groups);
-    test_group_pair(G, matrix, pair.first, pair.second, reinterpret_cast<T*>(test_shared),
+    // Fresh norms after a sweep that found rounding noise: its columns' tracked norms (the
+    // solves' eigenvalues) are off by about eps times the largest, and would fail the test.
+    const bool fresh = G.noise != nullptr && (G.noise[matrix] & 1);
+    test_group_pair(G, matrix, pair.first, pair.second, fresh, reinterpret_cast<T*>(test_shared),
                     team_scratch);
   }
   const int chunks = (G.positions + sort_columns - 1) / sort_columns;
@@ -399,7 +406,7 @@ __global__ void __launch_bounds__(gram_threads)
   if (!G.active[matrix]) return;  // a matrix that stops keeps its last off-diagonal for the report
   G.off_bits[matrix] = 0;
   G.test_bits[matrix] = 0;
-  G.noise[matrix] = (G.noise[matrix] & 1) << 1;
+  if (G.noise != nullptr) G.noise[matrix] = (G.noise[matrix] & 1) << 1;
 }
 
 }  // namespace

@@ -121,13 +121,13 @@ class SweepQueue {
     sort_chunks_ = (G.positions + sort_columns - 1) / sort_columns;
   }
 
-  // Every sweep, until one leaves no matrix sweeping or the sweeps run out. In the Gram schedules
-  // the first sweep's first rounds follow the test on arrival, whose count the host waits for
-  // before it queues the rest: matrices whose columns arrive orthogonal (a zero matrix, an
-  // identity) stop there, without the sweep's rounds.
+  // Every sweep, until one leaves no matrix sweeping or the sweeps run out. Where the matrix takes
+  // the test on arrival (GlobalState::noise), the first sweep's first rounds follow it and the
+  // host waits for its count before it queues the rest: a matrix whose columns arrive orthogonal
+  // (a zero matrix, an identity) stops there, without the sweep's rounds.
   void run() {
     int queued = queue_sweep_start(0);
-    if (plan_.gram) {
+    if (G_.noise != nullptr) {
       counted_.wait();
       if (*static_cast<volatile unsigned*>(published().data()) == 0) return;
     }
@@ -180,7 +180,7 @@ class SweepQueue {
       counted_.record(stream_);
       return -1;
     }
-    if (plan_.gram && sweep == 0) {
+    if (G_.noise != nullptr && sweep == 0) {
       unsigned* const arrival_count = sweep_counts_ + G_.P.max_sweeps;
       G_.active_count = arrival_count;
       launch_all_pairs_test(G_, plan_.gram_plan, true, stream_);
@@ -188,7 +188,7 @@ class SweepQueue {
       G_.previous_count = arrival_count;
     }
     int queued = 0;
-    if (plan_.gram)
+    if (plan_.gram && (sweep > 0 || G_.noise != nullptr))
       queue_rounds(0, ++queued);
     else
       launch_sweep_start(G_, sort_chunks_, stream_);
@@ -240,6 +240,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const ScratchSizes size = scratch_sizes(G);
   StreamBuffer scratch(size.total(gram_scratch_bytes(plan.gram_plan)), stream, op);
   unsigned* const sweep_counts = carve_scratch(G, plan.gram_plan, size, scratch);
+  if (!plan.gram || in_one_cluster || batch > 1) G.noise = nullptr;  // no tests on arrival
   const int sort_chunks = (G.positions + sort_columns - 1) / sort_columns;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
   ROOFLAB_CUDA(op, "zeroing the sweeps' counts of matrices still sweeping",
