@@ -418,6 +418,35 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
   expect_graded_accurate_on(fused, 300, 150, 63);
 }
 
+// The test on arrival (a single matrix on the Gram schedules, gram.cu). Dense columns that arrive
+// orthogonal stop before the first sweep. Columns each orthogonal to the next but not to the one
+// two along (a_j = e_j + e_{j+2}) pass the neighbouring columns' test, must fail the whole one and
+// sweep on. On the fused rounds and on the three kernels a round.
+TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
+  const int m = 300, n = 200;
+  cpu::Matrix orthogonal = cpu::lapack_svd(cpu::random_matrix(m, n, 71)).u;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) orthogonal(i, j) /= 1 + j;
+  cpu::Matrix neighbours = cpu::zeros(m, n);
+  for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
+  const std::pair<jacobi::GlobalSchedule, const char*> routes[] = {
+      {jacobi::GlobalSchedule::gram_fused, "fused rounds, "},
+      {jacobi::GlobalSchedule::gram, "three kernels a round, "}};
+  for (const auto& [schedule, where] : routes) {
+    const Route route = schedule;
+    const std::string what = where;
+    SvdInfo info;
+    expect_accurate<double>(orthogonal, run_svd<double>(orthogonal, {}, 0, &info, route),
+                            what + "orthogonal columns");
+    EXPECT_TRUE(info.converged) << what;
+    EXPECT_EQ(info.sweeps, 1) << what << "orthogonal columns";
+    expect_accurate<double>(neighbours, run_svd<double>(neighbours, {}, 0, &info, route),
+                            what + "orthogonal neighbours");
+    EXPECT_TRUE(info.converged) << what;
+    EXPECT_GT(info.sweeps, 1) << what << "orthogonal neighbours";
+  }
+}
+
 // The same rounds small enough for racecheck, whose tracking of every shared and distributed
 // shared memory access makes the larger tests above take minutes: clusters of 3 blocks (150 x 100)
 // and of 5 (300 x 40, through the Gram path where the library would take the register ring).
