@@ -419,14 +419,16 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
 }
 
 // The test on arrival (a single matrix on the Gram schedules, gram.cu). Dense columns that arrive
-// orthogonal stop before the first sweep. Columns each orthogonal to the next but not to the one
-// two along (a_j = e_j + e_{j+2}) pass the neighbouring columns' test, must fail the whole one and
-// sweep on. On the fused rounds and on the three kernels a round.
+// exactly orthogonal (a Hadamard matrix's, +-1, each column scaled by a power of two) stop before
+// the first sweep. Columns each orthogonal to the next but not to the one two along (a_j = e_j +
+// e_{j+2}) pass the neighbouring columns' test, must fail the whole one and sweep on. On the fused
+// rounds and on the three kernels a round.
 TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
-  const int m = 300, n = 200;
-  cpu::Matrix orthogonal = cpu::lapack_svd(cpu::random_matrix(m, n, 71)).u;
+  const int m = 256, n = 200;
+  cpu::Matrix orthogonal = cpu::zeros(m, n);
   for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) orthogonal(i, j) /= 1 + j;
+    for (int i = 0; i < m; ++i)
+      orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
   cpu::Matrix neighbours = cpu::zeros(m, n);
   for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
   const std::pair<jacobi::GlobalSchedule, const char*> routes[] = {
