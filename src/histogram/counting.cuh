@@ -436,11 +436,8 @@ __global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, 
   // byte's extraction, its address (one multiply-add: mine + value * 128) and the atomic. Through
   // a generic pointer the compiler formed the word index and scaled it afterwards, five a byte:
   // 394 instructions per 64 bytes against 258 (sm_90 SASS).
-  const std::uint32_t mine =
-      static_cast<std::uint32_t>(__cvta_generic_to_shared(columns + threadIdx.x % 32));
-  const auto count = [mine](std::uint32_t value) {
-    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(mine + (value << 7)) : "memory");
-  };
+  const std::uint32_t mine = shared_address(columns + threadIdx.x % 32);
+  const auto count = [mine](std::uint32_t value) { add_shared(mine + (value << 7), 1); };
 
   // The head and tail have fewer than 16 bytes each: one per thread of the first warp.
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
