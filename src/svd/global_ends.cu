@@ -194,6 +194,37 @@ __global__ void __launch_bounds__(global_threads)
   if (threadIdx.x == 0) *zero_count = unsigned(G.N - kept);
 }
 
+// The completion by reflections of one matrix spread over the GPU (complete_single_matrix): one
+// block factors the kept columns (their steps depend on each other), then a grid forms the missing
+// columns, which are independent. In one block, as global_complete does it for a batch's matrix,
+// forming them took 42.8 us of the 512 x 512 zero matrix's 131 us of kernels (H200, double,
+// Nsight Compute), and a rank-one 512 x 512 matrix went to cuSOLVER's QR.
+template <class T>
+__global__ void __launch_bounds__(completion_threads)
+    factor_for_completion(GlobalState<T> G, const int* slot_of_column, int kept) {
+  __shared__ unsigned long long scratch[32];
+  wait_for_previous_kernel();
+  std::int64_t ldy = 0;
+  T* Y = w_output(G.P, 0, ldy);
+  factor_kept_columns(BlockTeam{scratch}, G.w(0), G.ldw, G.M, G.N, G.norms_of(0), kept,
+                      slot_of_column, G.coefficients, Y, ldy, 32);
+}
+
+// A warp a group, eight groups a block: a block forms 32 columns at a time.
+constexpr int reflection_threads = 256;
+
+template <class T>
+__global__ void __launch_bounds__(reflection_threads)
+    reflect_for_completion(GlobalState<T> G, const int* slot_of_column, int kept) {
+  wait_for_previous_kernel();
+  std::int64_t ldy = 0;
+  const T* Y = w_output(G.P, 0, ldy);
+  constexpr int groups = reflection_threads / 32;
+  reflect_missing_columns(G.w(0), G.ldw, G.M, G.N, G.norms_of(0), kept, slot_of_column,
+                          G.coefficients, Y, ldy, 32, int(threadIdx.x % 32),
+                          int(blockIdx.x * groups + threadIdx.x / 32), int(gridDim.x * groups));
+}
+
 // Q's slot of each column of W, gathered (to_q) or scattered back (to_q false) for the columns of
 // sigma > 0 (gathering) or 0 (scattering): W's kept columns go to Q for its QR, and Q's columns
 // past them, the completion, come back to W's columns of sigma 0.
@@ -273,21 +304,24 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
   }
 }
 
-// The completion's one-block forms (global_complete) take up to these multiply-adds; beyond,
-// cuSOLVER's Householder QR, which spreads over the GPU. Gram-Schmidt a column at a time (M N per
-// column of sigma 0 counted here) ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1
-// ms against 0.55 ms for a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). The
-// reflections (reflection_completion_work) paid at 0.2 M multiply-adds (rank one, 256 x 256: 0.45
-// against 0.55 ms through cuSOLVER), not at 4.2 M (rank one, 1024 x 1024: 3.25 against 2.31 ms)
-// nor at 7.4 M (rank 64 of 256 x 256: 4.06 against 2.52 ms; H100, double, svd at 0ae527b). Both
-// were measured with blocks of 256 threads, before completion_threads.
+// The completion's parts that run in one block take up to these multiply-adds; beyond, cuSOLVER's
+// Householder QR, which spreads over the GPU. Gram-Schmidt a column at a time (M N per column of
+// sigma 0 counted here) ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1 ms against
+// 0.55 ms for a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). Of the
+// reflections only the factoring of the r kept columns (M r^2) runs in one block, the missing
+// columns then over the GPU. The whole form in one block paid at 0.2 M multiply-adds (rank one,
+// 256 x 256: 0.45 against 0.55 ms through cuSOLVER), not at 4.2 M (rank one, 1024 x 1024: 3.25
+// against 2.31 ms) nor at 7.4 M (rank 64 of 256 x 256, 1 M of them factoring: 4.06 against 2.52
+// ms; H100, double, svd at 0ae527b, blocks of 256 threads); the factoring alone keeps the bound
+// of 2^19 that held for the whole form.
 constexpr double one_block_gram_schmidt_work = 1 << 18;
-constexpr double one_block_reflection_work = 1 << 19;
+constexpr double one_block_factor_work = 1 << 19;
 
 // W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
-// leaves out: those complete W's columns of sigma 0. cuSOLVER's QR and formation of Q spread over
-// the GPU, where the one-block forms run on one SM. The host reads how many columns need it (the
+// leaves out: those complete W's columns of sigma 0. The reflections form them so, factoring in
+// one block and forming the missing columns over the GPU; where the factoring or Gram-Schmidt is
+// too much work for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host reads how many columns need it (the
 // stream waits for the sweeps' end here; svd waits for it anyway).
 template <class T>
 void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
@@ -307,9 +341,18 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
   if (zeros == 0) return;
   const int kept = N - zeros;
-  if (completion_by_reflections(kept, zeros)
-          ? reflection_completion_work(M, N, kept) <= one_block_reflection_work
-          : double(M) * N * zeros <= one_block_gram_schmidt_work) {
+  if (completion_by_reflections(kept, zeros) && double(M) * kept * kept <= one_block_factor_work) {
+    if (kept > 0)
+      launch_after_previous(factor_for_completion<T>, 1, completion_threads, 0, 1, stream,
+                            "factor_for_completion", G, slots.as<const int>(), kept);
+    const int groups = reflection_threads / 32;
+    launch_after_previous(reflect_for_completion<T>, ((N + 3) / 4 + groups - 1) / groups,
+                          reflection_threads, 0, 1, stream, "reflect_for_completion", G,
+                          slots.as<const int>(), kept);
+    return;
+  }
+  if (!completion_by_reflections(kept, zeros) &&
+      double(M) * N * zeros <= one_block_gram_schmidt_work) {
     launch_after_previous(global_complete<T>, 1, completion_threads, 0, 1, stream,
                           "global_complete", G);
     return;

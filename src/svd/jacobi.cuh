@@ -405,22 +405,18 @@ __device__ int count_kept_columns(const Team& team, const T* sigma, int N, int* 
   }
 }
 
-// Completes the columns of W whose sigma is 0 by Householder reflections
-// (completion_by_reflections): the `kept` columns of sigma > 0 (orthonormal) are copied to Y
-// (M x kept, leading dimension ldy, in global memory) and factored there, reflection k being
-// I - v_k v_k^T / (beta_k (beta_k - alpha_k)) with v_k in Y's column k from row k on; then the
-// missing column numbered j among all (the kept first, then the others, each in column order)
-// becomes H_1 ... H_kept e_j (j = completion_slot), one group of `lanes` lanes per column. `slot`
-// (N ints) and
-// `coefficients` (kept entries) are scratch.
+// The completion by Householder reflections (completion_by_reflections), first half: the `kept`
+// columns of sigma > 0 (orthonormal) are copied to Y (M x kept, leading dimension ldy, in global
+// memory) by their completion_slot (`slot`, N ints) and factored there, reflection k being
+// I - v_k v_k^T / (beta_k (beta_k - alpha_k)) with v_k in Y's column k from row k on and its
+// coefficient in coefficients[k]. The k-th step needs the k - 1 before it: the team steps through
+// them together. Y and the coefficients are visible to the team on return.
 template <class T, class Team>
-__device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw, int M, int N,
-                                        const T* sigma, int kept, int* slot, T* coefficients, T* Y,
-                                        std::int64_t ldy, int lanes) {
+__device__ void factor_kept_columns(const Team& team, const T* W, std::int64_t ldw, int M, int N,
+                                    const T* sigma, int kept, const int* slot, T* coefficients,
+                                    T* Y, std::int64_t ldy, int lanes) {
   const int groups = team.size() / lanes;
   const int group = team.rank() / lanes, h = team.rank() % lanes;
-  count_kept_columns(team, sigma, N, slot);
-  team.sync();
   const int slots = (N + groups - 1) / groups;  // a column per group, lanes along its rows
   for (int s = 0; s < slots; ++s) {
     const int c = s * groups + group;
@@ -455,14 +451,25 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
     }
     team.sync();
   }
-  // A group takes four columns at a time (kept ones among them stay idle): each reflection's v is
-  // read once for four dot products, and their four sums overlap. Each lane keeps its rows
-  // (h, h + lanes, ...) of the four columns throughout: no barrier. A thread team takes one at a
-  // time: four cost its kernel 8 more registers and a stack frame.
-  constexpr int together = std::is_same_v<Team, ThreadTeam> ? 1 : 4;
+}
+
+// The completion by reflections, second half: the missing column numbered j among all (the kept
+// first, then the others, each in column order; j = slot[c]) becomes H_1 ... H_kept e_j, from the
+// factored Y and coefficients. The columns are independent: groups of `lanes` lanes take them in
+// turn, group `group` of `all_groups`, which may span the blocks of a grid. A group takes four
+// columns at a time (kept ones among them stay idle): each reflection's v is read once for four
+// dot products, and their four sums overlap. Each lane keeps its rows (h, h + lanes, ...) of the
+// four columns throughout: no barrier. A thread team takes one at a time: four cost its kernel 8
+// more registers and a stack frame.
+template <class T, bool one_thread = false>
+__device__ void reflect_missing_columns(T* W, std::int64_t ldw, int M, int N, const T* sigma,
+                                        int kept, const int* slot, const T* coefficients,
+                                        const T* Y, std::int64_t ldy, int lanes, int h, int group,
+                                        int all_groups) {
+  constexpr int together = one_thread ? 1 : 4;
   const int quads = (N + together - 1) / together;
-  for (int s = 0; s < (quads + groups - 1) / groups; ++s) {
-    const int first_column = (s * groups + group) * together;
+  for (int s = 0; s < (quads + all_groups - 1) / all_groups; ++s) {
+    const int first_column = (s * all_groups + group) * together;
     T* x[together];
     bool missing[together];
     bool any = false;
@@ -493,6 +500,22 @@ __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw
         }
     }
   }
+}
+
+// Completes the columns of W whose sigma is 0 by Householder reflections in one team
+// (completion_by_reflections): numbers the columns into `slot`, factors the kept ones in Y
+// (factor_kept_columns) and forms the missing ones (reflect_missing_columns), one group of
+// `lanes` lanes per column. `slot` (N ints) and `coefficients` (kept entries) are scratch.
+template <class T, class Team>
+__device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw, int M, int N,
+                                        const T* sigma, int kept, int* slot, T* coefficients, T* Y,
+                                        std::int64_t ldy, int lanes) {
+  count_kept_columns(team, sigma, N, slot);
+  team.sync();
+  factor_kept_columns(team, W, ldw, M, N, sigma, kept, slot, coefficients, Y, ldy, lanes);
+  reflect_missing_columns<T, std::is_same_v<Team, ThreadTeam>>(
+      W, ldw, M, N, sigma, kept, slot, coefficients, Y, ldy, lanes, team.rank() % lanes,
+      team.rank() / lanes, team.size() / lanes);
   team.sync();
 }
 

@@ -145,16 +145,21 @@ TEST_F(Svd, RankDeficientMatrixGetsOrthonormalSingularVectors) {
 
 // The completion of one matrix's columns of sigma 0 takes one of three forms by the count r of
 // columns kept and z of columns to complete (jacobi_math.hpp, completion_by_reflections;
-// global_ends.cu, complete_single_matrix): reflections in one block (r <= 2 z and their work small
-// enough), Gram-Schmidt in one block (r > 2 z, a few columns), cuSOLVER's Householder QR beyond
-// either. These single matrices take the Gram route and each form, tall and wide.
+// global_ends.cu, complete_single_matrix): reflections (r <= 2 z), the kept columns factored in one
+// block while that is little enough work (M r^2 <= 2^19) and the missing ones formed over the GPU;
+// Gram-Schmidt in one block (r > 2 z, a few columns); cuSOLVER's Householder QR beyond either.
+// These single matrices take the Gram route and each form, tall and wide, the reflections at the
+// factoring's bound and where their missing columns are many.
 TEST_F(Svd, LargeEveryFormOfTheCompletionGivesOrthonormalVectors) {
   const struct {
     int m, n, rank;
     const char* form;
-  } cases[] = {{300, 280, 1, "reflections in one block"},
-               {100, 100, 20, "reflections in one block, many kept"},
+  } cases[] = {{300, 280, 1, "reflections"},
+               {100, 100, 20, "reflections, many kept"},
+               {512, 512, 32, "reflections at the factoring's bound"},
+               {1000, 900, 2, "reflections, 898 columns formed"},
                {100, 100, 97, "Gram-Schmidt in one block"},
+               {512, 512, 33, "cuSOLVER, past the factoring's bound"},
                {560, 600, 150, "cuSOLVER, after too much work for the reflections"},
                {600, 600, 450, "cuSOLVER, after too much work for Gram-Schmidt"}};
   for (const auto& c : cases)
@@ -172,8 +177,8 @@ TEST_F(Svd, LargeEveryFormOfTheCompletionGivesOrthonormalVectors) {
 }
 
 TEST_F(Svd, ZeroMatrixGivesZeroValuesAndOrthonormalVectors) {
-  for (const auto& [m, n] :
-       {std::pair{1, 1}, std::pair{20, 12}, std::pair{12, 20}, std::pair{130, 130}}) {
+  for (const auto& [m, n] : {std::pair{1, 1}, std::pair{20, 12}, std::pair{12, 20},
+                             std::pair{130, 130}, std::pair{600, 520}}) {
     const cpu::Matrix a = cpu::zeros(m, n);
     for (const bool single : {false, true}) {
       const Factors f = single ? run_svd<float>(a) : run_svd<double>(a);
