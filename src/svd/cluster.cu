@@ -49,9 +49,9 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
 }
 
 // The all-pairs test inside the cluster (as gram_all_pairs_test does for the fused rounds): after a
-// sweep whose largest cosine was at most sqrt(tol), and on arrival where the first round rotates
-// nothing, the largest scaled off-diagonal over every pair of the matrix's columns, the same in
-// every block; when it is within tol, it stands for the sweep that would rotate nothing. Jacobi converges quadratically: after a sweep at x the pairs
+// sweep whose largest cosine was at most sqrt(tol), the largest scaled off-diagonal over every
+// pair of the matrix's columns, the same in every block; when it is within tol, it stands for the
+// sweep that would rotate nothing. Jacobi converges quadratically: after a sweep at x the pairs
 // are off by about x^2, so a test after a larger x is likely to fail (100 x 100 met 4.2e-5 in its
 // eighth sweep and 1.9e-13 in its ninth; at the fused path's threshold, tol^(1/4), it tested after
 // both, and the first test failed). On the H200, double, against no test in the same run: 100 x
@@ -187,7 +187,6 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   cluster.sync();  // the neighbours' slots are ready for this block's outputs
 
   const int rounds = 2 * shape.pairs;
-  const bool test_fits = shape.pairs / 2 < cluster_test_products;  // the all-pairs test's products
   T sweep_off = 0, off = 0;
   int sweep = 0;
   for (int step = 0;; ++step) {
@@ -201,7 +200,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
           off = fmax(off, *cluster.map_shared_rank(&block_off, r));
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
-        if (off <= sqrt(G.P.tol) && test_fits) {
+        if (off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) {
           const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers,
                                                   test_norms, block_test, team_scratch);
           if (!(tested > G.P.tol)) {  // the test counts as the last sweep
@@ -246,26 +245,6 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       clear_gram_noise(x, lane_scale, order, sh, nullptr);  // its test does not ask
       const PairSolve<T> solved = solve_pair(G, order, sh, x);
       sweep_off = fmax(sweep_off, solved.off);
-      // The test on arrival: where no pair of the first round rotates (round 0 is full: every
-      // two columns of a pair's 32), nothing has moved yet, and the all-pairs test on the columns
-      // as they arrived may stand for the whole first sweep. A zero matrix, an identity or a
-      // diagonal one stops here; any other matrix pays one more cluster barrier.
-      if (step == 0 && test_fits) {
-        if (threadIdx.x == 0) block_off = solved.off;
-        cluster.sync();  // every block's first cosine is in
-        T first = 0;
-        for (int r = 0; r < shape.blocks(); ++r)
-          first = fmax(first, *cluster.map_shared_rank(&block_off, r));
-        if (!(first > G.P.tol)) {
-          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers,
-                                                  test_norms, block_test, team_scratch);
-          if (!(tested > G.P.tol)) {  // the test counts as the one sweep
-            sweep = 1;
-            off = tested;
-            break;
-          }
-        }
-      }
       // In the column's first round its scale is its fresh squared norm.
       const T scale = lane_scale < 0 ? solved.diagonal : lane_scale;
       // Where the round's outputs go, slots 0..15 to `low` and 16..31 to `high`: the half that the

@@ -454,33 +454,6 @@ TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
   }
 }
 
-// The test on arrival inside one cluster per matrix (cluster.cu): where the first round rotates no
-// pair, the all-pairs test runs on the columns as they arrived. Hadamard columns (as above) stop
-// there, their one sweep counted; columns a_j = e_(j mod 32) + e_(32 + j), orthogonal within each
-// group of 32 (the first round's pairs) but not to the columns 32 along, must fail it and sweep on.
-TEST_F(Svd, ClusterColumnsOrthogonalOnArrivalStopAndOrthogonalGroupsDoNot) {
-  if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
-  const Route cluster = jacobi::GlobalSchedule::gram_cluster;
-  const int n = 100;
-  cpu::Matrix orthogonal = cpu::zeros(128, n);
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < 128; ++i)
-      orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
-  cpu::Matrix groups = cpu::zeros(32 + n, n);
-  for (int j = 0; j < n; ++j) groups(j % 32, j) = groups(32 + j, j) = 1;
-  for (const auto& [a, what] : {std::pair{&orthogonal, "orthogonal columns"},
-                                std::pair{&groups, "groups orthogonal within"}}) {
-    ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(a->m, n, true, 1)) << what;
-    SvdInfo info;
-    expect_accurate<double>(*a, run_svd<double>(*a, {}, 0, &info, cluster), what);
-    EXPECT_TRUE(info.converged) << what;
-    if (a == &orthogonal)
-      EXPECT_EQ(info.sweeps, 1) << what;
-    else
-      EXPECT_GT(info.sweeps, 1) << what;
-  }
-}
-
 // The same rounds small enough for racecheck, whose tracking of every shared and distributed
 // shared memory access makes the larger tests above take minutes: clusters of 3 blocks (150 x 100)
 // and of 5 (300 x 40, through the Gram path where the library would take the register ring).
