@@ -198,7 +198,8 @@ __global__ void __launch_bounds__(global_threads)
 // block factors the kept columns (their steps depend on each other), then a grid forms the missing
 // columns, which are independent. In one block, as global_complete does it for a batch's matrix,
 // forming them took 42.8 us of the 512 x 512 zero matrix's 131 us of kernels (H200, double,
-// Nsight Compute), and a rank-one 512 x 512 matrix went to cuSOLVER's QR.
+// docs/results/h200-ncu-svd-structured-e070880.json), and a rank-one 512 x 512 matrix went to
+// cuSOLVER's QR.
 template <class T>
 __global__ void __launch_bounds__(completion_threads)
     factor_for_completion(GlobalState<T> G, const int* slot_of_column, int kept) {

@@ -261,8 +261,8 @@ __device__ void arrival_end(const GlobalState<T>& G, std::int64_t matrix, unsign
 // Whether every tracked norm of column group `first` or of `second` is negligible (a zero
 // matrix's, zero columns): then each pair of the two has a negligible column and an off-diagonal of
 // 0, and the test has nothing to read (the 512 x 512 zero matrix's test on arrival took 25.1 us
-// reading its tiles; H200, double, Nsight Compute). Thread t < 64 looks at slot t; every thread of
-// the block calls it.
+// reading its tiles; H200, double, docs/results/h200-ncu-svd-structured-e070880.json). Thread
+// t < 64 looks at slot t; every thread of the block calls it.
 template <class T>
 __device__ bool has_negligible_group(const GlobalState<T>& G, std::int64_t matrix, int first,
                                      int second) {
