@@ -130,6 +130,21 @@ JacobiSweeps lapack_jacobi_sweeps(const Matrix& a) {
   return {int(stat[3]), info == 0};
 }
 
+ThinQr householder_qr(const Matrix& a) {
+  if (a.m < a.n) throw std::invalid_argument("householder_qr takes m >= n");
+  ThinQr qr{a, zeros(a.n, a.n)};
+  std::vector<double> tau(std::max(1, a.n));
+  if (a.n == 0) return qr;
+  require_lapack(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, a.m, a.n, qr.q.values.data(), a.m, tau.data()),
+                 "LAPACKE_dgeqrf");
+  for (int j = 0; j < a.n; ++j)
+    for (int i = 0; i <= j; ++i) qr.r(i, j) = qr.q(i, j);
+  require_lapack(
+      LAPACKE_dorgqr(LAPACK_COL_MAJOR, a.m, a.n, a.n, qr.q.values.data(), a.m, tau.data()),
+      "LAPACKE_dorgqr");
+  return qr;
+}
+
 std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a) {
   const int k = std::min(a.m, a.n);
   Matrix work = a;

@@ -39,6 +39,12 @@ struct JacobiSweeps {
   bool converged = false;
 };
 JacobiSweeps lapack_jacobi_sweeps(const Matrix& a);
+// The Householder QR of an m x n matrix with m >= n, by LAPACK dgeqrf and dorgqr: Q (m x n,
+// orthonormal columns) and the upper triangle R (n x n), A = Q R.
+struct ThinQr {
+  Matrix q, r;
+};
+ThinQr householder_qr(const Matrix& a);
 // Singular values, descending, by LAPACK dgesvd without vectors (bidiagonalization: much faster
 // than dgesvj on large matrices, accurate to eps * ||A|| rather than relatively).
 std::vector<double> lapack_bidiagonal_singular_values(const Matrix& a);
