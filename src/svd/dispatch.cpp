@@ -122,7 +122,8 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
     case Path::block_per_matrix: return run_on_chip(problem, OnChipTeam::block, report, stream);
     case Path::register_ring: return run_in_registers(problem, report, stream);
     case Path::gram: return run_global(problem, GlobalSchedule::gram_cluster, report, stream);
-    case Path::qr_preconditioned: return run_qr_preconditioned(problem, report, stream);
+    case Path::qr_preconditioned: return run_qr_preconditioned(problem, false, report, stream);
+    case Path::qr_transposed_triangle: return run_qr_preconditioned(problem, true, report, stream);
   }
 }
 

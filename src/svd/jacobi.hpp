@@ -76,14 +76,17 @@ enum class GlobalSchedule {
 };
 
 // Where a matrix is solved; production_path picks by shape and batch. qr_preconditioned factors
-// one tall matrix by QR first and solves R on the path production_path picks for it.
+// one tall matrix by QR first and solves R on the path production_path picks for it;
+// qr_transposed_triangle sorts the columns by norm first and solves R^T (the ladder's rung 15,
+// which production_path does not pick).
 enum class Path {
   thread_per_matrix,
   warp_per_matrix,
   block_per_matrix,
   register_ring,
   gram,
-  qr_preconditioned
+  qr_preconditioned,
+  qr_transposed_triangle
 };
 
 // The per-type default tolerance of LAPACK's dgesvj: sqrt(rows) * epsilon when the vectors are
@@ -161,10 +164,12 @@ Path production_path(int m, int n, int batch, bool uv);
 template <class T>
 void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream);
 
-// One tall matrix (batch 1) factored by QR first, R solved on the path production_path picks for
-// it (src/svd/qr_preconditioning.cu).
+// One matrix (batch 1) factored by QR first, R solved on the path production_path picks for it;
+// on_transposed_triangle: its columns sorted by norm first and R^T solved instead
+// (src/svd/qr_preconditioning.cu).
 template <class T>
-void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cudaStream_t stream);
+void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangle,
+                           const Report& report, cudaStream_t stream);
 
 // Inline: svd_batched converts a whole batch's statuses one after the other.
 inline SvdInfo to_info(const MatrixStatus& status) {

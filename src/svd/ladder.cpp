@@ -235,5 +235,27 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
+// Rung 15 — QR preconditioning on the transposed triangle (qr_preconditioning.cu), as LAPACK's
+// dgejsv runs it without pivoting: the columns sorted by norm, their Householder QR, and the
+// Jacobi SVD of R^T, whose R R^T is nearer diagonal than R^T R: fewer sweeps where the ring on A
+// converges slowly (geometric and log-uniform spectra), at the price of the QR, Q and one product
+// on any matrix. The library's dispatch does not pick it.
+ROOFLAB_VARIANT(Variant{"svd",
+                        15,
+                        "qr-transposed-triangle",
+                        "columns sorted by norm, Householder QR, the Jacobi SVD of R^T, U = Q V_2",
+                        Where::gpu,
+                        false,
+                        no_limit,
+                        [](Workspace& workspace, cudaStream_t stream) {
+                          visit_svd_workspace(workspace, [stream](auto& w) {
+                            jacobi::run_path(w.problem(stream),
+                                             jacobi::Path::qr_transposed_triangle, w.report(),
+                                             stream);
+                          });
+                        },
+                        {},
+                        svd_sweeps_note});
+
 }  // namespace
 }  // namespace rooflab::bench

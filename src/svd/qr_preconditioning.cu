@@ -5,7 +5,13 @@
 // an R of at most 64 columns fits the register ring. Householder QR perturbs each column by a
 // small multiple of its own norm, so column-graded matrices keep their small singular values'
 // accuracy.
-// The triangle R goes back to the dispatch (run_path), which picks its path as for any square
+// On the transposed triangle (Path::qr_transposed_triangle) W's columns are sorted by norm first,
+// W P = Q R, and the Jacobi SVD runs on R^T = U_2 S V_2^T instead, as dgejsv does: R R^T is
+// nearer diagonal than R^T R = (W P)^T (W P), whose off-diagonal the sweeps on R or W face. W's
+// left vectors are then Q V_2 and its right ones P U_2. In the sequential model
+// (tests/cpu/jacobi_math_test.cpp) every class took at most dgesvj's sweeps + 2 this way, where the
+// ring on A took 25 against dgesvj's 13 on a geometric spectrum (mode 3) at 100 x 100.
+// The triangle goes back to the dispatch (run_path), which picks its path as for any square
 // matrix.
 #include "svd/cusolver_qr.hpp"
 #include "svd/global_schedule.cuh"
@@ -27,6 +33,87 @@ __global__ void __launch_bounds__(global_threads)
   }
 }
 
+// Each column's squared norm, a warp per column.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    qr_column_norms(const T* W, std::int64_t ldw, int M, int N, T* norm2) {
+  const int lane = threadIdx.x & 31;
+  for (int c = blockIdx.x * global_warps + (threadIdx.x >> 5); c < N;
+       c += gridDim.x * global_warps) {
+    T sum = 0;
+    for (int i = lane; i < M; i += 32) sum = fma(W[i + c * ldw], W[i + c * ldw], sum);
+    sum = group_sum(sum, 32);
+    if (lane == 0) norm2[c] = sum;
+  }
+}
+
+// The columns in descending order of squared norm, ties by index: order[r] is the column of rank
+// r. A NaN norm (a matrix with NaN or Inf, whose outputs are NaN) ranks as -1, so that the ranks
+// stay a permutation.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    qr_rank_columns(const T* norm2, int N, int* order) {
+  const auto key = [&](int c) { return norm2[c] == norm2[c] ? norm2[c] : T(-1); };
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < N; c += gridDim.x * blockDim.x) {
+    const T mine = key(c);
+    int rank = 0;
+    for (int k = 0; k < N; ++k) {
+      const T other = key(k);
+      rank += other > mine || (other == mine && k < c);
+    }
+    order[rank] = c;
+  }
+}
+
+// sorted[:, r] = W[:, order[r]].
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    qr_gather_columns(const T* W, std::int64_t ldw, int M, int N, const int* order, T* sorted) {
+  const std::int64_t total = std::int64_t(M) * N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % M, r = e / M;
+    sorted[e] = W[i + order[r] * ldw];
+  }
+}
+
+// R^T from the factored sorted columns (R in their upper triangle), a block per row j of R, which
+// becomes column j of R^T. Row j holds q_j^T w_k for the sorted columns k >= j, each off by about
+// eps |w_k|: a row whose squared norm is rounding noise against sum_{k >= j} |w_k|^2
+// (is_rounding_noise; the columns' own error scales would be the noise's own size) is cleared, a
+// zero column of R^T whose left vector the completion forms.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    qr_transposed_triangle(const T* factored, int M, int N, const T* norm2, const int* order,
+                           T* Rt) {
+  __shared__ unsigned long long scratch[32];
+  const BlockTeam team{scratch};
+  const int j = blockIdx.x;
+  T row2 = 0, scale = 0;
+  for (int k = j + threadIdx.x; k < N; k += blockDim.x) {
+    const T x = factored[j + std::int64_t(k) * M];
+    row2 = fma(x, x, row2);
+    scale += norm2[order[k]];
+  }
+  row2 = team.sum(row2);
+  scale = team.sum(scale);
+  const bool noise = is_rounding_noise(row2, scale);
+  for (int k = threadIdx.x; k < N; k += blockDim.x)
+    Rt[k + std::int64_t(j) * N] = k >= j && !noise ? factored[j + std::int64_t(k) * M] : T(0);
+}
+
+// short_factor[order[k], c] = U_2[k, c]: the rows of R^T's left vectors back in W's column order.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    qr_scatter_rows(const T* U2, int N, const int* order, T* short_factor, std::int64_t ld) {
+  const std::int64_t total = std::int64_t(N) * N;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t k = e % N, c = e / N;
+    short_factor[order[k] + c * ld] = U2[e];
+  }
+}
+
 // S back to A's scale (W was A scaled by 2^-exponent).
 template <class T>
 __global__ void __launch_bounds__(global_threads) qr_unscale(T* S, int N, const int* exponent) {
@@ -37,7 +124,8 @@ __global__ void __launch_bounds__(global_threads) qr_unscale(T* S, int N, const 
 }  // namespace
 
 template <class T>
-void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cudaStream_t stream) {
+void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangle,
+                           const Report& report, cudaStream_t stream) {
   constexpr const char* op = "svd";
   require(problem.batch == 1, op, "batch", "QR preconditioning takes one matrix");
   GlobalState<T> G;
@@ -51,17 +139,23 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
 
   const std::size_t w_bytes = aligned(sizeof(T) * M * std::size_t(N));
   const std::size_t r_bytes = aligned(sizeof(T) * N * std::size_t(N));
-  const std::size_t tau_bytes = aligned(sizeof(T) * N);
+  const std::size_t column_bytes = aligned(sizeof(T) * N);
   const std::size_t word_bytes = aligned(sizeof(unsigned long long));
   const std::size_t int_bytes = aligned(sizeof(int));
   const std::size_t left_bytes = problem.uv ? r_bytes : 0;
-  StreamBuffer scratch(w_bytes + r_bytes + left_bytes + tau_bytes + word_bytes + 6 * int_bytes,
+  // The transposed triangle's: the sorted columns, their squared norms and order, and V_2.
+  const std::size_t sorted_bytes = on_transposed_triangle ? w_bytes : 0;
+  const std::size_t norm_bytes = on_transposed_triangle ? column_bytes : 0;
+  const std::size_t order_bytes = on_transposed_triangle ? aligned(sizeof(int) * N) : 0;
+  const std::size_t right_bytes = on_transposed_triangle ? left_bytes : 0;
+  StreamBuffer scratch(w_bytes + r_bytes + left_bytes + column_bytes + word_bytes + 6 * int_bytes +
+                           sorted_bytes + norm_bytes + order_bytes + right_bytes,
                        stream, op);
   ScratchPieces pieces(scratch);
   G.W = pieces.take<T>(w_bytes);
-  T* const R = pieces.take<T>(r_bytes);
-  T* const left = pieces.take<T>(left_bytes);  // U_r, N x N
-  T* const tau = pieces.take<T>(tau_bytes);
+  T* const R = pieces.take<T>(r_bytes);        // R, or R^T
+  T* const left = pieces.take<T>(left_bytes);  // U_r or U_2, N x N
+  T* const tau = pieces.take<T>(column_bytes);
   G.max_bits = pieces.take<unsigned long long>(word_bytes);
   G.exponent = pieces.take<int>(int_bytes);
   G.active = pieces.take<int>(int_bytes);
@@ -69,48 +163,82 @@ void run_qr_preconditioned(const Problem<T>& problem, const Report& report, cuda
   G.converged = pieces.take<int>(int_bytes);
   G.bad = pieces.take<int>(int_bytes);
   int* const info = pieces.take<int>(int_bytes);  // cuSOLVER's: only a wrong argument
+  T* const sorted = pieces.take<T>(sorted_bytes);
+  T* const norm2 = pieces.take<T>(norm_bytes);
+  int* const order = pieces.take<int>(order_bytes);
+  T* const right = pieces.take<T>(right_bytes);  // V_2, N x N
 
   load_scaled(G, stream);
+  // What cuSOLVER factors: W, or its columns sorted by norm.
+  T* const factored = on_transposed_triangle ? sorted : G.W;
+  if (on_transposed_triangle) {
+    qr_column_norms<T>
+        <<<grid_for(N, global_warps), global_threads, 0, stream>>>(G.W, M, M, N, norm2);
+    detail::check_launch(op, "qr_column_norms");
+    qr_rank_columns<T><<<grid_for(N, global_threads), global_threads, 0, stream>>>(norm2, N, order);
+    detail::check_launch(op, "qr_rank_columns");
+    qr_gather_columns<T>
+        <<<grid_for(std::int64_t(M) * N, global_threads), global_threads, 0, stream>>>(
+            G.W, M, M, N, order, sorted);
+    detail::check_launch(op, "qr_gather_columns");
+  }
 
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   int factor_work = 0, form_work = 0;
-  ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, G.W, M, &factor_work));
+  ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, factored, M, &factor_work));
   if (problem.uv)
-    ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, N, G.W, M, tau, &form_work));
+    ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, N, factored, M, tau, &form_work));
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
   // cuSOLVER's geqr2 reads a word of its workspace or tau before writing it (not used, but
   // initcheck reports the read): both start cleared.
   ROOFLAB_CUDA(op, "clearing the QR's workspace",
                cudaMemsetAsync(work.data(), 0, work.bytes(), stream));
-  ROOFLAB_CUDA(op, "clearing the QR's workspace", cudaMemsetAsync(tau, 0, tau_bytes, stream));
-  ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, G.W, M, tau, work.as<T>(), work_size, info));
-  qr_upper_triangle<T>
-      <<<grid_for(std::int64_t(N) * N, global_threads), global_threads, 0, stream>>>(G.W, M, N, R);
-  detail::check_launch(op, "qr_upper_triangle");
+  ROOFLAB_CUDA(op, "clearing the QR's workspace", cudaMemsetAsync(tau, 0, column_bytes, stream));
+  ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, factored, M, tau, work.as<T>(), work_size, info));
+  if (on_transposed_triangle) {
+    qr_transposed_triangle<T><<<N, global_threads, 0, stream>>>(factored, M, N, norm2, order, R);
+    detail::check_launch(op, "qr_transposed_triangle");
+  } else {
+    qr_upper_triangle<T>
+        <<<grid_for(std::int64_t(N) * N, global_threads), global_threads, 0, stream>>>(factored, M,
+                                                                                       N, R);
+    detail::check_launch(op, "qr_upper_triangle");
+  }
 
-  // R's SVD; its right vectors are A's V, or its U when A was transposed.
+  // The triangle's SVD. On R (= U_r S V_r^T) its right vectors are W's, A's V or, when A was
+  // transposed, its U; on R^T (= U_2 S V_2^T) they are V_2, and W's right vectors P U_2.
+  T* const short_factor = transposed ? problem.U : problem.V;
+  const int ld_short = transposed ? problem.ldu : problem.ldv;
   Problem<T> triangle = problem;
   triangle.A = R;
   triangle.lda = N;
   triangle.m = triangle.n = N;
   triangle.U = left;
   triangle.ldu = N;
-  triangle.V = transposed ? problem.U : problem.V;
-  triangle.ldv = transposed ? problem.ldu : problem.ldv;
+  triangle.V = on_transposed_triangle ? right : short_factor;
+  triangle.ldv = on_transposed_triangle ? N : ld_short;
   run_path(triangle, production_path<T>(N, N, 1, problem.uv), report, stream);
   qr_unscale<T><<<1, global_threads, 0, stream>>>(problem.S, N, G.exponent);
   detail::check_launch(op, "qr_unscale");
   if (!problem.uv) return;
-  // W's left vectors Q U_r: A's U, or its V when A was transposed.
-  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, N, G.W, M, tau, work.as<T>(), work_size, info));
+  if (on_transposed_triangle) {
+    qr_scatter_rows<T>
+        <<<grid_for(std::int64_t(N) * N, global_threads), global_threads, 0, stream>>>(
+            left, N, order, short_factor, ld_short);
+    detail::check_launch(op, "qr_scatter_rows");
+  }
+  // W's left vectors Q U_r, or Q V_2: A's U, or its V when A was transposed.
+  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, N, factored, M, tau, work.as<T>(), work_size, info));
   T* const long_factor = transposed ? problem.V : problem.U;
   const int ld_long = transposed ? problem.ldv : problem.ldu;
-  ROOFLAB_CUBLAS(op,
-                 product(cublas_handle(stream), M, N, N, G.W, M, left, N, long_factor, ld_long));
+  ROOFLAB_CUBLAS(op, product(cublas_handle(stream), M, N, N, factored, M,
+                             on_transposed_triangle ? right : left, N, long_factor, ld_long));
 }
 
-template void run_qr_preconditioned<float>(const Problem<float>&, const Report&, cudaStream_t);
-template void run_qr_preconditioned<double>(const Problem<double>&, const Report&, cudaStream_t);
+template void run_qr_preconditioned<float>(const Problem<float>&, bool, const Report&,
+                                           cudaStream_t);
+template void run_qr_preconditioned<double>(const Problem<double>&, bool, const Report&,
+                                            cudaStream_t);
 
 }  // namespace rooflab::jacobi

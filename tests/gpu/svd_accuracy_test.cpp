@@ -91,6 +91,7 @@ const char* path_name(jacobi::Path path) {
     case jacobi::Path::register_ring: return "ring";
     case jacobi::Path::gram: return "gram";
     case jacobi::Path::qr_preconditioned: return "qr";
+    case jacobi::Path::qr_transposed_triangle: return "qr on R^T";
   }
   return "?";
 }
@@ -197,7 +198,8 @@ TEST_F(SvdAccuracy, RisingColumnScalesKeepEverySingularValueThroughTheDispatch) 
 
 // Every route of rooflab::svd on its own (svd_test_support.hpp's route_shapes: the ring, a warp, a
 // block, the Gram schedule in one cluster, in fused rounds and in three kernels a round, and QR
-// preconditioning with R in the ring and in the Gram schedule), both types, both column orders.
+// preconditioning with R in the ring and in the Gram schedule and on R^T), both types, both column
+// orders.
 template <class T>
 void expect_route_accurate(const RouteShape& shape, Grading grading, std::uint64_t seed) {
   if (!route_runs_here<T>(shape)) return;

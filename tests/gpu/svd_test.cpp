@@ -269,11 +269,11 @@ TEST_F(Svd, TooFewSweepsAreReportedAsNotConverged) {
   }
 }
 
-// QR preconditioning on its own (whatever the dispatch sends it): tall and wide, square, padded,
-// graded, rank-deficient, zero, scaled near overflow and underflow, NaN and Inf, values only and
-// too few sweeps.
-TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
-  const jacobi::Path qr = jacobi::Path::qr_preconditioned;
+// QR preconditioning on its own (whatever the dispatch sends it), solving R and, columns sorted
+// first, R^T: tall and wide, square, padded, graded, rank-deficient, zero, scaled near overflow and
+// underflow, NaN and Inf, values only and too few sweeps.
+void expect_qr_path_handles_awkward_matrices(jacobi::Path qr) {
+  const std::string tag = qr == jacobi::Path::qr_preconditioned ? "qr" : "qr on R^T";
   std::uint64_t seed = 300;
   for (const auto& [m, n] :
        {std::pair{300, 20}, std::pair{20, 300}, std::pair{65, 64}, std::pair{1000, 10},
@@ -282,24 +282,25 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
     const cpu::Matrix a = cpu::random_matrix(m, n, seed);
     SvdInfo info;
     expect_accurate<double>(a, run_svd<double>(a, {}, int(seed % 2) * 3, &info, qr),
-                            name("qr double", m, n, seed));
-    EXPECT_TRUE(info.converged) << name("qr double", m, n, seed);
+                            name(tag + " double", m, n, seed));
+    EXPECT_TRUE(info.converged) << name(tag + " double", m, n, seed);
     const cpu::Matrix af = rounded<float>(a);
-    expect_accurate<float>(af, run_svd<float>(af, {}, 0, &info, qr), name("qr float", m, n, seed));
-    EXPECT_TRUE(info.converged) << name("qr float", m, n, seed);
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, &info, qr),
+                           name(tag + " float", m, n, seed));
+    EXPECT_TRUE(info.converged) << name(tag + " float", m, n, seed);
   }
   for (const auto& [m, n] : {std::pair{300, 20}, std::pair{20, 300}}) {
     const cpu::Matrix a = m >= n ? cpu::graded_matrix(m, n, 17, 10)
                                  : cpu::transposed(cpu::graded_matrix(n, m, 17, 10));
     const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
     EXPECT_LT(cpu::max_relative_singular_value_error(f.s, cpu::lapack_singular_values(a), 0), 1e-11)
-        << name("qr graded", m, n, 17);
-    expect_accurate<double>(a, f, name("qr graded", m, n, 17));
+        << name(tag + " graded", m, n, 17);
+    expect_accurate<double>(a, f, name(tag + " graded", m, n, 17));
   }
   for (const auto& [m, n] : {std::pair{300, 40}, std::pair{40, 300}}) {
     const cpu::Matrix a = cpu::rank_deficient_matrix(m, n, 5, 19);
     const Factors f = run_svd<double>(a, {}, 0, nullptr, qr);
-    expect_accurate<double>(a, f, name("qr rank 5", m, n, 19));
+    expect_accurate<double>(a, f, name(tag + " rank 5", m, n, 19));
     EXPECT_LT(f.s[5], 1e-13 * f.s[0]);
   }
   for (const auto& [m, n] : {std::pair{200, 12}, std::pair{12, 200}}) {
@@ -316,14 +317,14 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
     cpu::Matrix a = cpu::random_matrix(300, 20, 23);
     for (double& value : a.values) value *= scale;
     expect_accurate<double>(a, run_svd<double>(a, {}, 0, nullptr, qr),
-                            "qr double scaled by " + std::to_string(scale));
+                            tag + " double scaled by " + std::to_string(scale));
   }
   for (const double scale : {1e35, 1e-35}) {
     cpu::Matrix a = cpu::random_matrix(20, 300, 29);
     for (double& value : a.values) value *= scale;
     a = rounded<float>(a);
     expect_accurate<float>(a, run_svd<float>(a, {}, 0, nullptr, qr),
-                           "qr float scaled by " + std::to_string(scale));
+                           tag + " float scaled by " + std::to_string(scale));
   }
   for (const auto& [m, n] : {std::pair{200, 10}, std::pair{10, 200}})
     for (const double bad :
@@ -352,6 +353,40 @@ TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
     run_svd<double>(cpu::random_matrix(300, n, 43), options, 0, &info, qr);
     EXPECT_FALSE(info.converged) << n;
     EXPECT_EQ(info.sweeps, 1) << n;
+  }
+}
+
+TEST_F(Svd, QrPreconditioningPassesLapackTestsOnAwkwardMatrices) {
+  expect_qr_path_handles_awkward_matrices(jacobi::Path::qr_preconditioned);
+}
+
+TEST_F(Svd, QrOnTheTransposedTrianglePassesLapackTestsOnAwkwardMatrices) {
+  expect_qr_path_handles_awkward_matrices(jacobi::Path::qr_transposed_triangle);
+}
+
+// The sweeps on R^T against LAPACK's dgesvj on the same matrix (double): at most dgesvj's + 2 on
+// the classes where the sweeps on A take more (dlatms's geometric and log-uniform spectra at
+// conditions 1/sqrt(eps) and 1/eps, graded and clustered values; docs/svd.md, the sweep table), and
+// on the random and rank-deficient ones; where dgesvj runs out of sweeps, at most a random
+// matrix's. The sequential model's (tests/cpu/jacobi_math_test.cpp) on the GPU's block ring.
+TEST_F(Svd, LargeQrOnTheTransposedTriangleSweepsWithinDgesvjPlusTwo) {
+  for (const int n : {100, 256}) {
+    SvdInfo random_info;
+    run_svd<double>(cpu::svd_test_matrix<double>("random", n, n, 1), {}, 0, &random_info,
+                    jacobi::Path::qr_transposed_triangle);
+    for (const char* matrix_class :
+         {"random", "mode3", "mode5", "mode3-eps", "mode5-eps", "graded", "clustered",
+          "rank-minus-1", "duplicated-columns", "zero-rows", "rank-1-integer"}) {
+      const cpu::Matrix a = cpu::svd_test_matrix<double>(matrix_class, n, n, 1);
+      const std::string what = name(std::string("R^T ") + matrix_class, n, n, 1);
+      SvdInfo info;
+      expect_accurate<double>(
+          a, run_svd<double>(a, {}, 0, &info, jacobi::Path::qr_transposed_triangle), what);
+      EXPECT_TRUE(info.converged) << what;
+      const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
+      EXPECT_LE(info.sweeps, dgesvj.converged ? dgesvj.sweeps + 2 : random_info.sweeps)
+          << what << ", dgesvj " << dgesvj.sweeps;
+    }
   }
 }
 
@@ -594,7 +629,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RouteShape{"warp", jacobi::Path::warp_per_matrix, 9, 12},
                       RouteShape{"block", jacobi::Path::block_per_matrix, 20, 16},
                       RouteShape{"cluster", jacobi::GlobalSchedule::gram_cluster, 45, 30},
-                      RouteShape{"fused", jacobi::GlobalSchedule::gram_fused, 150, 40}),
+                      RouteShape{"fused", jacobi::GlobalSchedule::gram_fused, 150, 40},
+                      RouteShape{"qr_rt", jacobi::Path::qr_transposed_triangle, 40, 24}),
     [](const ::testing::TestParamInfo<RouteShape>& info) { return std::string(info.param.what); });
 
 // The matrix that broke the SVD (an integer rank-one matrix, whose proportional columns leave pure
@@ -712,6 +748,7 @@ std::string route_name(const BatchedRoute& route) {
       case jacobi::Path::register_ring: return "register_ring";
       case jacobi::Path::gram: return "gram";
       case jacobi::Path::qr_preconditioned: return "qr_preconditioned";
+      case jacobi::Path::qr_transposed_triangle: return "qr_transposed_triangle";
     }
   }
   switch (std::get<jacobi::GlobalSchedule>(*route)) {

@@ -112,7 +112,8 @@ inline void PrintTo(const RouteShape& shape, std::ostream* out) {
 // The shapes: a thread's slice of shared memory (the smallest matrices), the register ring (at
 // most 64 x 64), one warp's and one block's shared memory, the
 // Gram schedule in one cluster, in fused rounds and in three kernels a round, and QR
-// preconditioning with R in the ring and in the Gram schedule; square, tall and wide.
+// preconditioning with R in the ring and in the Gram schedule and on R^T (its columns sorted
+// first); square, tall and wide.
 inline const RouteShape route_shapes[] = {
     {"thread", jacobi::Path::thread_per_matrix, 4, 4},
     {"thread", jacobi::Path::thread_per_matrix, 2, 3},
@@ -128,6 +129,9 @@ inline const RouteShape route_shapes[] = {
     {"gram", jacobi::GlobalSchedule::gram, 150, 200},
     {"qr", jacobi::Path::qr_preconditioned, 400, 40},
     {"qr", jacobi::Path::qr_preconditioned, 1300, 100},
+    {"qr on R^T", jacobi::Path::qr_transposed_triangle, 100, 100},
+    {"qr on R^T", jacobi::Path::qr_transposed_triangle, 300, 100},
+    {"qr on R^T", jacobi::Path::qr_transposed_triangle, 80, 120},
 };
 
 // Why `route` cannot take an m x n matrix of T on this device (empty when it can). The on-chip
@@ -137,7 +141,8 @@ inline const RouteShape route_shapes[] = {
 template <class T>
 std::string route_unavailable(const Route& route, int m, int n, bool uv = true) {
   const auto* path = std::get_if<jacobi::Path>(&route);
-  if (path == nullptr || *path == jacobi::Path::qr_preconditioned || *path == jacobi::Path::gram)
+  if (path == nullptr || *path == jacobi::Path::qr_preconditioned ||
+      *path == jacobi::Path::qr_transposed_triangle || *path == jacobi::Path::gram)
     return {};
   const bool fits = *path == jacobi::Path::register_ring ? jacobi::fits_in_registers<T>(m, n, uv)
                     : *path == jacobi::Path::block_per_matrix ? jacobi::fits_on_chip<T>(m, n, uv)
