@@ -24,6 +24,15 @@ std::function<void(Workspace&, cudaStream_t)> run_schedule(jacobi::GlobalSchedul
   };
 }
 
+// A rung that runs one of the library's paths on the workspace's matrix.
+std::function<void(Workspace&, cudaStream_t)> run_on_path(jacobi::Path path) {
+  return [path](Workspace& workspace, cudaStream_t stream) {
+    visit_svd_workspace(workspace, [stream, path](auto& w) {
+      jacobi::run_path(w.problem(stream), path, w.report(), stream);
+    });
+  };
+}
+
 // Rungs 13 and 14 stand on thread-block clusters: where the device or the loaded code lacks them
 // (before sm_90, a PTX build for an older architecture, ROOFLAB_TREAT_AS_SM) they are not run.
 std::string needs_clusters(const Problem&) {
@@ -192,12 +201,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         no_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_path(w.problem(stream), jacobi::Path::qr_preconditioned,
-                                             w.report(), stream);
-                          });
-                        },
+                        run_on_path(jacobi::Path::qr_preconditioned),
                         {},
                         svd_sweeps_note});
 
@@ -247,13 +251,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         Where::gpu,
                         false,
                         no_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_path(w.problem(stream),
-                                             jacobi::Path::qr_transposed_triangle, w.report(),
-                                             stream);
-                          });
-                        },
+                        run_on_path(jacobi::Path::qr_transposed_triangle),
                         {},
                         svd_sweeps_note});
 
