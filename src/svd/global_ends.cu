@@ -322,8 +322,9 @@ constexpr double one_block_factor_work = 1 << 19;
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
 // leaves out: those complete W's columns of sigma 0. The reflections form them so, factoring in
 // one block and forming the missing columns over the GPU; where the factoring or Gram-Schmidt is
-// too much work for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host reads how many columns need it (the
-// stream waits for the sweeps' end here; svd waits for it anyway).
+// too much work for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host
+// reads how many columns need it (the stream waits for the sweeps' end here; svd waits for it
+// anyway).
 template <class T>
 void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   constexpr const char* op = "svd";

@@ -283,10 +283,10 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
                                 bool fresh, T* tiles, unsigned long long* team_scratch) {
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  constexpr int slots = 2 * gram_width, shares = gram_threads / slots;
   GramQuarter<T> gram;
   // The 64 columns' fresh squared norms: thread t sums the squares of slot t % 64 over every
   // other row of each tile.
+  constexpr int slots = 2 * gram_width, shares = gram_threads / slots;
   const int my_slot = threadIdx.x % slots, my_share = threadIdx.x / slots;
   T my_norm = 0;
   stream_tiles(
