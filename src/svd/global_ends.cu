@@ -343,7 +343,8 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
   const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
   if (zeros == 0) return;
   const int kept = N - zeros;
-  if (completion_by_reflections(kept, zeros) && double(M) * kept * kept <= one_block_factor_work) {
+  const bool reflections = completion_by_reflections(kept, zeros);
+  if (reflections && double(M) * kept * kept <= one_block_factor_work) {
     if (kept > 0)
       launch_after_previous(factor_for_completion<T>, 1, completion_threads, 0, 1, stream,
                             "factor_for_completion", G, slots.as<const int>(), kept);
@@ -353,8 +354,7 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
                           slots.as<const int>(), kept);
     return;
   }
-  if (!completion_by_reflections(kept, zeros) &&
-      double(M) * N * zeros <= one_block_gram_schmidt_work) {
+  if (!reflections && double(M) * N * zeros <= one_block_gram_schmidt_work) {
     launch_after_previous(global_complete<T>, 1, completion_threads, 0, 1, stream,
                           "global_complete", G);
     return;

@@ -33,7 +33,9 @@ __global__ void __launch_bounds__(global_threads)
   }
 }
 
-// Each column's squared norm, a warp per column.
+// Each column's squared norm, a warp per column: the key the columns are sorted by. A NaN norm
+// (a matrix with NaN or Inf, whose W load_scaled makes NaN throughout) is stored as -1, an order
+// rank_chunk can rank: NaN compares with nothing, and its ranks would not be a permutation.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     qr_column_norms(const T* W, std::int64_t ldw, int M, int N, T* norm2) {
@@ -43,26 +45,15 @@ __global__ void __launch_bounds__(global_threads)
     T sum = 0;
     for (int i = lane; i < M; i += 32) sum = fma(W[i + c * ldw], W[i + c * ldw], sum);
     sum = group_sum(sum, 32);
-    if (lane == 0) norm2[c] = sum;
+    if (lane == 0) norm2[c] = sum == sum ? sum : T(-1);
   }
 }
 
-// The columns in descending order of squared norm, ties by index: order[r] is the column of rank
-// r. A NaN norm (a matrix with NaN or Inf, whose outputs are NaN) ranks as -1, so that the ranks
-// stay a permutation.
+// The columns in descending order of squared norm, ties by index (rank_chunk, a block per 32
+// columns): order[r] is the column of rank r.
 template <class T>
-__global__ void __launch_bounds__(global_threads)
-    qr_rank_columns(const T* norm2, int N, int* order) {
-  const auto key = [&](int c) { return norm2[c] == norm2[c] ? norm2[c] : T(-1); };
-  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < N; c += gridDim.x * blockDim.x) {
-    const T mine = key(c);
-    int rank = 0;
-    for (int k = 0; k < N; ++k) {
-      const T other = key(k);
-      rank += other > mine || (other == mine && k < c);
-    }
-    order[rank] = c;
-  }
+__global__ void __launch_bounds__(sort_threads) qr_rank_columns(const T* norm2, int N, int* order) {
+  rank_chunk<sort_warps>(norm2, N, int(blockIdx.x), order);
 }
 
 // sorted[:, r] = W[:, order[r]].
@@ -175,7 +166,8 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
     qr_column_norms<T>
         <<<grid_for(N, global_warps), global_threads, 0, stream>>>(G.W, M, M, N, norm2);
     detail::check_launch(op, "qr_column_norms");
-    qr_rank_columns<T><<<grid_for(N, global_threads), global_threads, 0, stream>>>(norm2, N, order);
+    qr_rank_columns<T>
+        <<<(N + sort_columns - 1) / sort_columns, sort_threads, 0, stream>>>(norm2, N, order);
     detail::check_launch(op, "qr_rank_columns");
     qr_gather_columns<T>
         <<<grid_for(std::int64_t(M) * N, global_threads), global_threads, 0, stream>>>(
