@@ -1,5 +1,5 @@
-// rooflab::svd and rooflab::svd_batched against LAPACK's SVD tests (ddrvbd's ratios, <= 35 ulps)
-// and LAPACK's singular values, on every path (one kernel in shared memory, a warp per matrix, the
+// rooflab::svd against LAPACK's SVD tests (ddrvbd's ratios, <= 35 ulps) and LAPACK's singular
+// values, on every path (one kernel in shared memory, a warp per matrix, the
 // register ring, global memory with either schedule), with the awkward inputs: graded,
 // rank-deficient, zero, NaN/Inf, scaled near overflow and underflow, 1 x n, n x 1, wide and tall,
 // padded leading dimensions, too few sweeps. Tests named *Large* are too slow for
@@ -8,16 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <functional>
 #include <limits>
-#include <optional>
 #include <string>
-#include <tuple>
-#include <variant>
 #include <vector>
 
-#include "bench/random.hpp"
 #include "cpu/svd_matrices.hpp"
 #include "cpu/svd_reference.hpp"
 #include "gpu_test.hpp"
@@ -31,60 +25,21 @@ namespace rooflab {
 namespace {
 
 using testing::clusters_unavailable;
+using testing::expect_accurate;
+using testing::expect_values_match_lapack;
 using testing::Factors;
+using testing::name;
+using testing::rounded;
 using testing::Route;
 using testing::route_runs_here;
 using testing::route_shapes;
 using testing::RouteShape;
 using testing::run_svd;
+using testing::structured_classes;
 using testing::svd_on_path;
+using testing::threshold;
 
 class Svd : public testing::GpuTest {};
-class SvdBatched : public testing::GpuTest {};
-
-constexpr double threshold = 35;  // LAPACK's bound on its SVD test ratios
-
-// The matrix as type T holds it, back in double: the reference must see what the GPU sees.
-template <class T>
-cpu::Matrix rounded(cpu::Matrix a) {
-  for (double& value : a.values) value = double(T(value));
-  return a;
-}
-
-// S against LAPACK dgesvd, in units of ulp * s_max * max(m, n) (exactly, for a zero matrix). Not
-// dgesvj: it stops unconverged on some rank-deficient matrices (the integer rank-one class), and
-// this bound asks only for what bidiagonalization gives.
-template <class T>
-void expect_values_match_lapack(const cpu::Matrix& a, const std::vector<double>& s,
-                                const std::string& what) {
-  const std::vector<double> reference = cpu::lapack_bidiagonal_singular_values(a);
-  ASSERT_EQ(reference.size(), s.size()) << what;
-  double worst = 0;
-  for (std::size_t l = 0; l < reference.size(); ++l)
-    worst = std::max(worst, std::abs(s[l] - reference[l]));
-  const double scale = reference[0] * std::max(a.m, a.n) * std::numeric_limits<T>::epsilon();
-  if (reference[0] > 0)
-    EXPECT_LE(worst / scale, threshold) << what;
-  else
-    EXPECT_EQ(worst, 0) << what;
-}
-
-// ddrvbd's ratios, S descending and non-negative, and S against LAPACK dgesvj.
-template <class T>
-void expect_accurate(const cpu::Matrix& a, const Factors& f, const std::string& what) {
-  const cpu::SvdAccuracy accuracy =
-      cpu::svd_accuracy(a, f.s, f.u, f.v, std::numeric_limits<T>::epsilon());
-  EXPECT_TRUE(accuracy.s_descending_nonnegative) << what;
-  EXPECT_LE(accuracy.residual, threshold) << what;
-  EXPECT_LE(accuracy.u_orthogonality, threshold) << what;
-  EXPECT_LE(accuracy.v_orthogonality, threshold) << what;
-  expect_values_match_lapack<T>(a, f.s, what);
-}
-
-std::string name(const std::string& kind, int m, int n, std::uint64_t seed) {
-  return kind + " " + std::to_string(m) + " x " + std::to_string(n) + " seed " +
-         std::to_string(seed);
-}
 
 // Shapes on both sides of the shared-memory limit (double 100 x 100 fits, 130 x 130 does not),
 // each row count per warp of the register ring: 7 (25 rows), 8 (32), 10 (33), 13 (50; and 52,
@@ -575,19 +530,6 @@ TEST_F(Svd, ClusterSweepsInSmallClustersPassLapackTests) {
 // zero and integer columns, LAPACK's dlatms modes and ddrvbd's scaled matrices, graded columns,
 // clustered values), on every route of rooflab::svd at shapes each route takes.
 
-// Every class but the batch-only "mixed". The geometric and log-uniform spectra (dlatms modes 3
-// and 5) are measured by the benchmark, not here: the ring of sorted columns needs more sweeps
-// there than the other classes (docs/svd.md, limits).
-std::vector<std::string> structured_classes() {
-  std::vector<std::string> names;
-  for (const cpu::SvdMatrixClass& c : cpu::svd_matrix_classes()) {
-    const std::string name = c.name;
-    if (name != "mixed" && name.rfind("mode3", 0) != 0 && name.rfind("mode5", 0) != 0)
-      names.push_back(name);
-  }
-  return names;
-}
-
 // Every class at one shape of one route, in type T: LAPACK's ratios, S against LAPACK, converged.
 template <class T>
 void expect_every_class_accurate(const RouteShape& shape, std::uint64_t seed) {
@@ -658,353 +600,6 @@ TEST_F(Svd, LargeIntegerRankOneMatrixConvergesInAFewSweepsOnEveryPath) {
       for (std::size_t l = 1; l < f.s.size(); ++l)
         EXPECT_LE(f.s[l], 1e-5 * f.s[0]) << what << " sigma " << l;
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// svd_batched.
-
-// A batch mixing random, graded, rank-deficient and zero matrices.
-std::vector<cpu::Matrix> mixed_batch(int m, int n, int batch, std::uint64_t seed) {
-  std::vector<cpu::Matrix> matrices;
-  for (int b = 0; b < batch; ++b) {
-    switch (b % 4) {
-      case 0: matrices.push_back(cpu::random_matrix(m, n, seed + b)); break;
-      case 1: matrices.push_back(cpu::graded_matrix(m, n, seed + b, 6)); break;
-      case 2:
-        matrices.push_back(
-            cpu::rank_deficient_matrix(m, n, std::max(1, std::min(m, n) / 3), seed + b));
-        break;
-      default: matrices.push_back(cpu::zeros(m, n)); break;
-    }
-  }
-  return matrices;
-}
-
-template <class T>
-struct BatchRun {
-  std::vector<T> s, u, v;
-};
-
-// Packs the batch, runs `solve` (the public call or one internal path), returns the outputs.
-template <class T>
-BatchRun<T> run_batch(const std::vector<cpu::Matrix>& matrices,
-                      const std::function<void(const T*, int, int, int, T*, T*, T*)>& solve) {
-  const int m = matrices[0].m, n = matrices[0].n, k = std::min(m, n), batch = int(matrices.size());
-  std::vector<T> packed;
-  for (const cpu::Matrix& a : matrices)
-    for (const double value : a.values) packed.push_back(T(value));
-  DeviceBuffer<T> A(packed), S(std::size_t(k) * batch), U(std::size_t(m) * k * batch),
-      V(std::size_t(n) * k * batch);
-  S.fill_bytes(0xFF);
-  U.fill_bytes(0xFF);
-  V.fill_bytes(0xFF);
-  solve(A.data(), m, n, batch, S.data(), U.data(), V.data());
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  // Bitwise: a NaN planted in A never compares equal to itself.
-  const std::vector<T> after = A.download();
-  EXPECT_EQ(std::memcmp(after.data(), packed.data(), packed.size() * sizeof(T)), 0)
-      << "A was modified";
-  return BatchRun<T>{S.download(), U.download(), V.download()};
-}
-
-template <class T>
-Factors factors_of(const BatchRun<T>& run, int m, int n, int b) {
-  const int k = std::min(m, n);
-  Factors f{std::vector<double>(k), cpu::zeros(m, k), cpu::zeros(n, k)};
-  for (int l = 0; l < k; ++l) f.s[l] = run.s[std::size_t(b) * k + l];
-  for (std::size_t e = 0; e < f.u.values.size(); ++e)
-    f.u.values[e] = run.u[std::size_t(b) * m * k + e];
-  for (std::size_t e = 0; e < f.v.values.size(); ++e)
-    f.v.values[e] = run.v[std::size_t(b) * n * k + e];
-  return f;
-}
-
-// The public call.
-template <class T>
-void public_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V) {
-  svd_batched<T>(A, m, n, batch, S, U, V);
-}
-
-// A batched route: the public call (no route), one of the dispatch's paths (run_path) or one
-// global schedule (run_global), named by the dispatch's enums.
-using BatchedRoute = std::optional<Route>;
-const BatchedRoute public_call = std::nullopt;
-const BatchedRoute thread_per_matrix = Route{jacobi::Path::thread_per_matrix};
-const BatchedRoute warp_per_matrix = Route{jacobi::Path::warp_per_matrix};
-const BatchedRoute block_per_matrix = Route{jacobi::Path::block_per_matrix};
-const BatchedRoute register_ring = Route{jacobi::Path::register_ring};
-const BatchedRoute global_rounds = Route{jacobi::GlobalSchedule::launch_per_round};
-const BatchedRoute blocked = Route{jacobi::GlobalSchedule::blocked};
-const BatchedRoute blocked_persistent = Route{jacobi::GlobalSchedule::blocked_persistent};
-const BatchedRoute gram_rounds = Route{jacobi::GlobalSchedule::gram};
-
-std::string route_name(const BatchedRoute& route) {
-  if (!route) return "public call";
-  if (const auto* path = std::get_if<jacobi::Path>(&*route)) {
-    switch (*path) {
-      case jacobi::Path::thread_per_matrix: return "thread_per_matrix";
-      case jacobi::Path::warp_per_matrix: return "warp_per_matrix";
-      case jacobi::Path::block_per_matrix: return "block_per_matrix";
-      case jacobi::Path::register_ring: return "register_ring";
-      case jacobi::Path::gram: return "gram";
-      case jacobi::Path::qr_preconditioned: return "qr_preconditioned";
-      case jacobi::Path::qr_transposed_triangle: return "qr_transposed_triangle";
-    }
-  }
-  switch (std::get<jacobi::GlobalSchedule>(*route)) {
-    case jacobi::GlobalSchedule::launch_per_round: return "launch_per_round";
-    case jacobi::GlobalSchedule::launch_per_sweep: return "launch_per_sweep";
-    case jacobi::GlobalSchedule::blocked: return "blocked";
-    case jacobi::GlobalSchedule::blocked_persistent: return "blocked_persistent";
-    case jacobi::GlobalSchedule::gram: return "gram rounds";
-    case jacobi::GlobalSchedule::gram_fused: return "gram_fused";
-    case jacobi::GlobalSchedule::gram_cluster: return "gram_cluster";
-  }
-  return "?";
-}
-
-// One internal route over a packed batch, every matrix required to converge.
-template <class T>
-std::function<void(const T*, int, int, int, T*, T*, T*)> internal_route(const Route& route) {
-  return [route](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
-    DeviceBuffer<jacobi::MatrixStatus> status(batch);
-    DeviceBuffer<jacobi::BatchSummary> summary(1);
-    summary.fill_bytes(0);
-    jacobi::Problem<T> P = jacobi::packed_batch_problem(A, m, n, batch, S, U, V);
-    P.tol = jacobi::default_tolerance<T>(m, n, true);
-    P.max_sweeps = 30;
-    const jacobi::Report report{status.data(), summary.data()};
-    if (const auto* schedule = std::get_if<jacobi::GlobalSchedule>(&route))
-      jacobi::run_global(P, *schedule, report, nullptr);
-    else
-      jacobi::run_path(P, std::get<jacobi::Path>(route), report, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    for (const jacobi::MatrixStatus& s : status.download()) EXPECT_EQ(s.converged, 1);
-  };
-}
-
-// Whether `route` takes m x n matrices of T here; the on-chip paths need the shared memory the
-// device has (svd_test_support.hpp's route_unavailable).
-template <class T>
-bool batched_route_runs_here(const BatchedRoute& route, int m, int n) {
-  if (!route || !std::holds_alternative<jacobi::Path>(*route)) return true;
-  const jacobi::Path path = std::get<jacobi::Path>(*route);
-  const char* what = path == jacobi::Path::thread_per_matrix  ? "thread"
-                     : path == jacobi::Path::warp_per_matrix  ? "warp"
-                     : path == jacobi::Path::block_per_matrix ? "block"
-                                                              : "ring";
-  return route_runs_here<T>(RouteShape{what, path, m, n});
-}
-
-template <class T>
-auto run_batch_on(const std::vector<cpu::Matrix>& matrices, const BatchedRoute& route) {
-  return route ? run_batch<T>(matrices, internal_route<T>(*route))
-               : run_batch<T>(matrices, public_batched<T>);
-}
-
-template <class T>
-void expect_mixed_batch_accurate(int m, int n, int batch, const BatchedRoute& route,
-                                 std::uint64_t seed) {
-  if (!batched_route_runs_here<T>(route, m, n)) return;
-  std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, seed);
-  for (cpu::Matrix& a : matrices) a = rounded<T>(a);
-  const auto run = run_batch_on<T>(matrices, route);
-  for (int b = 0; b < batch; ++b)
-    expect_accurate<T>(matrices[b], factors_of(run, m, n, b),
-                       std::string(sizeof(T) == 4 ? "float" : "double") + " " + route_name(route) +
-                           " matrix " + std::to_string(b) + " of " + name("batch", m, n, seed));
-}
-
-TEST_F(SvdBatched, MixedBatchPassesLapackTestsOnEveryPath) {
-  // 13 x 9: odd leading dimensions, where the Gram schedule copies element by element.
-  const std::pair<int, int> small[] = {{8, 8},   {16, 16}, {32, 32}, {12, 5}, {5, 12}, {1, 4},
-                                       {33, 31}, {13, 9},  {3, 3},   {3, 2},  {2, 3},  {4, 4}};
-  for (const auto& [m, n] : small)
-    for (const BatchedRoute& route :
-         {public_call, thread_per_matrix, warp_per_matrix, block_per_matrix, global_rounds, blocked,
-          blocked_persistent, register_ring, gram_rounds}) {
-      expect_mixed_batch_accurate<float>(m, n, 8, route, 1000 + m * 7 + n);
-      expect_mixed_batch_accurate<double>(m, n, 8, route, 2000 + m * 7 + n);
-    }
-  for (const BatchedRoute& route : {public_call, block_per_matrix, global_rounds, blocked,
-                                    blocked_persistent, register_ring, gram_rounds})
-    expect_mixed_batch_accurate<float>(64, 48, 4, route, 3000);
-  for (const BatchedRoute& route :
-       {public_call, block_per_matrix, global_rounds, blocked, blocked_persistent, gram_rounds})
-    expect_mixed_batch_accurate<double>(90, 100, 4, route, 3100);
-}
-
-// A batch holding one matrix of every class, on every batched path (ring, warp, block, Gram) and
-// through the public call, which must not throw for any of them: every matrix converges.
-template <class T>
-void expect_class_batch_accurate(int m, int n, const BatchedRoute& route, std::uint64_t seed) {
-  if (!batched_route_runs_here<T>(route, m, n)) return;
-  std::vector<cpu::Matrix> matrices;
-  for (const std::string& matrix_class : structured_classes())
-    matrices.push_back(cpu::svd_test_matrix<T>(matrix_class, m, n, seed + matrices.size()));
-  const auto run = run_batch_on<T>(matrices, route);
-  for (std::size_t b = 0; b < matrices.size(); ++b)
-    expect_accurate<T>(matrices[b], factors_of(run, m, n, int(b)),
-                       std::string(sizeof(T) == 4 ? "float" : "double") + " " + route_name(route) +
-                           " " + structured_classes()[b] + " " + std::to_string(m) + " x " +
-                           std::to_string(n));
-}
-
-TEST_F(SvdBatched, EveryMatrixClassConvergesInABatchOnEveryPath) {
-  for (const BatchedRoute& route : {public_call, thread_per_matrix, warp_per_matrix,
-                                    block_per_matrix, register_ring, gram_rounds}) {
-    expect_class_batch_accurate<float>(24, 20, route, 700);
-    expect_class_batch_accurate<double>(20, 24, route, 710);
-    expect_class_batch_accurate<float>(4, 3, route, 730);
-    expect_class_batch_accurate<double>(3, 4, route, 740);
-  }
-}
-
-TEST_F(SvdBatched, LargeEveryMatrixClassConvergesInABatchOfBlocksOrGramRounds) {
-  for (const BatchedRoute& route : {public_call, block_per_matrix, gram_rounds})
-    expect_class_batch_accurate<double>(100, 90, route, 720);
-}
-
-TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {
-  expect_mixed_batch_accurate<double>(130, 130, 4, public_call, 4000);
-  expect_mixed_batch_accurate<float>(200, 180, 4, public_call, 4100);
-  expect_mixed_batch_accurate<double>(150, 260, 4, public_call, 4200);
-  expect_mixed_batch_accurate<double>(130, 130, 3, global_rounds, 4300);
-  expect_mixed_batch_accurate<float>(300, 40, 3, blocked, 4400);              // tall
-  expect_mixed_batch_accurate<double>(40, 300, 3, blocked_persistent, 4500);  // wide
-  expect_mixed_batch_accurate<double>(270, 250, 4, gram_rounds, 4600);  // several slices of rows
-  // Gram, tall: 21 slices of rows a pair, the last one partial.
-  expect_mixed_batch_accurate<double>(1300, 40, 2, gram_rounds, 4610);
-  expect_mixed_batch_accurate<float>(1300, 40, 2, gram_rounds, 4620);
-  expect_mixed_batch_accurate<float>(70, 300, 4, gram_rounds, 4700);  // Gram, wide, padded blocks
-}
-
-// A round with more pairs than the GPU holds solves at once (1000 or 2000 here, against 4 a SM)
-// forms the Gram matrices inside the solve: tiles of rows copied asynchronously, the last one
-// partial, padding columns in the last block.
-TEST_F(SvdBatched, GramScheduleFormsTheGramInTheSolveForLargeBatches) {
-  expect_mixed_batch_accurate<double>(70, 40, 1000, gram_rounds, 4800);
-  expect_mixed_batch_accurate<float>(33, 100, 1000, gram_rounds,
-                                     4900);  // wide: the transpose's columns
-}
-
-// The same with one short tile: 21 rows (an odd leading dimension, copied element by element) and
-// 32 (16-byte copies); small enough for the sanitizers.
-TEST_F(SvdBatched, GramScheduleFormsShortGramsWithBothCopyForms) {
-  expect_mixed_batch_accurate<double>(21, 10, 1000, gram_rounds, 5000);
-  expect_mixed_batch_accurate<float>(32, 12, 1000, gram_rounds, 5100);
-}
-
-TEST_F(SvdBatched, BatchOfOneMatchesTheSingleMatrixSvd) {
-  const cpu::Matrix a = cpu::random_matrix(20, 14, 5000);
-  const auto run = run_batch<double>({a}, public_batched<double>);
-  const Factors batched = factors_of(run, 20, 14, 0);
-  const Factors single = run_svd<double>(a);
-  for (int l = 0; l < 14; ++l) EXPECT_NEAR(batched.s[l], single.s[l], 1e-13 * single.s[0]);
-  expect_accurate<double>(a, batched, "batch of one");
-}
-
-TEST_F(SvdBatched, LargeMillionFourByFourMatrices) {
-  const int m = 4, n = 4, batch = 1000000, k = 4;
-  DeviceBuffer<float> A(std::size_t(m) * n * batch), S(std::size_t(k) * batch),
-      U(std::size_t(m) * k * batch), V(std::size_t(n) * k * batch);
-  const std::uint64_t seed = 6000;
-  bench::fill_random(A.data(), std::int64_t(A.size()), seed, nullptr);
-  S.fill_bytes(0xFF);
-  U.fill_bytes(0xFF);
-  V.fill_bytes(0xFF);
-  std::vector<SvdInfo> info(batch);
-  svd_batched<float>(A.data(), m, n, batch, S.data(), U.data(), V.data(), info.data());
-  const auto s = S.download(), u = U.download(), v = V.download();
-  for (const auto* values : {&s, &u, &v})
-    EXPECT_TRUE(
-        std::none_of(values->begin(), values->end(), [](float x) { return std::isnan(x); }));
-  EXPECT_TRUE(std::all_of(info.begin(), info.end(), [](const SvdInfo& i) { return i.converged; }));
-  const BatchRun<float> run{s, u, v};
-  std::vector<int> checked;
-  for (int b = 0; b < batch; b += 9973) checked.push_back(b);
-  checked.push_back(batch - 1);  // the last matrix: offsets past 2^24 elements
-  for (const int b : checked) {
-    cpu::Matrix a = cpu::zeros(m, n);
-    for (int e = 0; e < m * n; ++e)
-      a.values[e] = bench::random_float(seed, std::uint64_t(b) * m * n + e);
-    expect_accurate<float>(a, factors_of(run, m, n, b),
-                           "matrix " + std::to_string(b) + " of a million");
-  }
-}
-
-TEST_F(SvdBatched, NanInOneMatrixIsNamedAndLeavesTheOthersIntact) {
-  for (const auto& [m, n, batch] : {std::tuple{16, 16, 10}, std::tuple{9, 40, 10},
-                                    std::tuple{100, 90, 5}, std::tuple{130, 130, 3}}) {
-    std::vector<cpu::Matrix> matrices = mixed_batch(m, n, batch, 7000);
-    const int bad = batch - 3;
-    matrices[bad](m - 1, 0) = std::numeric_limits<double>::quiet_NaN();
-    std::vector<SvdInfo> info(batch);
-    std::string message;
-    const auto run = run_batch<double>(
-        matrices, [&](const double* A, int m_, int n_, int b_, double* S, double* U, double* V) {
-          try {
-            svd_batched<double>(A, m_, n_, b_, S, U, V, info.data());
-          } catch (const Error& error) {
-            message = error.what();
-            EXPECT_EQ(error.argument(), "A");
-          }
-        });
-    EXPECT_NE(message.find("matrix " + std::to_string(bad) + " "), std::string::npos) << message;
-    EXPECT_FALSE(info[bad].converged);
-    for (int l = 0; l < std::min(m, n); ++l)
-      EXPECT_TRUE(std::isnan(run.s[std::size_t(bad) * std::min(m, n) + l]));
-    for (int b = 0; b < batch; ++b)
-      if (b != bad) {
-        expect_accurate<double>(
-            matrices[b], factors_of(run, m, n, b),
-            "neighbour " + std::to_string(b) + " of a NaN matrix, " + name("batch", m, n, 7000));
-        EXPECT_TRUE(info[b].converged) << b;
-      }
-  }
-}
-
-TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
-  const std::vector<cpu::Matrix> matrices = mixed_batch(24, 24, 6, 8000);
-  SvdOptions one_sweep;
-  one_sweep.max_sweeps = 1;
-  std::vector<SvdInfo> info(6);
-  run_batch<double>(matrices,
-                    [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
-                      svd_batched<double>(A, m, n, batch, S, U, V, info.data(), one_sweep);
-                    });
-  EXPECT_FALSE(info[0].converged);  // a random matrix needs more than one sweep
-  EXPECT_EQ(info[0].sweeps, 1);
-  EXPECT_TRUE(info[3].converged);  // the zero matrix converges at once
-  run_batch<double>(
-      matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
-        EXPECT_THROW(svd_batched<double>(A, m, n, batch, S, U, V, nullptr, one_sweep), Error);
-      });
-  run_batch<double>(matrices,
-                    [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
-                      svd_batched<double>(A, m, n, batch, S, U, V, info.data());
-                    });
-  for (const SvdInfo& i : info) {
-    EXPECT_TRUE(i.converged);
-    EXPECT_GE(i.sweeps, 1);
-    EXPECT_LE(i.sweeps, 20);  // rank-deficient noise columns take longest (a model: up to 14)
-  }
-}
-
-TEST_F(SvdBatched, ValuesOnlyNeedNoVectors) {
-  const std::vector<cpu::Matrix> matrices = mixed_batch(20, 30, 8, 9000);
-  SvdOptions values_only;
-  values_only.compute_uv = false;
-  const auto run = run_batch<double>(
-      matrices, [&](const double* A, int m, int n, int batch, double* S, double*, double*) {
-        svd_batched<double>(A, m, n, batch, S, nullptr, nullptr, nullptr, values_only);
-      });
-  for (int b = 0; b < 8; ++b) {
-    const std::vector<double> reference = cpu::lapack_singular_values(matrices[b]);
-    for (int l = 0; l < 20; ++l)
-      EXPECT_NEAR(run.s[std::size_t(b) * 20 + l], reference[l], 1e-13 * std::max(1.0, reference[0]))
-          << b;
-  }
 }
 
 }  // namespace
