@@ -34,13 +34,16 @@ struct SvdInfo {
 // ones (docs/svd.md). A wide A (m < n) is factored through A^T, whose rows carry the grading: its
 // values below about eps sigma_max keep only that absolute accuracy, and may come out as 0 (as
 // LAPACK's dgesvj on A^T; dgejsv pivots rows to keep them). NaN or Inf in A -> rooflab::Error
-// (argument "A"); not converged within opt.max_sweeps -> SvdInfo.converged = false. U and V may
-// be null when opt.compute_uv is false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) *
-// epsilon with vectors, max(m, n) * epsilon without. A sweep is n(n-1)/2 column-pair tests; the
-// count includes the last sweep, which finds every pair orthogonal (once the sweeps meet only small
-// off-diagonals, that last sweep is a single test of every pair, with nothing left to rotate).
-// The first call on a host thread allocates a few bytes of page-locked host memory for the
-// status, kept until the thread exits.
+// (argument "A"). A matrix that the first path leaves unconverged after opt.max_sweeps sweeps
+// (30 or more; a smaller max_sweeps bounds the work and gets no second try) is solved again from A
+// on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on R^T, as
+// LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not converged
+// then either -> SvdInfo.converged = false. U and V may be null when opt.compute_uv is false.
+// tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon
+// without. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which finds
+// every pair orthogonal (once the sweeps meet only small off-diagonals, that last sweep is a
+// single test of every pair, with nothing left to rotate). The first call on a host thread
+// allocates a few bytes of page-locked host memory for the status, kept until the thread exits.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
@@ -48,10 +51,11 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
 // batch matrices of m x n, packed column-major: A + b*m*n, S + b*k, U + b*m*k, V + b*n*k.
 // info (host array of batch entries) may be null. Returns when done (synchronizes the stream).
 // Matrices holding NaN or Inf get NaN outputs and, once every other matrix is done, a
-// rooflab::Error naming the first of them; without info, a matrix that did not converge within
-// opt.max_sweeps is an error too (with info, its entry says so). The first call with info on a
-// host thread allocates 1 MiB of page-locked host memory for the statuses' copies, kept until the
-// thread exits.
+// rooflab::Error naming the first of them. Each matrix left unconverged gets the second try that
+// svd gives (one matrix at a time); without info, a matrix that did not converge then either is
+// an error too (with info, its entry says so). The first call with info on a host thread
+// allocates 1 MiB of page-locked host memory for the statuses' copies, kept until the thread
+// exits.
 template <class T>
 void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo* info = nullptr,
                  const SvdOptions& opt = {}, cudaStream_t stream = nullptr);

@@ -127,9 +127,38 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
   }
 }
 
+// The second try. Where the production paths ran out of their 30 sweeps (geometric and
+// log-uniform spectra at condition 1/eps from 512 x 512: U not orthonormal; an H100,
+// docs/results/h100-svd-transposed-triangle.json), rung 15 took 11 to 12 sweeps, and it took
+// fewer than the production paths on every such spectrum measured; it is not the first try
+// because its QR costs 0.8 ms at 100 x 100 and 5 ms at 1024 x 1024 (the zero matrix's time), more
+// than a random matrix's sweeps gain from it. A caller's max_sweeps below the default (LAPACK
+// dgesvj's 30) bounds the work: no second try then.
+template <class T>
+bool solve_again_on_transposed_triangle(const Problem<T>& problem, int b, Path first,
+                                        const Report& report, cudaStream_t stream) {
+  if (first == Path::qr_transposed_triangle || problem.max_sweeps < SvdOptions{}.max_sweeps)
+    return false;
+  Problem<T> matrix = problem;
+  matrix.batch = 1;
+  matrix.A += b * problem.a_stride;
+  matrix.S += b * problem.s_stride;
+  if (problem.uv) {
+    matrix.U += b * problem.u_stride;
+    matrix.V += b * problem.v_stride;
+  }
+  run_path(matrix, Path::qr_transposed_triangle, Report{report.status, nullptr}, stream);
+  return true;
+}
+
 template Path production_path<float>(int, int, int, bool);
 template Path production_path<double>(int, int, int, bool);
 template void run_path<float>(const Problem<float>&, Path, const Report&, cudaStream_t);
 template void run_path<double>(const Problem<double>&, Path, const Report&, cudaStream_t);
+
+template bool solve_again_on_transposed_triangle<float>(const Problem<float>&, int, Path,
+                                                        const Report&, cudaStream_t);
+template bool solve_again_on_transposed_triangle<double>(const Problem<double>&, int, Path,
+                                                         const Report&, cudaStream_t);
 
 }  // namespace rooflab::jacobi

@@ -78,7 +78,8 @@ enum class GlobalSchedule {
 // Where a matrix is solved; production_path picks by shape and batch. qr_preconditioned factors
 // one tall matrix by QR first and solves R on the path production_path picks for it;
 // qr_transposed_triangle sorts the columns by norm first and solves R^T (the ladder's rung 15,
-// which production_path does not pick).
+// which production_path does not pick: the entry points' second try for a matrix left
+// unconverged).
 enum class Path {
   thread_per_matrix,
   warp_per_matrix,
@@ -163,6 +164,15 @@ template <class T>
 Path production_path(int m, int n, int batch, bool uv);
 template <class T>
 void run_path(const Problem<T>& problem, Path path, const Report& report, cudaStream_t stream);
+
+// The second try: matrix b of a problem that its first path left unconverged, solved again from A
+// on the transposed triangle (rung 15), which took 8 to 12 sweeps where the production paths ran
+// out of sweeps (src/svd/dispatch.cpp). Its status goes to report.status[0] (report.summary is
+// not used); the first path's outputs for the matrix are overwritten. False, and nothing runs,
+// when `first` already was that path or the caller's max_sweeps is below the default (30).
+template <class T>
+bool solve_again_on_transposed_triangle(const Problem<T>& problem, int b, Path first,
+                                        const Report& report, cudaStream_t stream);
 
 // One matrix (batch 1) factored by QR first, R solved on the path production_path picks for it;
 // on_transposed_triangle: its columns sorted by norm first and R^T solved instead

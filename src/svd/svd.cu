@@ -1,6 +1,7 @@
 // rooflab::svd, the entry point: checks the arguments, runs the matrix on the path the dispatch
-// picks (src/svd/dispatch.cpp; the method is in src/svd/jacobi.cuh) and reports its status,
-// which the kernels write straight into page-locked host memory.
+// picks (src/svd/dispatch.cpp; the method is in src/svd/jacobi.cuh), again on the transposed
+// triangle where that path ran out of sweeps, and reports its status, which the kernels write
+// straight into page-locked host memory.
 #include <string>
 
 #include "core/pinned_buffer.hpp"
@@ -40,11 +41,20 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
       op, "mapping page-locked host memory for the device",
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_status), status.data(), 0));
   const jacobi::Report report{device_status, nullptr};
-  jacobi::run_path(problem, jacobi::production_path<T>(m, n, 1, opt.compute_uv), report, stream);
+  const jacobi::Path path = jacobi::production_path<T>(m, n, 1, opt.compute_uv);
+  jacobi::run_path(problem, path, report, stream);
   ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
-  const jacobi::MatrixStatus host_status = *status.data();
-  require(!host_status.bad_input, op, "A", "contains NaN or Inf");
-  return jacobi::to_info(host_status);
+  const jacobi::MatrixStatus first = *status.data();
+  require(!first.bad_input, op, "A", "contains NaN or Inf");
+  if (first.converged) return jacobi::to_info(first);
+  // Out of sweeps: the second try, whose sweeps count on top of the first's.
+  *status.data() = jacobi::MatrixStatus{};
+  if (!jacobi::solve_again_on_transposed_triangle(problem, 0, path, report, stream))
+    return jacobi::to_info(first);
+  ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
+  SvdInfo info = jacobi::to_info(*status.data());
+  info.sweeps += first.sweeps;
+  return info;
 }
 
 template SvdInfo svd<float>(const float*, int, int, int, float*, float*, int, float*, int,

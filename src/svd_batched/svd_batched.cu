@@ -1,8 +1,10 @@
 // rooflab::svd_batched, the entry point: checks the arguments, runs the batch on the path the
-// dispatch picks (src/svd/dispatch.cpp) and reports: per-matrix info, or an exception naming the
-// first matrix with NaN or Inf or that did not converge.
+// dispatch picks (src/svd/dispatch.cpp), again on the transposed triangle for each matrix that
+// path left unconverged, and reports: per-matrix info, or an exception naming the first matrix
+// with NaN or Inf, or how many did not converge.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/pinned_buffer.hpp"
 #include "rooflab/cuda_check.hpp"
@@ -38,6 +40,40 @@ void copy_info_to_host(const jacobi::MatrixStatus* statuses, int batch, SvdInfo*
   }
 }
 
+// The matrices the first path left unconverged, solved again one at a time on the transposed
+// triangle (jacobi::solve_again_on_transposed_triangle; their second try's sweeps count on top of
+// the first's): the statuses are read back, in pageable memory (this is the rare call), the
+// second tries run, and the statuses are read again. Writes every matrix's info when asked;
+// returns how many matrices still did not converge.
+template <class T>
+unsigned solve_unconverged_again(const jacobi::Problem<T>& problem, jacobi::Path first_path,
+                                 jacobi::MatrixStatus* statuses, SvdInfo* info,
+                                 cudaStream_t stream) {
+  constexpr const char* op = "svd_batched";
+  const std::size_t bytes = sizeof(jacobi::MatrixStatus) * std::size_t(problem.batch);
+  std::vector<jacobi::MatrixStatus> host(std::size_t(problem.batch));
+  const auto read_statuses = [&] {
+    ROOFLAB_CUDA(op, "copying the matrices' statuses to the host",
+                 cudaMemcpyAsync(host.data(), statuses, bytes, cudaMemcpyDeviceToHost, stream));
+    ROOFLAB_CUDA(op, "waiting for the statuses", cudaStreamSynchronize(stream));
+  };
+  read_statuses();
+  std::vector<int> first_sweeps(host.size(), 0);
+  for (int b = 0; b < problem.batch; ++b)
+    if (!host[b].converged && !host[b].bad_input &&
+        jacobi::solve_again_on_transposed_triangle(problem, b, first_path,
+                                                   jacobi::Report{statuses + b, nullptr}, stream))
+      first_sweeps[b] = host[b].sweeps;
+  read_statuses();
+  unsigned unconverged = 0;
+  for (int b = 0; b < problem.batch; ++b) {
+    host[b].sweeps += first_sweeps[b];
+    unconverged += !host[b].converged && !host[b].bad_input;
+    if (info != nullptr) info[b] = jacobi::to_info(host[b]);
+  }
+  return unconverged;
+}
+
 }  // namespace
 
 template <class T>
@@ -58,14 +94,15 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   problem.uv = opt.compute_uv;
 
   StreamBuffer summary(sizeof(jacobi::BatchSummary), stream, op);
-  StreamBuffer statuses(info != nullptr ? sizeof(jacobi::MatrixStatus) * std::size_t(batch) : 0,
-                        stream, op);
+  // Every matrix's status, also without info: the second tries need to know which matrices to
+  // solve again.
+  StreamBuffer statuses(sizeof(jacobi::MatrixStatus) * std::size_t(batch), stream, op);
   ROOFLAB_CUDA(op, "zeroing the batch summary",
                cudaMemsetAsync(summary.data(), 0, summary.bytes(), stream));
   const jacobi::Report report{statuses.as<jacobi::MatrixStatus>(),
                               summary.as<jacobi::BatchSummary>()};
-  jacobi::run_path(problem, jacobi::production_path<T>(m, n, batch, opt.compute_uv), report,
-                   stream);
+  const jacobi::Path path = jacobi::production_path<T>(m, n, batch, opt.compute_uv);
+  jacobi::run_path(problem, path, report, stream);
 
   // The summary comes back into page-locked memory kept per host thread: a copy into pageable
   // memory (the stack) returns only once the kernels are done, one wait more than the call needs
@@ -80,6 +117,10 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   else
     ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
   const jacobi::BatchSummary host_summary = *summary_staging.data();
+  unsigned unconverged = host_summary.unconverged_count;
+  if (unconverged > 0)
+    unconverged =
+        solve_unconverged_again(problem, path, statuses.as<jacobi::MatrixStatus>(), info, stream);
 
   if (host_summary.bad_count > 0)
     throw Error(
@@ -87,12 +128,12 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
         "matrix " + std::to_string(batch - int(host_summary.first_bad_key)) +
             " contains NaN or Inf (" + std::to_string(host_summary.bad_count) +
             " such matrices; their S, U, V are NaN, every other matrix's results are valid)");
-  if (info == nullptr && host_summary.unconverged_count > 0)
+  if (info == nullptr && unconverged > 0)
     throw Error(op, "opt.max_sweeps",
-                "matrix " + std::to_string(batch - int(host_summary.first_unconverged_key)) +
-                    " did not converge in " + std::to_string(opt.max_sweeps) + " sweeps (" +
-                    std::to_string(host_summary.unconverged_count) +
-                    " such matrices); pass info to receive per-matrix convergence instead");
+                std::to_string(unconverged) + " matrices did not converge in " +
+                    std::to_string(opt.max_sweeps) +
+                    " sweeps, nor again on the transposed triangle; pass info to receive "
+                    "per-matrix convergence instead");
 }
 
 template void svd_batched<float>(const float*, int, int, int, float*, float*, float*, SvdInfo*,

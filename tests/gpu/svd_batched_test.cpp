@@ -341,6 +341,30 @@ TEST_F(SvdBatched, NanInOneMatrixIsNamedAndLeavesTheOthersIntact) {
   }
 }
 
+// The second try in a batch: a matrix the Gram schedule leaves unconverged (512 x 512, a
+// log-uniform spectrum at condition 1/eps) between two it solves: each matrix passes LAPACK's
+// tests, converged, and without info there is no error.
+TEST_F(SvdBatched, MatricesOutOfSweepsAreSolvedAgainOneAtATime) {
+  const std::vector<cpu::Matrix> matrices = {cpu::random_matrix(512, 512, 8100),
+                                             cpu::svd_test_matrix<double>("mode5-eps", 512, 512, 1),
+                                             cpu::svd_test_matrix<double>("rank-1", 512, 512, 1)};
+  std::vector<SvdInfo> info(matrices.size());
+  const auto run = run_batch<double>(
+      matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+        svd_batched<double>(A, m, n, batch, S, U, V, info.data());
+      });
+  for (int b = 0; b < int(matrices.size()); ++b) {
+    const std::string what = "matrix " + std::to_string(b) + " of " + name("batch", 512, 512, 1);
+    expect_accurate<double>(matrices[b], factors_of(run, 512, 512, b), what);
+    EXPECT_TRUE(info[b].converged) << what;
+  }
+  EXPECT_GT(info[1].sweeps, SvdOptions{}.max_sweeps);  // both tries counted
+  run_batch<double>(matrices,
+                    [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+                      EXPECT_NO_THROW(svd_batched<double>(A, m, n, batch, S, U, V));
+                    });
+}
+
 TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
   const std::vector<cpu::Matrix> matrices = mixed_batch(24, 24, 6, 8000);
   SvdOptions one_sweep;

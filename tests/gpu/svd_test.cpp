@@ -345,6 +345,25 @@ TEST_F(Svd, LargeQrOnTheTransposedTriangleSweepsWithinDgesvjPlusTwo) {
   }
 }
 
+// The second try: geometric and log-uniform spectra at condition 1/eps run the Gram schedule out of
+// its 30 sweeps at 512 x 512 (U not orthonormal); the library call solves them again on the
+// transposed triangle, and counts both tries' sweeps.
+TEST_F(Svd, MatricesOutOfSweepsAreSolvedAgainOnTheTransposedTriangle) {
+  ASSERT_EQ(jacobi::production_path<double>(512, 512, 1, true), jacobi::Path::gram);
+  for (const char* matrix_class : {"mode3-eps", "mode5-eps"}) {
+    const cpu::Matrix a = cpu::svd_test_matrix<double>(matrix_class, 512, 512, 1);
+    const std::string what = name(matrix_class, 512, 512, 1);
+    SvdInfo first;
+    run_svd<double>(a, {}, 0, &first, jacobi::Path::gram);
+    EXPECT_FALSE(first.converged) << what << ": the first path converges; test the second try "
+                                  << "on a matrix it does not";
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
+    EXPECT_TRUE(info.converged) << what;
+    EXPECT_GT(info.sweeps, first.sweeps) << what;
+  }
+}
+
 // A column-graded m x n matrix (D over 10 decades) on one route, in double: its small singular
 // values keep their relative accuracy, and ddrvbd's ratios hold.
 void expect_graded_accurate_on(const Route& route, int m, int n, std::uint64_t seed) {
