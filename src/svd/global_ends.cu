@@ -322,42 +322,37 @@ constexpr double one_block_factor_work = 1 << 19;
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
 // leaves out: those complete W's columns of sigma 0. The reflections form them so, factoring in
 // one block and forming the missing columns over the GPU; where the factoring or Gram-Schmidt is
-// too much work for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host
-// reads how many columns need it (the stream waits for the sweeps' end here; svd waits for it
-// anyway).
+// too much work for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host reads
+// how many columns need it, which number_completion_slots counted into `zero_count` (page-locked,
+// mapped) and `slots`, once the stream has run the outputs' kernels (write_results launches them
+// first: svd waits for the stream anyway). Returns whether it completed any, and the outputs are
+// then to be written again.
 template <class T>
-void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
+bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
+                            const volatile unsigned* zero_count, cudaStream_t stream) {
   constexpr const char* op = "svd";
   const int M = G.M, N = G.N;
-  thread_local PinnedBuffer<unsigned> zero_count(1, cudaHostAllocMapped | cudaHostAllocPortable);
-  unsigned* device_count = nullptr;
-  ROOFLAB_CUDA(
-      op, "mapping the count of columns to complete",
-      cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
-  StreamBuffer slots(sizeof(int) * std::size_t(N), stream, op);
-  launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream,
-                        "number_completion_slots", G, slots.as<int>(), device_count);
   StreamMark numbered(op);
   numbered.record(stream);
   numbered.wait();
-  const int zeros = int(*static_cast<volatile unsigned*>(zero_count.data()));
-  if (zeros == 0) return;
+  const int zeros = int(*zero_count);
+  if (zeros == 0) return false;
   const int kept = N - zeros;
   const bool reflections = completion_by_reflections(kept, zeros);
   if (reflections && double(M) * kept * kept <= one_block_factor_work) {
     if (kept > 0)
       launch_after_previous(factor_for_completion<T>, 1, completion_threads, 0, 1, stream,
-                            "factor_for_completion", G, slots.as<const int>(), kept);
+                            "factor_for_completion", G, slots, kept);
     const int groups = reflection_threads / 32;
     launch_after_previous(reflect_for_completion<T>, ((N + 3) / 4 + groups - 1) / groups,
-                          reflection_threads, 0, 1, stream, "reflect_for_completion", G,
-                          slots.as<const int>(), kept);
-    return;
+                          reflection_threads, 0, 1, stream, "reflect_for_completion", G, slots,
+                          kept);
+    return true;
   }
   if (!reflections && double(M) * N * zeros <= one_block_gram_schmidt_work) {
     launch_after_previous(global_complete<T>, 1, completion_threads, 0, 1, stream,
                           "global_complete", G);
-    return;
+    return true;
   }
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op),
@@ -381,14 +376,15 @@ void complete_single_matrix(const GlobalState<T>& G, cudaStream_t stream) {
                cudaMemsetAsync(work.data(), 0, work.bytes(), stream));
   const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
   launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
-                        "move_completion_columns", G, q.as<T>(), slots.as<const int>(), true);
+                        "move_completion_columns", G, q.as<T>(), slots, true);
   if (kept > 0)
     ROOFLAB_CUSOLVER(op, geqrf(solver, M, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size,
                                info.as<int>()));
   ROOFLAB_CUSOLVER(op, form_q(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(),
                               work_size, info.as<int>()));
   launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
-                        "move_completion_columns", G, q.as<T>(), slots.as<const int>(), false);
+                        "move_completion_columns", G, q.as<T>(), slots, false);
+  return true;
 }
 
 }  // namespace
@@ -432,19 +428,37 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
       launch_after_previous(global_normalize<T>,
                             grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
                             global_threads, 0, 1, stream, "global_normalize", G);
-    if (batch == 1)
-      complete_single_matrix(G, stream);
-    else
+    if (batch > 1)
       launch_after_previous(global_complete<T>, batch, completion_threads, 0, 1, stream,
                             "global_complete", G);
+  }
+  // A single matrix's columns of sigma 0 are counted here and completed after the outputs' kernels
+  // have run (complete_single_matrix), which then run again: a matrix with none, most of them,
+  // needs no wait in between (the wait and the launches after it cost a random 100 x 100 matrix
+  // 17-25 us, H100, h100-svd-random-by-commit.json between 3124dc3 and 308dadd).
+  const bool single = problem.uv && batch == 1;
+  thread_local PinnedBuffer<unsigned> zero_count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  StreamBuffer slots(single ? sizeof(int) * std::size_t(G.N) : 0, stream, "svd");
+  if (single) {
+    unsigned* device_count = nullptr;
+    ROOFLAB_CUDA(
+        "svd", "mapping the count of columns to complete",
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
+    launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream,
+                          "number_completion_slots", G, slots.as<int>(), device_count);
   }
   const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
   launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream,
                         "global_order", G, order_chunks);
   const std::int64_t outputs =
       (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
-  launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1,
-                        stream, "global_write", G);
+  const auto write = [&] {
+    launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1,
+                          stream, "global_write", G);
+  };
+  write();
+  if (single && complete_single_matrix(G, slots.as<const int>(), zero_count.data(), stream))
+    write();
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                     \

@@ -445,20 +445,22 @@ __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scal
 // Lane l's output error scale once a rotated pair's solve is done: output l of W Q is
 // sum_k W_k Q_kl, so its scale is sum_k E_k Q_kl^2, E_k lane k's input scale. A column the solve
 // left alone (noise, zero or padding) has e_l for its column of Q and exact zeros elsewhere in its
-// row: it keeps its scale and adds nothing to the others'. Every lane of a warp calls it.
+// row: it keeps its scale and adds nothing to the others'. Every lane of a warp calls it; one warp
+// is enough (its lanes hold the 32 outputs). Four sums side by side: one chain of 32 dependent
+// multiply-adds was the longest stretch it added to a round.
 template <class T>
 __device__ __forceinline__ T output_error_scale(SolveShared<T>& sh, int now,
                                                 const InnerOrder& order, T lane_scale) {
-  constexpr int ld = SolveShared<T>::ld;
+  constexpr int ld = SolveShared<T>::ld, chains = 4;
   const int lane = threadIdx.x & 31, lane_column = seat_column(order.seat(lane));
   const T* const q = sh.buffers + (2 + now) * SolveShared<T>::buffer_size;
-  T sum = 0;
+  T sums[chains] = {};
 #pragma unroll 8
   for (int k = 0; k < gram_width; ++k) {
     const T q_kl = q[k * ld + lane_column];
-    sum = fma(__shfl_sync(0xffffffffu, lane_scale, k), q_kl * q_kl, sum);
+    sums[k % chains] = fma(__shfl_sync(0xffffffffu, lane_scale, k), q_kl * q_kl, sums[k % chains]);
   }
-  return sum;
+  return (sums[0] + sums[1]) + (sums[2] + sums[3]);
 }
 
 // Tests the pair on G (in g(0), seat order, and x[kk] = G_kl, k = k0 + kk, l = lane) and, when it
