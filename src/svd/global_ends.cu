@@ -447,18 +447,19 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
     launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream,
                           "number_completion_slots", G, slots.as<int>(), device_count);
   }
+  // After a completion the order runs again too: global_complete takes pos as its scratch.
   const int order_chunks = (G.N + sort_columns - 1) / sort_columns;
-  launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream,
-                        "global_order", G, order_chunks);
   const std::int64_t outputs =
       (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
-  const auto write = [&] {
+  const auto order_and_write = [&] {
+    launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream,
+                          "global_order", G, order_chunks);
     launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1,
                           stream, "global_write", G);
   };
-  write();
+  order_and_write();
   if (single && complete_single_matrix(G, slots.as<const int>(), zero_count.data(), stream))
-    write();
+    order_and_write();
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                     \
