@@ -134,11 +134,14 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
 // because its QR costs 0.8 ms at 100 x 100 and 5 ms at 1024 x 1024 (the zero matrix's time), more
 // than a random matrix's sweeps gain from it. A caller's max_sweeps below the default (LAPACK
 // dgesvj's 30) bounds the work: no second try then.
+bool tries_again_on_transposed_triangle(Path first, int max_sweeps) {
+  return first != Path::qr_transposed_triangle && max_sweeps >= SvdOptions{}.max_sweeps;
+}
+
 template <class T>
 bool solve_again_on_transposed_triangle(const Problem<T>& problem, int b, Path first,
                                         const Report& report, cudaStream_t stream) {
-  if (first == Path::qr_transposed_triangle || problem.max_sweeps < SvdOptions{}.max_sweeps)
-    return false;
+  if (!tries_again_on_transposed_triangle(first, problem.max_sweeps)) return false;
   Problem<T> matrix = problem;
   matrix.batch = 1;
   matrix.A += b * problem.a_stride;

@@ -169,7 +169,9 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
 // on the transposed triangle (rung 15), which took 8 to 12 sweeps where the production paths ran
 // out of sweeps (src/svd/dispatch.cpp). Its status goes to report.status[0] (report.summary is
 // not used); the first path's outputs for the matrix are overwritten. False, and nothing runs,
-// when `first` already was that path or the caller's max_sweeps is below the default (30).
+// where tries_again_on_transposed_triangle does not hold: `first` already was that path, or the
+// caller's max_sweeps is below the default (30).
+bool tries_again_on_transposed_triangle(Path first, int max_sweeps);
 template <class T>
 bool solve_again_on_transposed_triangle(const Problem<T>& problem, int b, Path first,
                                         const Report& report, cudaStream_t stream);

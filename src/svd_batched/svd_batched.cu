@@ -40,15 +40,21 @@ void copy_info_to_host(const jacobi::MatrixStatus* statuses, int batch, SvdInfo*
   }
 }
 
+// How many matrices did not converge, and the first of them (-1: none).
+struct Unconverged {
+  unsigned count = 0;
+  int first = -1;
+};
+
 // The matrices the first path left unconverged, solved again one at a time on the transposed
 // triangle (jacobi::solve_again_on_transposed_triangle; their second try's sweeps count on top of
 // the first's): the statuses are read back, in pageable memory (this is the rare call), the
 // second tries run, and the statuses are read again. Writes every matrix's info when asked;
-// returns how many matrices still did not converge.
+// returns those that still did not converge.
 template <class T>
-unsigned solve_unconverged_again(const jacobi::Problem<T>& problem, jacobi::Path first_path,
-                                 jacobi::MatrixStatus* statuses, SvdInfo* info,
-                                 cudaStream_t stream) {
+Unconverged solve_unconverged_again(const jacobi::Problem<T>& problem, jacobi::Path first_path,
+                                    jacobi::MatrixStatus* statuses, SvdInfo* info,
+                                    cudaStream_t stream) {
   constexpr const char* op = "svd_batched";
   const std::size_t bytes = sizeof(jacobi::MatrixStatus) * std::size_t(problem.batch);
   std::vector<jacobi::MatrixStatus> host(std::size_t(problem.batch));
@@ -65,13 +71,13 @@ unsigned solve_unconverged_again(const jacobi::Problem<T>& problem, jacobi::Path
                                                    jacobi::Report{statuses + b, nullptr}, stream))
       first_sweeps[b] = host[b].sweeps;
   read_statuses();
-  unsigned unconverged = 0;
+  Unconverged still;
   for (int b = 0; b < problem.batch; ++b) {
     host[b].sweeps += first_sweeps[b];
-    unconverged += !host[b].converged && !host[b].bad_input;
+    if (!host[b].converged && !host[b].bad_input && still.count++ == 0) still.first = b;
     if (info != nullptr) info[b] = jacobi::to_info(host[b]);
   }
-  return unconverged;
+  return still;
 }
 
 }  // namespace
@@ -117,8 +123,11 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   else
     ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
   const jacobi::BatchSummary host_summary = *summary_staging.data();
-  unsigned unconverged = host_summary.unconverged_count;
-  if (unconverged > 0)
+  Unconverged unconverged{host_summary.unconverged_count,
+                          batch - int(host_summary.first_unconverged_key)};
+  const bool second_try =
+      unconverged.count > 0 && jacobi::tries_again_on_transposed_triangle(path, opt.max_sweeps);
+  if (second_try)
     unconverged =
         solve_unconverged_again(problem, path, statuses.as<jacobi::MatrixStatus>(), info, stream);
 
@@ -128,12 +137,13 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
         "matrix " + std::to_string(batch - int(host_summary.first_bad_key)) +
             " contains NaN or Inf (" + std::to_string(host_summary.bad_count) +
             " such matrices; their S, U, V are NaN, every other matrix's results are valid)");
-  if (info == nullptr && unconverged > 0)
+  if (info == nullptr && unconverged.count > 0)
     throw Error(op, "opt.max_sweeps",
-                std::to_string(unconverged) + " matrices did not converge in " +
-                    std::to_string(opt.max_sweeps) +
-                    " sweeps, nor again on the transposed triangle; pass info to receive "
-                    "per-matrix convergence instead");
+                "matrix " + std::to_string(unconverged.first) + " did not converge in " +
+                    std::to_string(opt.max_sweeps) + " sweeps" +
+                    (second_try ? ", nor in as many more on the transposed triangle" : "") + " (" +
+                    std::to_string(unconverged.count) +
+                    " such matrices); pass info to receive per-matrix convergence instead");
 }
 
 template void svd_batched<float>(const float*, int, int, int, float*, float*, float*, SvdInfo*,

@@ -312,8 +312,9 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
         failed = np.argwhere(~info.converged)
         where = (f"matrix {tuple(int(i) for i in failed[0])} ({len(failed)} of {batch})" if batch_shape
                  else "the matrix")
-        raise argument_error("svd", "max_sweeps", f"{where} did not converge in {max_sweeps} sweeps; raise "
-                             "max_sweeps, or pass check_errors=False for the factors and info.converged")
+        again = ", nor in as many more on the transposed triangle" if max_sweeps >= 30 else ""
+        raise argument_error("svd", "max_sweeps", f"{where} did not converge in {max_sweeps} sweeps{again}; "
+                             "raise max_sweeps, or pass check_errors=False for the factors and info.converged")
     U = None if U_rows is None else swap_last_axes(U_rows)
     U, S, Vh = call.finish(U, S, Vh)
     return SvdResult(U, S, Vh, info)
