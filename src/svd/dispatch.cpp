@@ -131,10 +131,10 @@ void run_path(const Problem<T>& problem, Path path, const Report& report, cudaSt
 // log-uniform spectra at condition 1/eps from 512 x 512: U not orthonormal; an H100,
 // docs/results/h100-svd-transposed-triangle.json), rung 15 took 11 to 12 sweeps alone and 10 to 12
 // as the second try (h100-svd-second-try.json), and it took fewer than the production paths on
-// every such spectrum measured; it is not the first try
-// because its QR costs 0.8 ms at 100 x 100 and 5 ms at 1024 x 1024 (the zero matrix's time), more
-// than a random matrix's sweeps gain from it. A caller's max_sweeps below the default (LAPACK
-// dgesvj's 30) bounds the work: no second try then.
+// every such spectrum measured; it is not the first try because its QR costs 0.8 ms at 100 x 100
+// and 5 ms at 1024 x 1024 (the zero matrix's time), more than a random matrix's sweeps gain from
+// it. A caller's max_sweeps below the default (LAPACK dgesvj's 30) bounds the work: no second try
+// then.
 bool tries_again_on_transposed_triangle(Path first, int max_sweeps) {
   return first != Path::qr_transposed_triangle && max_sweeps >= SvdOptions{}.max_sweeps;
 }
