@@ -387,6 +387,13 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
   return true;
 }
 
+// The single matrix's count of columns to complete, in page-locked memory mapped for the device,
+// kept per host thread (allocated by the first single-matrix call on it, not by batches).
+unsigned* completion_count() {
+  thread_local PinnedBuffer<unsigned> count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  return count.data();
+}
+
 }  // namespace
 
 // Every matrix's verdict on NaN or Inf and its scaling exponent, then W = A (or A^T) scaled by it
@@ -437,13 +444,12 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
   // needs no wait in between (the wait and the launches after it cost a random 100 x 100 matrix
   // 17-25 us, H100, h100-svd-random-by-commit.json between 3124dc3 and 308dadd).
   const bool single = problem.uv && batch == 1;
-  thread_local PinnedBuffer<unsigned> zero_count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+  unsigned* const zero_count = single ? completion_count() : nullptr;
   StreamBuffer slots(single ? sizeof(int) * std::size_t(G.N) : 0, stream, "svd");
   if (single) {
     unsigned* device_count = nullptr;
-    ROOFLAB_CUDA(
-        "svd", "mapping the count of columns to complete",
-        cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count.data(), 0));
+    ROOFLAB_CUDA("svd", "mapping the count of columns to complete",
+                 cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count, 0));
     launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream,
                           "number_completion_slots", G, slots.as<int>(), device_count);
   }
@@ -458,7 +464,7 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
                           stream, "global_write", G);
   };
   order_and_write();
-  if (single && complete_single_matrix(G, slots.as<const int>(), zero_count.data(), stream))
+  if (single && complete_single_matrix(G, slots.as<const int>(), zero_count, stream))
     order_and_write();
 }
 
