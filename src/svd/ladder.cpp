@@ -243,7 +243,8 @@ ROOFLAB_VARIANT(Variant{"svd",
 // dgejsv runs it without pivoting: the columns sorted by norm, their Householder QR, and the
 // Jacobi SVD of R^T, whose R R^T is nearer diagonal than R^T R: fewer sweeps where the ring on A
 // converges slowly (geometric and log-uniform spectra), at the price of the QR, Q and one product
-// on any matrix. The library's dispatch does not pick it.
+// on any matrix. The library's dispatch does not pick it; svd and svd_batched run it as the second
+// try for a matrix its path left unconverged (dispatch.cpp).
 ROOFLAB_VARIANT(Variant{"svd",
                         15,
                         "qr-transposed-triangle",
