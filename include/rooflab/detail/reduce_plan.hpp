@@ -141,9 +141,11 @@ inline RowsPlan plan_reduce_rows(std::int64_t rows, std::int64_t cols, int width
     return plan;
   }
   plan.path = RowsPath::blocks_per_row;
-  // Few rows: split each so that the grid holds about 8 waves of blocks (a short last wave then
-  // idles the GPU for an eighth of the time at most), but never into parts too small to stream.
-  const std::int64_t wanted = (8 * std::int64_t(std::max(1, resident_blocks)) + rows - 1) / rows;
+  // Fewer rows than resident blocks: split each so that the parts fill one wave, every block
+  // reading one part and all finishing together, as the 1-D reduce's grid does (8 waves of
+  // smaller parts, each paying its block fold and ticket, streamed slower: docs/reduce.md); but
+  // never into parts too small to stream.
+  const std::int64_t wanted = std::int64_t(std::max(1, resident_blocks)) / rows;
   const std::int64_t most =
       std::max<std::int64_t>(1, vectors / (reduce_block_threads * split_min_vectors_per_thread));
   plan.splits = std::clamp<std::int64_t>(wanted, 1, most);
