@@ -142,6 +142,19 @@ TEST(ReducePlan, LongRowsAreSplitIntoOneWave) {
   EXPECT_EQ(plan_floats(2000, 256 << 10).splits, 1);
 }
 
+TEST(ReducePlan, SplitPartsStartOn128ByteLinesAndCoverTheRow) {
+  for (const auto& [vectors, splits] : {std::pair<std::int64_t, std::int64_t>{8 << 20, 132},
+                                        {75002, 36},
+                                        {8 << 20, 1},
+                                        {2049, 1}}) {
+    const std::int64_t part = detail::split_part_vectors(vectors, splits);
+    EXPECT_EQ(part % 8, 0) << vectors << " vectors in " << splits << " parts";
+    EXPECT_GE(part * splits, vectors);
+    EXPECT_LT(part * (splits - 1), vectors) << "the last part is not empty";
+  }
+  EXPECT_EQ(detail::split_part_vectors(8 << 20, 132), 63552);  // 63551 rounded up
+}
+
 TEST(ReducePlan, SplitPartsKeepEightVectorsPerThread) {
   const detail::RowsPlan plan = plan_floats(3, 300007);
   EXPECT_EQ(plan.path, detail::RowsPath::blocks_per_row);

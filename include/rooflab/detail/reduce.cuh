@@ -381,7 +381,7 @@ __global__ void __launch_bounds__(reduce_block_threads)
 }
 
 // Long rows, or few: a block per part of a row (splits parts per row; one part is the whole
-// row). Parts cut the row's aligned body at whole vectors, so only the first part has a scalar
+// row). Parts cut the row's aligned body at 128-byte lines, so only the first part has a scalar
 // head and only the last a scalar tail. With several parts, the last part to finish a row folds
 // the row's partials in part order and resets the row's ticket.
 template <class T, class Op>
@@ -399,7 +399,7 @@ __global__ void __launch_bounds__(reduce_block_threads,
     const T* start = in + row * cols;
     const std::int64_t head = head_elements(start, cols);
     const std::int64_t vectors = (cols - head) / width;
-    const std::int64_t per_part = (vectors + splits - 1) / splits;
+    const std::int64_t per_part = split_part_vectors(vectors, splits);
     const auto cut = [&](std::int64_t p) {
       const std::int64_t at = head + p * per_part * width;
       return at < cols ? at : cols;
