@@ -52,7 +52,9 @@ class Timer:
         return summary(times)
 
     def _gpu_once(self, call) -> float:
-        self.flush_buffer.zero_()
+        # Flushed by reading, as the lab's harness does (docs/lab.md, "Timing"): a flush that writes
+        # leaves L2 full of dirty lines, whose write-back the timed call would pay.
+        self.flush_buffer.sum()
         self.start.record()
         call()
         self.stop.record()

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "rooflab/rooflab.hpp"
@@ -337,6 +338,69 @@ nb::object describe_dlpack(nb::handle array, bool writable) {
   return nb::none();
 }
 
+// A PyTorch tensor as the package reads it: (address, shape, strides in elements or None where
+// C-contiguous, dtype name, item size, device), or None where rooflab cannot read it in place as
+// it is (not on a CUDA device; a lazily conjugated or negated view), for the package to say why.
+// Nine calls into torch from C cost less than a microsecond; made from Python, with the package's
+// own frames between them, they took 2.6 us a tensor (an H100's host), half the budget of a call.
+class TorchReader {
+ public:
+  nb::object describe(nb::handle tensor) {
+    if (!truth(attribute(tensor, is_cuda_)) || truth(call(tensor, is_conj_)) ||
+        truth(call(tensor, is_neg_)))
+      return nb::none();
+    nb::object strides = nb::none();
+    if (!truth(call(tensor, is_contiguous_))) strides = call(tensor, stride_);
+    const nb::handle dtype = described_dtype(tensor);
+    return nb::make_tuple(call(tensor, data_ptr_),
+                          nb::steal(PySequence_Tuple(attribute(tensor, shape_).ptr())), strides,
+                          dtype[0], dtype[1], call(tensor, get_device_));
+  }
+
+ private:
+  static nb::handle name(const char* text) { return PyUnicode_InternFromString(text); }
+  static nb::object checked(PyObject* result) {
+    if (result == nullptr) throw nb::python_error();
+    return nb::steal(result);
+  }
+  static nb::object call(nb::handle tensor, nb::handle method) {
+    return checked(PyObject_CallMethodNoArgs(tensor.ptr(), method.ptr()));
+  }
+  static nb::object attribute(nb::handle tensor, nb::handle attribute) {
+    return checked(PyObject_GetAttr(tensor.ptr(), attribute.ptr()));
+  }
+  static bool truth(const nb::object& value) {
+    const int result = PyObject_IsTrue(value.ptr());
+    if (result < 0) throw nb::python_error();
+    return result != 0;
+  }
+  // (name, item size) of the tensor's dtype: worked out once per dtype (torch's dtypes are
+  // singletons), as NumPy names it ("torch.float32" is "float32").
+  nb::handle described_dtype(nb::handle tensor) {
+    const nb::object dtype = attribute(tensor, dtype_);
+    for (const auto& [known, description] : dtypes_)
+      if (known.is(dtype)) return description;
+    std::string text = nb::cast<std::string>(nb::str(dtype));
+    const std::string prefix = "torch.";
+    if (text.compare(0, prefix.size(), prefix) == 0) text.erase(0, prefix.size());
+    dtypes_.emplace_back(dtype, nb::make_tuple(text, call(tensor, element_size_)));
+    return dtypes_.back().second;
+  }
+
+  // Interned once and never released, as the reader itself is not.
+  nb::handle is_cuda_ = name("is_cuda"), is_conj_ = name("is_conj"), is_neg_ = name("is_neg"),
+             is_contiguous_ = name("is_contiguous"), stride_ = name("stride"),
+             data_ptr_ = name("data_ptr"), shape_ = name("shape"), dtype_ = name("dtype"),
+             element_size_ = name("element_size"), get_device_ = name("get_device");
+  std::vector<std::pair<nb::object, nb::object>> dtypes_;
+};
+
+nb::object describe_torch(nb::handle tensor) {
+  // Never destroyed: its Python objects must not be released after the interpreter has gone.
+  static TorchReader* reader = new TorchReader;
+  return reader->describe(tensor);
+}
+
 // The device that owns `address`: arrays read through __cuda_array_interface__ do not say.
 int pointer_device(Address address, const std::string& op, const std::string& argument) {
   cudaPointerAttributes attributes{};
@@ -414,6 +478,7 @@ NB_MODULE(_rooflab, m) {
   m.def("export_dlpack", &export_dlpack, "memory"_a, "address"_a, "shape"_a, "strides"_a, "code"_a,
         "bits"_a, "device"_a);
   m.def("describe_dlpack", &describe_dlpack, "array"_a, "writable"_a);
+  m.def("describe_torch", &describe_torch, "tensor"_a);
   m.def("pointer_device", &pointer_device, "address"_a, "op"_a, "argument"_a);
   m.def("stream_wait", &stream_wait, "device"_a, "waiting"_a, "on"_a, "op"_a);
   m.def("synchronize", &synchronize, "device"_a, "stream"_a, "op"_a);
