@@ -131,7 +131,7 @@ TEST(ReducePlan, FewMediumRowsGetABlockEachUnsplit) {
   EXPECT_EQ(plan.splits, 1);  // 1251 vectors: too few to split
 }
 
-TEST(ReducePlan, LongRowsAreSplitIntoOneWave) {
+TEST(ReducePlan, FewLongRowsAreSplitIntoOneWaveAndManyIntoAboutEight) {
   const detail::RowsPlan thousand = plan_floats(1024, 256 << 10);
   EXPECT_EQ(thousand.path, detail::RowsPath::blocks_per_row);
   EXPECT_EQ(thousand.splits, 1);  // 1024 rows already fill 1024 of the 1056 resident blocks
@@ -139,7 +139,9 @@ TEST(ReducePlan, LongRowsAreSplitIntoOneWave) {
   EXPECT_EQ(eight.splits, 132);
   EXPECT_EQ(eight.splits * 8, h100_resident);
   EXPECT_EQ(plan_floats(9, 32 << 20).splits, 117);  // 1053 parts: the most that fit one wave
-  EXPECT_EQ(plan_floats(2000, 256 << 10).splits, 1);
+  // More rows than resident blocks: about 8 waves.
+  EXPECT_EQ(plan_floats(2000, 256 << 10).splits, 5);  // ceil(8 x 1056 / 2000)
+  EXPECT_EQ(plan_floats(10000, 256 << 10).splits, 1);
 }
 
 TEST(ReducePlan, SplitPartsStartOn128ByteLinesAndCoverTheRow) {

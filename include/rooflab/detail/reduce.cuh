@@ -386,7 +386,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
 // the row's partials in part order and resets the row's ticket.
 template <class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads,
-                                  min_blocks_per_sm(reduce_block_threads, reduce_min_blocks_per_sm))
+                                  min_blocks_per_sm(reduce_block_threads,
+                                                    rows_by_blocks_min_blocks_per_sm))
     reduce_rows_by_blocks_kernel(const T* __restrict__ in, std::int64_t rows, std::int64_t cols,
                                  T* out, Op op, std::int64_t splits, T* partials,
                                  unsigned* tickets) {

@@ -30,6 +30,11 @@ constexpr int small_rows_in_flight = 8;
 // their bandwidth at 2^28), and rows of a single int64 summed, 12 bytes at 64.
 constexpr int reduce_min_blocks_per_sm = 8;
 constexpr int small_rows_min_blocks_per_sm = 4;
+// The same for the blocks-per-row kernel, whose loop issued two loads before adding without a
+// minimum (48 to 64 registers). At 8 blocks it issues four but spills its 64-bit indices around
+// the last, partial batch to local memory, once per part; at 4 blocks (up to 64 registers) it
+// issues four without spilling (sm_90 SASS).
+constexpr int rows_by_blocks_min_blocks_per_sm = 4;
 // 16-byte loads each lane of a warp-per-row issues before it adds any: 8 x 16 B per lane.
 constexpr int warp_row_loads_in_flight = 8;
 // Rows of at most this many 16-byte vectors go to one warp each (when there are enough of them):
@@ -154,11 +159,12 @@ inline RowsPlan plan_reduce_rows(std::int64_t rows, std::int64_t cols, int width
     return plan;
   }
   plan.path = RowsPath::blocks_per_row;
-  // Fewer rows than resident blocks: split each so that the parts fill one wave, every block
-  // reading one part and all finishing together, as the 1-D reduce's grid does (8 waves of
-  // smaller parts, each paying its block fold and ticket, streamed slower: docs/reduce.md); but
-  // never into parts too small to stream.
-  const std::int64_t wanted = std::int64_t(std::max(1, resident_blocks)) / rows;
+  // Fewer rows than resident blocks: each row split so that the parts fill one wave, every block
+  // reading one part and all finishing together, as the 1-D reduce's grid does. More rows: split
+  // until the grid holds about 8 waves, so that a short last wave idles the GPU for an eighth of
+  // the time at most. Never into parts too small to stream.
+  const std::int64_t resident = std::max(1, resident_blocks);
+  const std::int64_t wanted = rows < resident ? resident / rows : (8 * resident + rows - 1) / rows;
   const std::int64_t most =
       std::max<std::int64_t>(1, vectors / (reduce_block_threads * split_min_vectors_per_thread));
   plan.splits = std::clamp<std::int64_t>(wanted, 1, most);
