@@ -125,18 +125,24 @@ struct Shape {
 
 // Awkward shapes (1 x 1, 1 x N, N x 1, primes) and shapes for every path of the dispatch: small
 // rows with vector and with scalar units, a warp per row with aligned and unaligned rows, a block
-// per row whole and split (ShapesCoverEveryPathOnThisGpu checks that they do).
+// per row whole and split, with fewer rows than resident blocks and with more (1200 rows of 20011:
+// split in about 8 waves) (ShapesCoverEveryPathOnThisGpu checks that they do).
 const Shape row_shapes[] = {{1, 1},       {1, (1 << 20) + 7}, {100003, 1}, {1009, 997},
                             {7919, 13},   {13, 7919},         {20000, 32}, {20000, 8},
-                            {4099, 1000}, {4099, 1001},       {100, 5003}, {3, 300007}};
+                            {4099, 1000}, {4099, 1001},       {100, 5003}, {3, 300007},
+                            {1200, 20011}};
+
+template <class T>
+int rows_by_blocks_resident() {
+  return detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test");
+}
 
 template <class T>
 detail::RowsPlan plan_on_this_gpu(Shape shape, bool aligned_base) {
   constexpr int width = detail::vector_width<T>();
-  return detail::plan_reduce_rows(
-      shape.rows, shape.cols, width, width > 1 && aligned_base && shape.cols % width == 0,
-      current_sm_count(),
-      detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Sum>>("test"));
+  return detail::plan_reduce_rows(shape.rows, shape.cols, width,
+                                  width > 1 && aligned_base && shape.cols % width == 0,
+                                  current_sm_count(), rows_by_blocks_resident<T>());
 }
 
 template <class T, class Op>
@@ -223,22 +229,26 @@ TEST_F(ReduceRows, MatricesFourTimesTheL2SizeAreExactOnEveryPath) {
 
 TEST_F(ReduceRows, ShapesCoverEveryPathOnThisGpu) {
   std::set<std::string> seen;
-  const auto describe = [](const detail::RowsPlan& plan) -> std::string {
+  const auto describe = [](const detail::RowsPlan& plan, bool more_rows_than_resident) {
     switch (plan.path) {
       case detail::RowsPath::lanes_per_row:
         return plan.vector_units ? "lanes/vector" : "lanes/scalar";
       case detail::RowsPath::warp_per_row: return "warp";
       case detail::RowsPath::blocks_per_row:
-        return plan.splits > 1 ? "blocks/split" : "blocks/whole";
+        if (plan.splits == 1) return "blocks/whole";
+        return more_rows_than_resident ? "blocks/split/waves" : "blocks/split/one wave";
     }
     return "?";
   };
   for (const Shape shape : row_shapes) {
-    seen.insert(describe(plan_on_this_gpu<float>(shape, true)));
-    seen.insert(describe(plan_on_this_gpu<double>(shape, true)));
+    seen.insert(describe(plan_on_this_gpu<float>(shape, true),
+                         shape.rows >= rows_by_blocks_resident<float>()));
+    seen.insert(describe(plan_on_this_gpu<double>(shape, true),
+                         shape.rows >= rows_by_blocks_resident<double>()));
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"lanes/vector", "lanes/scalar", "warp", "blocks/split",
-                                         "blocks/whole"}));
+  EXPECT_EQ(seen,
+            (std::set<std::string>{"lanes/vector", "lanes/scalar", "warp", "blocks/split/one wave",
+                                   "blocks/split/waves", "blocks/whole"}));
 }
 
 // ---------------------------------------------------------------------------------------------
