@@ -341,8 +341,10 @@ nb::object describe_dlpack(nb::handle array, bool writable) {
 // A PyTorch tensor as the package reads it: (address, shape, strides in elements or None where
 // C-contiguous, dtype name, item size, device), or None where rooflab cannot read it in place as
 // it is (not on a CUDA device; a lazily conjugated or negated view), for the package to say why.
-// Nine calls into torch from C cost less than a microsecond; made from Python, with the package's
-// own frames between them, they took 2.6 us a tensor (an H100's host), half the budget of a call.
+// One call from the package instead of nine attribute calls and their Python frames. The
+// overhead of the scan with out=, which reads two tensors and allocates nothing, went from
+// 9.1-9.4 to 5.7-6.5 us with it on one H100 host (docs/python.md, "The wrapper's cost", says what
+// that comparison leaves open).
 class TorchReader {
  public:
   nb::object describe(nb::handle tensor) {

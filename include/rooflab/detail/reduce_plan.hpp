@@ -33,7 +33,9 @@ constexpr int small_rows_min_blocks_per_sm = 4;
 // The same for the blocks-per-row kernel, whose loop issued two loads before adding without a
 // minimum (48 to 64 registers). At 8 blocks it issues four but spills its 64-bit indices around
 // the last, partial batch to local memory, once per part; at 4 blocks (up to 64 registers) it
-// issues four without spilling (sm_90 SASS).
+// issues four without spilling (sm_90 SASS): against no minimum, from 0.3% slower (1024 rows of
+// 256K floats) to 7% faster (3 rows of 300007) on an H100, 1.5-1.8% faster on half of the eight
+// shapes of docs/results/h100-reduce-rows-long.json.
 constexpr int rows_by_blocks_min_blocks_per_sm = 4;
 // 16-byte loads each lane of a warp-per-row issues before it adds any: 8 x 16 B per lane.
 constexpr int warp_row_loads_in_flight = 8;
@@ -46,8 +48,8 @@ constexpr std::int64_t warp_row_max_vectors = 4096;
 constexpr std::int64_t split_min_vectors_per_thread = 8;
 // Parts of a split row are whole multiples of 8 16-byte vectors, so that every part starts on a
 // 128-byte line of the row's body: cut anywhere, each warp load of a part straddled five lines
-// instead of four (8 rows of 32M floats cut in 132 parts of 63551 vectors: 381 against 364 us for
-// parts of 7944 vectors, 62 lines each, on an H100).
+// instead of four (8 rows of 32M floats in 132 parts of 63551 vectors: 381 us, against 359 us
+// with the parts rounded up to 63552, on an H100; docs/results/h100-reduce-rows-long.json).
 constexpr std::int64_t split_part_vector_multiple = 8;
 
 // Vectors in each part of a row body of `vectors` cut in `splits` parts (the last may be shorter,
