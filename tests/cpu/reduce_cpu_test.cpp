@@ -94,13 +94,15 @@ TEST(ReducePlan, ReduceGridGrowsWithNUpToOneWave) {
   EXPECT_EQ(detail::reduce_blocks(std::int64_t(1) << 40, 2, wave), wave);
 }
 
-// An H100 SXM: 132 SMs, 8 resident blocks of 256 each.
+// An H100 SXM: 132 SMs, 8 resident blocks of 256 each (of the 1-D reduce's kernel), 4 of the
+// blocks-per-row kernel (the minimum its launch bounds promise, which its registers allow).
 constexpr int h100_sms = 132;
 constexpr int h100_resident = 132 * 8;
+constexpr int h100_rows_by_blocks_resident = 132 * detail::rows_by_blocks_min_blocks_per_sm;
 
 detail::RowsPlan plan_floats(std::int64_t rows, std::int64_t cols, bool aligned_base = true) {
   return detail::plan_reduce_rows(rows, cols, 4, aligned_base && cols % 4 == 0, h100_sms,
-                                  h100_resident);
+                                  h100_rows_by_blocks_resident);
 }
 
 TEST(ReducePlan, TinyRowsShareAWarp) {
@@ -132,15 +134,17 @@ TEST(ReducePlan, FewMediumRowsGetABlockEachUnsplit) {
 }
 
 TEST(ReducePlan, FewLongRowsAreSplitIntoOneWaveAndManyIntoAboutEight) {
-  const detail::RowsPlan thousand = plan_floats(1024, 256 << 10);
-  EXPECT_EQ(thousand.path, detail::RowsPath::blocks_per_row);
-  EXPECT_EQ(thousand.splits, 1);  // 1024 rows already fill 1024 of the 1056 resident blocks
+  static_assert(h100_rows_by_blocks_resident == 528);
   const detail::RowsPlan eight = plan_floats(8, 32 << 20);
-  EXPECT_EQ(eight.splits, 132);
-  EXPECT_EQ(eight.splits * 8, h100_resident);
-  EXPECT_EQ(plan_floats(9, 32 << 20).splits, 117);  // 1053 parts: the most that fit one wave
-  // More rows than resident blocks: about 8 waves.
-  EXPECT_EQ(plan_floats(2000, 256 << 10).splits, 5);  // ceil(8 x 1056 / 2000)
+  EXPECT_EQ(eight.path, detail::RowsPath::blocks_per_row);
+  EXPECT_EQ(eight.splits, 66);
+  EXPECT_EQ(eight.splits * 8, h100_rows_by_blocks_resident);
+  EXPECT_EQ(plan_floats(9, 32 << 20).splits, 58);  // 522 parts: the most that fit one wave
+  EXPECT_EQ(plan_floats(527, 256 << 10).splits, 1);
+  // As many rows as resident blocks or more: about 8 waves.
+  EXPECT_EQ(plan_floats(528, 256 << 10).splits, 8);
+  EXPECT_EQ(plan_floats(1024, 256 << 10).splits, 5);  // ceil(8 x 528 / 1024)
+  EXPECT_EQ(plan_floats(2000, 256 << 10).splits, 3);
   EXPECT_EQ(plan_floats(10000, 256 << 10).splits, 1);
 }
 
