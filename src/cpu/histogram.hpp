@@ -1,7 +1,7 @@
 #pragma once
 // CPU side of histogram_even: the bin rule written out as the API states it (independently of the
-// device's), the CPU loop that stands in for the memory-basics lab's (not shown there), and the
-// parallel reference the checks use.
+// device's), the CPU loop that stands in for the memory-basics lab's CPU version (its code not
+// shown there), and the parallel reference the checks use.
 #include <algorithm>
 #include <cstdint>
 #include <thread>

@@ -186,10 +186,10 @@ ROOFLAB_OP(Op{
     {"--n", "--bins"},
 });
 
-// Rung 0 — the CPU loop, rooflab's stand-in for the memory-basics lab's CPU baseline (timed there,
+// Rung 0 — the CPU loop, rooflab's stand-in for the memory-basics lab's CPU version (timed there,
 // not shown): one core binning and counting value by value.
 ROOFLAB_VARIANT(Variant{"histogram", 0, "cpu-loop",
-                        "one CPU core, one pass (in place of the memory-basics lab's CPU loop)",
+                        "one CPU core, one pass (in place of the memory-basics lab's CPU version)",
                         Where::cpu, false,
                         at_most_n(std::int64_t(1) << 28, "one core would take seconds per run"),
                         on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t) {

@@ -1,7 +1,7 @@
 #pragma once
-// The histogram op of the lab (the memory-basics lab): n values of one type counted into evenly
-// spaced bins, by the API's rule, with the lab's bounds, bin mappings and distributions
-// (histogram_data.hpp).
+// The histogram op of the lab (after the memory-basics lab's histogram): n values of one type
+// counted into evenly spaced bins, by the API's rule, with rooflab's bounds, bin mappings and
+// distributions (histogram_data.hpp; the article gives none of them).
 #include <cstdint>
 #include <string>
 #include <vector>
