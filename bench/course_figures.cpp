@@ -133,7 +133,7 @@ const std::vector<CourseFigure>& course_figures() {
       {"L6",
        "the limiting-factors lecture",
        "19:19-19:28",
-       "x += y over 2^28 elements (kernel not shown: grid-stride)",
+       "x += y over 2^28 elements (its add, shown at 59:26, strides by the block)",
        "add",
        {"--n", "2^28"},
        "grid-stride",

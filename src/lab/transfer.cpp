@@ -145,8 +145,8 @@ namespace {
 
 ROOFLAB_OP(Op{
     "transfer",
-    "host <-> device copies of --n bytes from pageable, pinned and managed memory (the "
-    "limiting-factors lecture)",
+    "host <-> device copies of --n bytes from pageable and pinned memory (the limiting-factors "
+    "lecture) and managed memory (the Jacobi SVD paper)",
     [](Problem problem) { return resolve_transfer_bytes(problem, "transfer", 256 * mib); },
     [](const Problem& problem) { return size_text(problem.n) + " each way"; },
     [](const Problem& problem) {

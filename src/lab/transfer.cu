@@ -1,5 +1,5 @@
-// The transfer ladder (the limiting-factors lecture): --n bytes across the host link, from each
-// kind of host memory.
+// The transfer ladder (the limiting-factors lecture's pageable and pinned memory, the Jacobi SVD
+// paper's managed memory): --n bytes across the host link, from each kind of host memory.
 #include <algorithm>
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
-// Host-device transfers (the limiting-factors lecture): the same bytes moved from pageable (malloc)
-// memory, pinned (cudaHostAlloc) memory and managed (cudaMallocManaged) memory, whose rate the host
-// link bounds.
+// Host-device transfers: the same bytes moved from pageable (malloc) and pinned (cudaHostAlloc)
+// memory, as the limiting-factors lecture compares them, and from managed (cudaMallocManaged)
+// memory, which the Jacobi SVD paper uses; the host link bounds their rate.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
