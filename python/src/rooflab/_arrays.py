@@ -331,8 +331,8 @@ class Call:
     def _torch_empty(self, shape, dtype):
         torch = sys.modules["torch"]
         source = self.operands[0]
-        # new_empty takes the device, and the dtype unless given, from the tensor: 2.7-5.1 us a call
-        # where torch.empty(shape, dtype=..., device=...) took 3.3-6.4 in the same processes (H100
+        # new_empty takes the device, and the dtype unless given, from the tensor: 2.7-4.9 us a call
+        # where torch.empty(shape, dtype=..., device=...) took 3.3-6.3 in the same processes (H100
         # hosts, docs/results/h100-python-wrapper-pieces.txt).
         if dtype == source.dtype:
             result = source.array.new_empty(shape)
