@@ -4,7 +4,7 @@
 
 Each row is validated before it is timed (a row whose result is wrong says FAILED and is not
 timed). GPU times are CUDA events around the call on torch's current stream, after warm-up runs,
-with L2 flushed before each repetition (a write of twice its size), as the lab measures; the
+with L2 flushed before each repetition (a read of twice its size), as the lab measures; the
 median of the repetitions is reported with the least and the most. torch's CPU SVD is timed by
 the wall clock. The Python overhead is host time per call, queued without waiting, of the package
 against its native module called directly with the same addresses.
