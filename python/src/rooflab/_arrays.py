@@ -1,8 +1,9 @@
 """How a rooflab call reads the caller's arrays and stream, and hands results back.
 
 An array is read in place, never copied: PyTorch and CuPy arrays through their own attributes
-(the fastest way), JAX, Numba and any other CUDA array through ``__cuda_array_interface__``, and
-what speaks only DLPack through nanobind. Results are allocated by the caller's framework where it
+(the fastest way; a tensor's are read by the native module in one call, describe_torch), JAX,
+Numba and any other CUDA array through ``__cuda_array_interface__``, and what speaks only DLPack
+through nanobind. Results are allocated by the caller's framework where it
 can allocate (PyTorch, CuPy: their caching allocators, on the work stream), else in memory that
 rooflab owns (:class:`DeviceArray`), imported into JAX or Numba without a copy.
 
