@@ -109,7 +109,6 @@ racecheck_filter="$filter${ROOFLAB_RACECHECK_EXCLUDE:+:$ROOFLAB_RACECHECK_EXCLUD
 # (docs/results/h100-sanitizers-0e19d85.txt): a caller held to a time limit can run one or two
 # tools at a time, until every tool has run.
 sanitizer_tools=${ROOFLAB_SANITIZER_TOOLS:-memcheck initcheck racecheck synccheck}
-# shellcheck disable=SC2086  # a list of tools, split on purpose (here and below)
 for tool in $sanitizer_tools; do
   case $tool in
     memcheck | initcheck | racecheck | synccheck) ;;
@@ -123,7 +122,6 @@ done
 if [[ " $stages " == *" sanitize "* ]]; then
   pids=()
   sanitizer_runs=()
-  # shellcheck disable=SC2086
   for tool in $sanitizer_tools; do
     shards=1 tool_filter=$filter
     [ "$tool" = racecheck ] && shards=$racecheck_shards tool_filter=$racecheck_filter
