@@ -21,6 +21,9 @@ _HISTOGRAM_DTYPES = ("uint8", "int32", "float32", "float64")
 _SVD_DTYPES = ("float32", "float64")
 _TRANSPOSE_ITEMSIZES = (1, 2, 4, 8, 16)
 _INT_MAX = 2**31 - 1
+#: The library's default max_sweeps (LAPACK dgesvj's 30), from which it tries an unconverged
+#: matrix again on the transposed triangle.
+_DEFAULT_MAX_SWEEPS = 30
 
 
 def _number(value, function: str, argument: str) -> float:
@@ -236,7 +239,7 @@ def _require_svd_options(tol, max_sweeps, dtype: str) -> float:
     return float(tol)
 
 
-def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_sweeps: int = 30, *,
+def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_sweeps: int = _DEFAULT_MAX_SWEEPS, *,
         check_errors: bool = True, stream: Stream = None) -> SvdResult:
     """Singular value decomposition by one-sided Jacobi: a = U @ diag(S) @ Vh.
 
@@ -312,7 +315,7 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
         failed = np.argwhere(~info.converged)
         where = (f"matrix {tuple(int(i) for i in failed[0])} ({len(failed)} of {batch})" if batch_shape
                  else "the matrix")
-        again = ", nor in as many more on the transposed triangle" if max_sweeps >= 30 else ""
+        again = ", nor in as many more on the transposed triangle" if max_sweeps >= _DEFAULT_MAX_SWEEPS else ""
         raise argument_error("svd", "max_sweeps", f"{where} did not converge in {max_sweeps} sweeps{again}; "
                              "raise max_sweeps, or pass check_errors=False for the factors and info.converged")
     U = None if U_rows is None else swap_last_axes(U_rows)
