@@ -42,9 +42,7 @@ __global__ void __launch_bounds__(global_threads)
   const int lane = threadIdx.x & 31;
   for (int c = blockIdx.x * global_warps + (threadIdx.x >> 5); c < N;
        c += gridDim.x * global_warps) {
-    T sum = 0;
-    for (int i = lane; i < M; i += 32) sum = fma(W[i + c * ldw], W[i + c * ldw], sum);
-    sum = group_sum(sum, 32);
+    const T sum = group_sum(partial_norm2(W + c * ldw, RowWalk(M, 32, lane, 0)), 32);
     if (lane == 0) norm2[c] = sum == sum ? sum : T(-1);
   }
 }
