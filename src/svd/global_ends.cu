@@ -190,7 +190,9 @@ __global__ void __launch_bounds__(global_threads)
     return;
   }
   __shared__ unsigned long long scratch[32];
-  const int kept = count_kept_columns(BlockTeam{scratch}, G.norms_of(0), G.N, slot_of_column);
+  const BlockTeam team{scratch};
+  const int kept = count_kept_columns(team, G.norms_of(0), G.N);
+  fill_completion_slots(team, G.norms_of(0), G.N, kept, slot_of_column);
   if (threadIdx.x == 0) *zero_count = unsigned(G.N - kept);
 }
 

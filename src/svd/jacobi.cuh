@@ -368,32 +368,44 @@ __device__ void complete_orthonormal_columns(const Team& team, T* W, std::int64_
   }
 }
 
-// The count of W's kept columns (sigma > 0) among N, and with `slot` given each column's
-// completion_slot, by the team together: a warp takes 32 columns at a time with one ballot, and
-// counts the kept columns before them a ballot per 32 more. With each thread walking every column
-// before its own, the kernel that numbers 256 columns in global memory (one block) took 18.7 us
-// (H200, double, Nsight Compute). A team of one thread walks them. Every thread of the team calls
-// it.
+// The count of W's kept columns (sigma > 0) among N, by the team together: a warp takes 32
+// columns at a time with one ballot. A team of one thread walks them. Every thread of the team
+// calls it.
 template <class T, class Team>
-__device__ int count_kept_columns(const Team& team, const T* sigma, int N, int* slot) {
+__device__ int count_kept_columns(const Team& team, const T* sigma, int N) {
   if constexpr (std::is_same_v<Team, ThreadTeam>) {
     int kept = 0;
     for (int c = 0; c < N; ++c) kept += sigma[c] > 0;
-    if (slot != nullptr)
-      for (int c = 0; c < N; ++c) slot[c] = completion_slot(sigma, kept, c);
     return kept;
   } else {
     const int lane = int(threadIdx.x & 31), warp = team.rank() >> 5, warps = team.size() >> 5;
-    const int chunks = (N + 31) / 32;
+    int counted = 0;
+    for (int chunk = warp; chunk < (N + 31) / 32; chunk += warps) {
+      const int c = 32 * chunk + lane;
+      counted += __popc(__ballot_sync(0xffffffffu, c < N && sigma[c] > 0));
+    }
+    return team.sum(lane == 0 ? counted : 0);
+  }
+}
+
+// Each column's completion_slot into `slot`, given the count of kept columns
+// (count_kept_columns), by the team together: a warp numbers 32 columns at a time with one ballot,
+// and counts the kept columns before them a ballot per 32 more. With each thread walking every
+// column before its own, the kernel that numbers 256 columns in global memory (one block) took
+// 18.7 us (H200, double, Nsight Compute). A team of one thread walks them. Every thread of the
+// team calls it.
+template <class T, class Team>
+__device__ void fill_completion_slots(const Team& team, const T* sigma, int N, int kept,
+                                      int* slot) {
+  if constexpr (std::is_same_v<Team, ThreadTeam>) {
+    for (int c = 0; c < N; ++c) slot[c] = completion_slot(sigma, kept, c);
+  } else {
+    const int lane = int(threadIdx.x & 31), warp = team.rank() >> 5, warps = team.size() >> 5;
     const auto kept_in_chunk = [&](int chunk) {
       const int c = 32 * chunk + lane;
       return __ballot_sync(0xffffffffu, c < N && sigma[c] > 0);
     };
-    int counted = 0;
-    for (int chunk = warp; chunk < chunks; chunk += warps) counted += __popc(kept_in_chunk(chunk));
-    const int kept = team.sum(lane == 0 ? counted : 0);
-    if (slot == nullptr) return kept;
-    for (int chunk = warp; chunk < chunks; chunk += warps) {
+    for (int chunk = warp; chunk < (N + 31) / 32; chunk += warps) {
       int before = 0;
       for (int earlier = 0; earlier < chunk; ++earlier) before += __popc(kept_in_chunk(earlier));
       const unsigned flags = kept_in_chunk(chunk);
@@ -401,7 +413,6 @@ __device__ int count_kept_columns(const Team& team, const T* sigma, int N, int* 
       const int kept_before = before + __popc(flags & ((1u << lane) - 1));
       if (c < N) slot[c] = (flags >> lane & 1) ? kept_before : kept + (c - kept_before);
     }
-    return kept;
   }
 }
 
@@ -510,7 +521,7 @@ template <class T, class Team>
 __device__ void complete_by_reflections(const Team& team, T* W, std::int64_t ldw, int M, int N,
                                         const T* sigma, int kept, int* slot, T* coefficients, T* Y,
                                         std::int64_t ldy, int lanes) {
-  count_kept_columns(team, sigma, N, slot);
+  fill_completion_slots(team, sigma, N, kept, slot);
   team.sync();
   factor_kept_columns(team, W, ldw, M, N, sigma, kept, slot, coefficients, Y, ldy, lanes);
   reflect_missing_columns<T, std::is_same_v<Team, ThreadTeam>>(
@@ -527,7 +538,7 @@ template <class T, class Team>
 __device__ void complete_zero_columns(const Team& team, T* W, std::int64_t ldw, int M, int N,
                                       const T* sigma, int* pos, T* coefficients, T* Y,
                                       std::int64_t ldy, int lanes) {
-  const int kept = count_kept_columns(team, sigma, N, nullptr);
+  const int kept = count_kept_columns(team, sigma, N);
   if (kept == N) return;
   if (completion_by_reflections(kept, N - kept)) {
     complete_by_reflections(team, W, ldw, M, N, sigma, kept, pos, coefficients, Y, ldy, lanes);
