@@ -220,7 +220,12 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     const bool works = !odd || pair + 1 < shape.pairs;
     const int column = tile_ids[lane];
     const T lane_scale = works && column < G.N ? tile_scales[lane] : T(0);
-    if (works) {
+    // Slots whose error scale is 0 hold zero columns (or padding): a zero column is never rotated,
+    // so its scale stays 0. A pair of them only trades its halves: no product, no solve (a zero
+    // matrix's sweep, all but its first two rounds). The same in every warp and every block of
+    // the pair: the slots are the lanes.
+    const bool zero_pair = __all_sync(full, lane_scale == T(0));
+    if (works && !zero_pair) {
       SolveGramPatch<T> patch;
       for (int r = 0; r < shape.w_rows; r += gram_tile_rows) patch.add_tile(tile + r, ldt);
       patch.for_each([&](int k, int l, T value) { part[k * gram_width + l] = value; });
@@ -232,19 +237,22 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     if (works) {
       const InnerOrder order{!inner_sweep_is_full(round, rounds, gram_full_inner_period)};
       const int lane_column = seat_column(order.seat(lane));
-      T x[solve_rows] =
-          {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
-      for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r) {
-        const T* other = cluster.map_shared_rank(part, r);
+      PairSolve<T> solved;  // a zero pair: nothing rotated
+      if (!zero_pair) {
+        T x[solve_rows] =
+            {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
+        for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r) {
+          const T* other = cluster.map_shared_rank(part, r);
 #pragma unroll
-        for (int kk = 0; kk < solve_rows; ++kk) x[kk] += other[(k0 + kk) * gram_width + lane];
+          for (int kk = 0; kk < solve_rows; ++kk) x[kk] += other[(k0 + kk) * gram_width + lane];
+        }
+#pragma unroll
+        for (int kk = 0; kk < solve_rows; ++kk)
+          sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
+        clear_gram_noise(x, lane_scale, order, sh, nullptr);  // its test does not ask
+        solved = solve_pair(G, order, sh, x);
+        sweep_off = fmax(sweep_off, solved.off);
       }
-#pragma unroll
-      for (int kk = 0; kk < solve_rows; ++kk)
-        sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
-      clear_gram_noise(x, lane_scale, order, sh, nullptr);  // its test does not ask
-      const PairSolve<T> solved = solve_pair(G, order, sh, x);
-      sweep_off = fmax(sweep_off, solved.off);
       // In the column's first round its scale is its fresh squared norm.
       const T scale = lane_scale < 0 ? solved.diagonal : lane_scale;
       // Where the round's outputs go, slots 0..15 to `low` and 16..31 to `high`: the half that the
