@@ -22,7 +22,7 @@ out=${1:?usage: scripts/gpu-check.sh OUTDIR [\"OP [options]\" ...]}
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 # ROOFLAB_CUDA_ARCHITECTURES picks the build's architectures (default: the GPU at hand, "native");
 # "80-virtual" builds PTX only, which the driver compiles for the GPU with the old __CUDA_ARCH__.
 # Each choice has a build directory of its own.
@@ -89,20 +89,23 @@ fi
 # device memory nothing has written (initcheck), races and synchronization errors are.
 gpu_tests="$build/tests/rooflab_gpu_tests"
 # Left out: tests that measure (named *Measured*), tests whose kernels race or diverge at a barrier
-# on purpose (named *ByDesign*; the ctest tests sanitizer.* show the tools catching them), and
-# what ROOFLAB_SANITIZER_EXCLUDE adds (gtest patterns, colon-separated): tests too large to run
-# under the tools in a reasonable time.
+# on purpose (named *ByDesign*; the ctest tests sanitizer.* show the tools catching them), tests
+# whose names start with Large and suites whose names end in Huge (too slow under the tools: each
+# runs kernels that smaller tests of its file run there, and the test stage runs them), and what
+# ROOFLAB_SANITIZER_EXCLUDE adds (gtest patterns, colon-separated).
 # ROOFLAB_SANITIZER_ONLY (gtest patterns) narrows the run to the tests of code that changed.
-filter="${ROOFLAB_SANITIZER_ONLY:-*}-*Measured*:*ByDesign*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
+filter="${ROOFLAB_SANITIZER_ONLY:-*}-*Measured*:*ByDesign*:*.Large*:*Huge.*${ROOFLAB_SANITIZER_EXCLUDE:+:$ROOFLAB_SANITIZER_EXCLUDE}"
 sanitizer_seconds=${ROOFLAB_SANITIZER_SECONDS:-360}
-# racecheck is the slowest tool by far (it tracks every shared-memory access): its run is split
-# into ROOFLAB_RACECHECK_SHARDS gtest shards (default 4) run side by side, each under the time
-# limit. Each log lists the tests as they start, so a run stopped by the limit shows where it was.
+# Each tool's run is split into gtest shards run side by side, each under the time limit:
+# ROOFLAB_MEMCHECK_SHARDS, ROOFLAB_INITCHECK_SHARDS, ROOFLAB_RACECHECK_SHARDS and
+# ROOFLAB_SYNCCHECK_SHARDS (default 2, 4, 4 and 2: racecheck, which tracks every shared-memory
+# access, is the slowest tool by far, initcheck, which tracks every global-memory byte, the next).
+# Each log lists the tests as they start, so a run stopped by the limit shows where it was.
+declare -A tool_shards=([memcheck]=${ROOFLAB_MEMCHECK_SHARDS:-2}
+  [initcheck]=${ROOFLAB_INITCHECK_SHARDS:-4} [racecheck]=${ROOFLAB_RACECHECK_SHARDS:-4}
+  [synccheck]=${ROOFLAB_SYNCCHECK_SHARDS:-2})
 # ROOFLAB_RACECHECK_EXCLUDE (gtest patterns) leaves tests out of racecheck alone: the larger runs
 # of a kernel that a smaller test covers there, still run under memcheck and synccheck.
-racecheck_shards=${ROOFLAB_RACECHECK_SHARDS:-4}
-# initcheck, the next slowest (it tracks every global-memory byte), is split the same way.
-initcheck_shards=${ROOFLAB_INITCHECK_SHARDS:-4}
 racecheck_filter="$filter${ROOFLAB_RACECHECK_EXCLUDE:+:$ROOFLAB_RACECHECK_EXCLUDE}"
 # ROOFLAB_SANITIZER_TOOLS picks the tools (default: all four). Over the whole suite the four side
 # by side took longer than 519 s on an H100, every shard of every tool
@@ -123,9 +126,8 @@ if [[ " $stages " == *" sanitize "* ]]; then
   pids=()
   sanitizer_runs=()
   for tool in $sanitizer_tools; do
-    shards=1 tool_filter=$filter
-    [ "$tool" = racecheck ] && shards=$racecheck_shards tool_filter=$racecheck_filter
-    [ "$tool" = initcheck ] && shards=$initcheck_shards
+    shards=${tool_shards[$tool]} tool_filter=$filter
+    [ "$tool" = racecheck ] && tool_filter=$racecheck_filter
     for ((shard = 0; shard < shards; shard++)); do
       run="$tool-$shard"
       sanitizer_runs+=("$run")
