@@ -6,11 +6,14 @@
 // production's one-pass kernel written for aligned floats, with plain read-only loads: rung 18
 // deals the input by grid stride as production does (beside rung 17 it shows what production's
 // generality costs), rung 19 deals each block a contiguous range as CUB does. Rung 20 is CUB.
+// Rungs 21 and 22 came later and are numbered after the ladder, so that earlier results keep their
+// numbers: rung 21 is a step of the loop-unrolling lab, rung 22 the kernel its "nearly 10x" starts
+// from (its previous post's in-place neighboured reduction, not among the course documents).
 // The course documents' kernels leave one partial per block; their run() finishes on the device by
 // running the same kernel again over the partials (reduce_in_passes), so every rung's time includes
-// it. Their rungs (2-15 and 21) take float and int32 (the loop-unrolling lab sums ints, Harris's
-// slides reduce 2^22 ints; the Harris's reduction document names no type); rungs 16, 18 and 19
-// take float.
+// it. Their rungs (2-15, 21 and 22) take float and int32 (the loop-unrolling lab sums ints,
+// Harris's slides reduce 2^22 ints; the Harris's reduction document names no type); rungs 16, 18
+// and 19 take float.
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -68,10 +71,11 @@ using element_of = std::remove_pointer_t<decltype(std::declval<W&>().in.data())>
 // count values into one partial per block of per_block values; it runs again over its own
 // partials until one value is left, the last pass writing *out. (The documents do not show how they
 // add the partials; this is the least that keeps the result on the device: log_per_block(n)
-// launches, the partials in stream-ordered scratch.)
-template <class T, class Pass>
-void reduce_in_passes(const T* in, std::int64_t n, T* out, std::int64_t per_block,
-                      cudaStream_t stream, Pass pass) {
+// launches, the partials in stream-ordered scratch.) In is const T, or T for a pass that works in
+// place (rung 22): the later passes' inputs are this function's own scratch, so writable too.
+template <class In, class T, class Pass>
+void reduce_in_passes(In* in, std::int64_t n, T* out, std::int64_t per_block, cudaStream_t stream,
+                      Pass pass) {
   const auto blocks_for = [per_block](std::int64_t count) {
     return (count + per_block - 1) / per_block;
   };
@@ -79,7 +83,7 @@ void reduce_in_passes(const T* in, std::int64_t n, T* out, std::int64_t per_bloc
   StreamBuffer scratch(sizeof(T) * std::size_t(first_level + blocks_for(first_level)), stream,
                        op_name);
   T* const levels[2] = {scratch.as<T>(), scratch.as<T>() + first_level};
-  const T* source = in;
+  In* source = in;
   std::int64_t count = n;
   for (int level = 0;; ++level) {
     const std::int64_t blocks = blocks_for(count);
@@ -151,6 +155,26 @@ template <class T>
 __global__ void reduce_atomic_global(const T* in, T* out, std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) atomicAdd(out, in[i]);
+}
+
+// Rung 22 — neighboured pairs in place in global memory (the loop-unrolling lab's starting point,
+// 0.010491 s: its previous post's first kernel, not among the course documents; numbered last).
+// Rung 3's tree with no shared memory: each block of 1024 threads (the loop-unrolling lab's) halves
+// its own slice where it lies, the threads with t % 2s == 0 adding element t + s. Every step loads
+// and stores through L1 and L2 instead of shared memory, with rung 3's divergence and slow %. It
+// destroys what it sums, so it runs on a copy of the input that its prepare makes, untimed.
+template <class T>
+__global__ void reduce_neighboured_in_place(T* data, T* partial, std::int64_t n) {
+  const unsigned t = threadIdx.x;
+  const std::int64_t first = std::int64_t(blockIdx.x) * blockDim.x;
+  T* const slice = data + first;
+  // The last block's slice may be short: a pair whose second element is past n is not added.
+  const std::int64_t count = n - first < blockDim.x ? n - first : std::int64_t(blockDim.x);
+  for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
+    if (t % (2 * stride) == 0 && t + stride < count) slice[t] += slice[t + stride];
+    __syncthreads();  // also orders the block's global-memory writes before the next step's reads
+  }
+  if (t == 0) partial[blockIdx.x] = slice[0];
 }
 
 // Rung 3 — interleaved addressing, divergent branching (V0, from the first part of the series the
@@ -322,7 +346,7 @@ __global__ void reduce_multiple_adds(const T* in, T* partial, std::int64_t n) {
 // loop), and the grid shrinks Loads-fold. More loads in flight per thread is what raised the
 // loop-unrolling lab's DRAM throughput from 23 to 49 GB/s. (The loop-unrolling lab reduced in place
 // in global memory, destroying its input; here the tree runs in shared memory so that run() can be
-// repeated.)
+// repeated. Rung 22 keeps the in-place form, on a copy.)
 //
 // Rung 21 — unroll8 with the last warp unrolled and nothing else (the loop-unrolling lab's
 // reduceUnrollWarp8: 0.001294 -> 0.001009 there, printed as ms): the loop stops at 64 live values
@@ -457,6 +481,21 @@ ROOFLAB_VARIANT(Variant{
                                                                             w.out.data(), w.cols);
       detail::check_launch(op_name, "reduce_atomic_global");
     })});
+
+ROOFLAB_VARIANT(Variant{
+    "reduce", 22, "neighboured-in-place",
+    "t % 2s == 0 adds in place in global memory: 002's starting point (its previous post, not a "
+    "course document)",
+    Where::gpu, false, float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
+      using T = element_of<std::decay_t<decltype(w)>>;
+      reduce_in_passes(w.take_input_copy(stream), w.cols, w.out.data(), unroll_threads, stream,
+                       [&](T* data, T* partial, std::int64_t count, unsigned blocks) {
+                         reduce_neighboured_in_place<<<blocks, unroll_threads, 0, stream>>>(
+                             data, partial, count);
+                         detail::check_launch(op_name, "reduce_neighboured_in_place");
+                       });
+    }),
+    on_float_or_int32([](auto& w, cudaStream_t stream) { w.copy_input(stream); })});
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 3, "interleaved-divergent",

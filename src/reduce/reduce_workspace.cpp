@@ -5,6 +5,7 @@
 
 #include "cpu/compare.hpp"
 #include "cpu/reduce.hpp"
+#include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
 
 namespace rooflab::bench {
@@ -45,6 +46,23 @@ void TypedReduceWorkspace<T>::refill(std::uint64_t seed) {
   host_in.clear();
   host_out.clear();
   expected_.clear();
+  input_copy_fresh_ = false;
+}
+
+template <class T>
+void TypedReduceWorkspace<T>::copy_input(cudaStream_t stream) {
+  if (input_copy_.size() != in.size()) input_copy_ = DeviceBuffer<T>(in.size());
+  ROOFLAB_CUDA(
+      "bench reduce", "copying the input for a rung that reduces in place",
+      cudaMemcpyAsync(input_copy_.data(), in.data(), in.bytes(), cudaMemcpyDeviceToDevice, stream));
+  input_copy_fresh_ = true;
+}
+
+template <class T>
+T* TypedReduceWorkspace<T>::take_input_copy(cudaStream_t stream) {
+  if (!input_copy_fresh_) copy_input(stream);
+  input_copy_fresh_ = false;
+  return input_copy_.data();
 }
 
 template <class T>

@@ -74,12 +74,22 @@ class TypedReduceWorkspace final : public ReduceWorkspace {
   // Host copies for CPU variants: the input downloaded once per refill, a poisoned output.
   void prepare_host();
 
+  // A device copy of `in` for a rung that reduces in place (reduce rung 22), which must leave `in`
+  // as it is. copy_input queues the copy on `stream` (the rung's prepare, outside the timed
+  // region; the buffer is allocated on first use). take_input_copy hands the copy to one run; where
+  // no fresh copy is waiting (a caller that skipped prepare, or a second run), it copies first, on
+  // `stream`, inside whatever that caller times.
+  void copy_input(cudaStream_t stream);
+  T* take_input_copy(cudaStream_t stream);
+
   DeviceBuffer<T> in, out;  // out: one value per row
   std::vector<T> host_in, host_out;
 
  private:
   std::uint64_t seed_ = 0;
   std::vector<T> expected_;  // the exact row sums for seed_, computed on first check
+  DeviceBuffer<T> input_copy_;
+  bool input_copy_fresh_ = false;  // copied since the last refill and not yet taken by a run
 };
 
 std::unique_ptr<Workspace> make_reduce_workspace(DType dtype, std::int64_t rows, std::int64_t cols);

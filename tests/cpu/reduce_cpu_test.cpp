@@ -289,7 +289,25 @@ TEST(ReduceOps, LadderHasTheSeedsRungsInStoryOrder) {
                                              "plain-grid-stride",
                                              "even-share",
                                              "cub",
-                                             "unroll8-last-warp"}));  // 002's step, numbered last
+                                             "unroll8-last-warp",  // 002's step, numbered last
+                                             "neighboured-in-place"}));  // 002's starting point
+}
+
+// Rung 22 adds in place, so it needs its prepare (a fresh copy of the input before every run,
+// outside the timed region); like the documents' other rungs it takes float and int32.
+TEST(ReduceOps, InPlaceRungCopiesItsInputInItsPrepare) {
+  const bench::Variant* in_place = nullptr;
+  for (const bench::Variant* variant : bench::registry().variants("reduce"))
+    if (variant->name == "neighboured-in-place") in_place = variant;
+  ASSERT_NE(in_place, nullptr);
+  EXPECT_EQ(in_place->rung, 22);
+  EXPECT_TRUE(in_place->prepare);
+  bench::Problem problem;
+  problem.n = 1000;
+  for (const char* dtype : {"float", "int32"}) {
+    problem.dtype = dtype;
+    EXPECT_EQ(in_place->limit(problem), "") << dtype;
+  }
 }
 
 // The naive rungs, the Harris's reduction document's block per row, production, CUB.

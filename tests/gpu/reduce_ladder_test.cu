@@ -19,6 +19,7 @@
 
 #include "bench/registry.hpp"
 #include "gpu_test.hpp"
+#include "reduce/reduce_workspace.hpp"
 
 namespace rooflab::bench {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 constexpr const char* race_by_design = "last-warp-volatile";
 
 // Every rung of `op` that can run `problem` (except the race; with `only`, only the rungs named
-// there), on fresh inputs, checked.
+// there), on fresh inputs, prepared as the runner prepares them, checked.
 void expect_every_rung_exact(const std::string& op, Problem problem, std::uint64_t& seed,
                              bool vendor_and_production_only = false,
                              const std::vector<std::string>& only = {}) {
@@ -40,6 +41,7 @@ void expect_every_rung_exact(const std::string& op, Problem problem, std::uint64
     if (vendor_and_production_only && !variant->vendor && variant->name != "production") continue;
     if (!only.empty() && std::find(only.begin(), only.end(), variant->name) == only.end()) continue;
     workspace->refill(seed++);
+    if (variant->prepare) variant->prepare(*workspace, nullptr);
     variant->run(*workspace, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << variant->name;
     const Check check = workspace->check(variant->where);
@@ -87,6 +89,36 @@ TEST_F(ReduceLadder, PlainLoadRungsAreExactWhenBlocksTakeSeveralBatches) {
     expect_every_rung_exact("reduce", problem, seed, false,
                             {"production", "plain-grid-stride", "even-share", "cub"});
   }
+}
+
+// Rung 22 adds in place: it must sum a copy and leave the workspace's input as it was, run after
+// run, after its prepare (as the runner calls it) and without one (the rung then copies first).
+TEST_F(ReduceLadder, InPlaceRungLeavesItsInputAsItWasRunAfterRun) {
+  const std::uint64_t seed = 2600;
+  Problem problem;
+  problem.n = (1 << 20) + 7;
+  problem.dtype = "int32";
+  const Op& reduce = registry().op("reduce");
+  problem = reduce.resolve(problem);
+  const auto workspace = reduce.make_workspace(problem);
+  auto& typed = static_cast<TypedReduceWorkspace<std::int32_t>&>(*workspace);
+  const Variant* in_place = nullptr;
+  for (const Variant* variant : registry().variants("reduce"))
+    if (variant->name == "neighboured-in-place") in_place = variant;
+  ASSERT_NE(in_place, nullptr);
+  ASSERT_TRUE(in_place->prepare);
+  workspace->refill(seed);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<std::int32_t> before = typed.in.download();
+  for (int run = 0; run < 3; ++run) {
+    if (run != 1) in_place->prepare(*workspace, nullptr);
+    typed.out.fill_bytes(0xFF);
+    in_place->run(*workspace, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const Check check = workspace->check(Where::gpu);
+    EXPECT_TRUE(check.passed) << "run " << run << ", seed " << seed << ": " << check.detail;
+  }
+  EXPECT_TRUE(typed.in.download() == before) << "the input changed, seed " << seed;
 }
 
 TEST_F(ReduceLadder, ProductionAndCubAreExactForEveryType) {
