@@ -156,9 +156,50 @@ TEST(ReducePlan, SplitPartsStartOn128ByteLinesAndCoverTheRow) {
     const std::int64_t part = detail::split_part_vectors(vectors, splits);
     EXPECT_EQ(part % 8, 0) << vectors << " vectors in " << splits << " parts";
     EXPECT_GE(part * splits, vectors);
-    EXPECT_LT(part * (splits - 1), vectors) << "the last part is not empty";
+    EXPECT_LT(part * (splits - 1), vectors) << "the last part is empty";
   }
   EXPECT_EQ(detail::split_part_vectors(8 << 20, 132), 63552);  // 63551 rounded up
+}
+
+// Vectors in the last part of a row body cut in `splits` parts, where the blocks-per-row kernel
+// cuts it (reduce.cuh: part p begins at p x split_part_vectors, at most at the row's end).
+std::int64_t last_part_vectors(std::int64_t vectors, std::int64_t splits) {
+  const std::int64_t before = (splits - 1) * detail::split_part_vectors(vectors, splits);
+  return before < vectors ? vectors - before : 0;
+}
+
+// Parts are rounded up to whole multiples of 8 vectors, so the parts before the last can cover
+// the whole row: 1 row of 2113560 floats (528390 vectors) on an H100 is cut into 258 parts of 2056
+// vectors (2048.02 rounded up to a multiple of 8), and the first 257 of them hold 528392. The
+// kernel's last block then folds nothing (ReduceRows.SplitRowsWithAnEmptyLastPartEqualTheCpu in
+// tests/gpu/reduce_test.cu).
+TEST(ReducePlan, OneRowOf2113560FloatsLeavesItsLastPartEmptyOnAnH100) {
+  const detail::RowsPlan plan = plan_floats(1, 2113560);
+  EXPECT_EQ(plan.path, detail::RowsPath::blocks_per_row);
+  EXPECT_EQ(plan.splits, 258);  // 528390 / (256 threads x 8), fewer than the 528 resident blocks
+  EXPECT_EQ(detail::split_part_vectors(528390, 258), 2056);
+  EXPECT_EQ(last_part_vectors(528390, 258), 0);
+  EXPECT_EQ(plan_floats(2, 2113560).splits, 258);  // two rows: 264 would fill the wave; 258 most
+  EXPECT_EQ(last_part_vectors(528385, plan_floats(1, 2113540).splits), 0);  // the first such row
+  EXPECT_GT(last_part_vectors(528384, plan_floats(1, 2113536).splits), 0);
+  EXPECT_GT(last_part_vectors(528390, plan_floats(3, 2113560).splits), 0);  // 176 parts
+}
+
+// A plan cuts a row into s parts only when each has at least 2048 vectors (8 per thread of 256),
+// and rounding a part up to a multiple of 8 adds at most 7: the first s - 1 parts cover the row
+// only when 8 (s - 1) reaches about 2048, that is from 258 parts on. So a GPU holding fewer than
+// 258 blocks of the kernel per row never leaves a last part empty (the GPU tests skip there).
+TEST(ReducePlan, AnEmptyLastPartNeedsAtLeast258Parts) {
+  const std::int64_t least = std::int64_t(detail::reduce_block_threads) *
+                             detail::split_min_vectors_per_thread;  // vectors in the least part
+  std::int64_t fewest = 0;
+  for (std::int64_t splits = 2; splits <= 300 && fewest == 0; ++splits)
+    for (std::int64_t vectors = least * splits; vectors <= 8 * splits * splits; ++vectors)
+      if (last_part_vectors(vectors, splits) == 0) {
+        fewest = splits;
+        break;
+      }
+  EXPECT_EQ(fewest, 258);
 }
 
 TEST(ReducePlan, SplitPartsKeepEightVectorsPerThread) {
