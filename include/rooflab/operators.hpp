@@ -42,6 +42,8 @@ struct Sum {
   }
 };
 
+// Min and Max compare with <: over floats holding a NaN their result depends on the order of
+// combination, which the launch sets (docs/reduce.md, Limits).
 struct Min {
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS static constexpr T identity() {
