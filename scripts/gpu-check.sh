@@ -107,10 +107,11 @@ declare -A tool_shards=([memcheck]=${ROOFLAB_MEMCHECK_SHARDS:-2}
 # ROOFLAB_RACECHECK_EXCLUDE (gtest patterns) leaves tests out of racecheck alone: the larger runs
 # of a kernel that a smaller test covers there, still run under memcheck and synccheck.
 racecheck_filter="$filter${ROOFLAB_RACECHECK_EXCLUDE:+:$ROOFLAB_RACECHECK_EXCLUDE}"
-# ROOFLAB_SANITIZER_TOOLS picks the tools (default: all four). Over the whole suite the four side
-# by side took longer than 519 s on an H100, every shard of every tool
-# (docs/results/h100-sanitizers-0e19d85.txt): a caller held to a time limit can run one or two
-# tools at a time, until every tool has run.
+# ROOFLAB_SANITIZER_TOOLS picks the tools (default: all four). The four side by side take longer
+# than 428 s on an H100, every shard of every tool, most of them stopped in the paper's rungs
+# (SvdPaperLadder; docs/results/h100-sanitizers-1a0bd89.txt): a caller held to a time limit can
+# run one or two tools at a time, or narrow the tests with ROOFLAB_SANITIZER_ONLY, until every
+# tool has run every test.
 sanitizer_tools=${ROOFLAB_SANITIZER_TOOLS:-memcheck initcheck racecheck synccheck}
 for tool in $sanitizer_tools; do
   case $tool in
