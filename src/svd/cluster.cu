@@ -221,9 +221,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     const int column = tile_ids[lane];
     const T lane_scale = works && column < G.N ? tile_scales[lane] : T(0);
     // Slots whose error scale is 0 hold zero columns (or padding): a zero column is never rotated,
-    // so its scale stays 0. A pair of them only trades its halves: no product, no solve (a zero
-    // matrix's sweep, all but its first two rounds). The same in every warp and every block of
-    // the pair: the slots are the lanes.
+    // so its scale stays 0. A pair of them only trades its halves: no product, no solve (every
+    // round of a zero matrix's sweep but the first, which finds each column's scale). The same in
+    // every warp and every block of the pair: the slots are the lanes.
     const bool zero_pair = __all_sync(full, lane_scale == T(0));
     if (works && !zero_pair) {
       SolveGramPatch<T> patch;
