@@ -16,57 +16,21 @@
 #include "bench/random.hpp"
 #include "cpu/reduce.hpp"
 #include "gpu_test.hpp"
+#include "reduce_test_support.hpp"
 #include "rooflab/rooflab.cuh"
 
 namespace rooflab {
 namespace {
 
-// Values for T from a seeded generator. Floating types: multiples of 1/8 in [-1, 1] (every
-// partial sum of up to 2^21 of them is exact in float, so any summation order gives the exact
-// sum) or, with `general`, any double in [-1, 1) rounded to T. Integers: every bit random, so
-// sums wrap.
-template <class T>
-std::vector<T> random_values(std::size_t n, std::uint64_t seed, bool general = false) {
-  std::mt19937_64 random(seed);
-  std::vector<T> values(n);
-  for (T& value : values) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (general)
-        value = T(std::uniform_real_distribution<double>(-1.0, 1.0)(random));
-      else
-        value = T(std::int64_t(random() % 17) - 8) / T(8);
-    } else {
-      value = T(random());
-    }
-  }
-  return values;
-}
-
-template <class T>
-T poison() {
-  T value;
-  std::memset(&value, 0xFF, sizeof(T));
-  return value;
-}
-
-// The reference: sums in cpu::SumAccumulator (exact for the eighths, wrapping for integers),
-// Min and Max as the standard library finds them.
-template <class T, class Op>
-T expected(const T* values, std::int64_t n, Op) {
-  if constexpr (std::is_same_v<Op, Sum>) {
-    return cpu::row_sums_of<T>(1, n,
-                               [values](std::int64_t, std::int64_t i) { return values[i]; })[0];
-  } else if constexpr (std::is_same_v<Op, Min>) {
-    return *std::min_element(values, values + n);
-  } else {
-    return *std::max_element(values, values + n);
-  }
-}
-
-template <class Op>
-const char* op_name() {
-  return std::is_same_v<Op, Sum> ? "Sum" : std::is_same_v<Op, Min> ? "Min" : "Max";
-}
+using testing::expect_reduce_rows_matches;
+using testing::expected;
+using testing::op_name;
+using testing::plan_on_this_gpu;
+using testing::poison;
+using testing::random_values;
+using testing::ReduceRows;
+using testing::rows_by_blocks_resident;
+using testing::Shape;
 
 // rooflab::reduce over values[offset, offset + n) copied to the device, into a poisoned output.
 template <class T, class Op>
@@ -119,10 +83,6 @@ TYPED_TEST(ReduceEveryType, UnalignedStartsEqualTheCpu) {
 // ---------------------------------------------------------------------------------------------
 // reduce_rows
 
-struct Shape {
-  std::int64_t rows, cols;
-};
-
 // Awkward shapes (1 x 1, 1 x N, N x 1, primes) and shapes for every path of the dispatch: small
 // rows with vector and with scalar units, a warp per row with aligned and unaligned rows, a block
 // per row whole and split, with fewer rows than resident blocks and with more (1200 rows of 20011:
@@ -131,40 +91,6 @@ const Shape row_shapes[] = {{1, 1},       {1, (1 << 20) + 7}, {100003, 1}, {1009
                             {7919, 13},   {13, 7919},         {20000, 32}, {20000, 8},
                             {4099, 1000}, {4099, 1001},       {100, 5003}, {3, 300007},
                             {1200, 20011}};
-
-template <class T, class Op = Sum>
-int rows_by_blocks_resident() {
-  return detail::resident_blocks<detail::reduce_rows_by_blocks_kernel<T, Op>>("test");
-}
-
-template <class T, class Op = Sum>
-detail::RowsPlan plan_on_this_gpu(Shape shape, bool aligned_base) {
-  constexpr int width = detail::vector_width<T>();
-  return detail::plan_reduce_rows(shape.rows, shape.cols, width,
-                                  width > 1 && aligned_base && shape.cols % width == 0,
-                                  current_sm_count(), rows_by_blocks_resident<T, Op>());
-}
-
-template <class T, class Op>
-void expect_reduce_rows_matches(Shape shape, std::size_t offset, std::uint64_t seed) {
-  const std::int64_t n = shape.rows * shape.cols;
-  const std::vector<T> values = random_values<T>(std::size_t(n) + offset, seed);
-  DeviceBuffer<T> in(values);
-  DeviceBuffer<T> out(std::size_t(shape.rows));
-  out.fill_bytes(0xFF);
-  reduce_rows(in.data() + offset, shape.rows, shape.cols, out.data(), Op{});
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<T> got = out.download();
-  for (std::int64_t r = 0; r < shape.rows; ++r) {
-    const T want = expected(values.data() + offset + r * shape.cols, shape.cols, Op{});
-    if (got[std::size_t(r)] != want) {
-      ADD_FAILURE() << op_name<Op>() << " " << shape.rows << " x " << shape.cols
-                    << " offset=" << offset << " seed=" << seed << ": row " << r << " got "
-                    << +got[std::size_t(r)] << ", expected " << +want;
-      return;
-    }
-  }
-}
 
 TYPED_TEST(ReduceRowsEveryType, EveryShapeEqualsTheCpu) {
   std::uint64_t seed = 300;
@@ -184,8 +110,6 @@ TYPED_TEST(ReduceRowsEveryType, UnalignedMatrixEqualsTheCpu) {
       expect_reduce_rows_matches<TypeParam, Max>(shape, offset, seed++);
     }
 }
-
-class ReduceRows : public testing::GpuTest {};
 
 // Enough tiny rows that every warp of the small-rows path's grid (one wave at most) takes at
 // least two passes, plus a ragged last pass: 8, 16 and 32 lanes per row (float and double rows
@@ -250,301 +174,6 @@ TEST_F(ReduceRows, ShapesCoverEveryPathOnThisGpu) {
   EXPECT_EQ(seen,
             (std::set<std::string>{"lanes/vector", "lanes/scalar", "warp", "blocks/split/one wave",
                                    "blocks/split/waves", "blocks/whole"}));
-}
-
-// ---------------------------------------------------------------------------------------------
-// The blocks-per-row path's split rows: an empty last part, and extreme values
-
-// Vectors in the last part of a row body of `vectors` cut in `splits` parts, where the
-// blocks-per-row kernel cuts it (reduce.cuh): none where the parts before it, whole multiples of 8
-// vectors, already cover the body.
-std::int64_t last_part_vectors(std::int64_t vectors, std::int64_t splits) {
-  const std::int64_t before = (splits - 1) * detail::split_part_vectors(vectors, splits);
-  return before < vectors ? vectors - before : 0;
-}
-
-// The first shape of `rows` rows of whole 16-byte vectors whose plan on this GPU splits each row
-// with an empty last part, for Sum, Min and Max (the plan counts the resident blocks of each
-// operator's kernel); {0, 0} where there is none. An empty last part needs 258 parts or more
-// (ReducePlan.AnEmptyLastPartNeedsAtLeast258Parts), so there is none where the GPU holds fewer
-// than rows x 258 blocks of the blocks-per-row kernel. With 528 or more (132 SMs, an H100 or an
-// H200) it is 2113540 floats or 1056770 doubles a row, one row or two: 258 parts of 2056 vectors,
-// the first 257 of which hold 528392 vectors, more than the row's 528385.
-template <class T>
-Shape shape_with_empty_last_part(std::int64_t rows) {
-  constexpr int width = detail::vector_width<T>();
-  const int sm_count = current_sm_count();
-  const int residents[] = {rows_by_blocks_resident<T, Sum>(), rows_by_blocks_resident<T, Min>(),
-                           rows_by_blocks_resident<T, Max>()};
-  const std::int64_t least =
-      258 * detail::reduce_block_threads * detail::split_min_vectors_per_thread;
-  for (std::int64_t vectors = least; vectors < 4 * least; ++vectors) {
-    bool empty_for_every_op = true;
-    for (const int resident : residents) {
-      const detail::RowsPlan plan =
-          detail::plan_reduce_rows(rows, vectors * width, width, true, sm_count, resident);
-      empty_for_every_op &= plan.path == detail::RowsPath::blocks_per_row && plan.splits > 1 &&
-                            last_part_vectors(vectors, plan.splits) == 0;
-    }
-    if (empty_for_every_op) return {rows, vectors * width};
-  }
-  return {0, 0};
-}
-
-// Checks on this GPU's plan for Op that `shape` (aligned rows of whole vectors) leaves every row's
-// last part empty.
-template <class T, class Op>
-void expect_empty_last_part(Shape shape) {
-  constexpr int width = detail::vector_width<T>();
-  ASSERT_EQ(shape.cols % width, 0);
-  const detail::RowsPlan plan = plan_on_this_gpu<T, Op>(shape, true);
-  ASSERT_EQ(plan.path, detail::RowsPath::blocks_per_row);
-  ASSERT_GT(plan.splits, 1);
-  EXPECT_EQ(last_part_vectors(shape.cols / width, plan.splits), 0)
-      << op_name<Op>() << ", " << shape.rows << " x " << shape.cols << " in " << plan.splits
-      << " parts of " << detail::split_part_vectors(shape.cols / width, plan.splits) << " vectors";
-}
-
-// Sum, Min and Max over `shape`, which leaves every row's last part empty, against the CPU.
-template <class T>
-void expect_empty_last_parts_match(Shape shape, std::uint64_t& seed) {
-  expect_empty_last_part<T, Sum>(shape);
-  expect_empty_last_part<T, Min>(shape);
-  expect_empty_last_part<T, Max>(shape);
-  expect_reduce_rows_matches<T, Sum>(shape, 0, seed++);
-  expect_reduce_rows_matches<T, Min>(shape, 0, seed++);
-  expect_reduce_rows_matches<T, Max>(shape, 0, seed++);
-}
-
-// The last part's block folds nothing but its identity, takes its ticket like every part and may
-// be the one that folds the row's partials. One row and two (each with its own ticket), float and
-// double, every operator; skipped on a GPU too small to cut a row into 258 parts.
-TEST_F(ReduceRows, SplitRowsWithAnEmptyLastPartEqualTheCpu) {
-  std::uint64_t seed = 1400;
-  int shapes = 0;
-  for (const std::int64_t rows : {1, 2}) {
-    const Shape floats = shape_with_empty_last_part<float>(rows);
-    if (floats.rows != 0) {
-      SCOPED_TRACE("float");
-      expect_empty_last_parts_match<float>(floats, seed);
-      ++shapes;
-    }
-    const Shape doubles = shape_with_empty_last_part<double>(rows);
-    if (doubles.rows != 0) {
-      SCOPED_TRACE("double");
-      expect_empty_last_parts_match<double>(doubles, seed);
-      ++shapes;
-    }
-  }
-  if (shapes == 0)
-    GTEST_SKIP() << "this GPU holds " << rows_by_blocks_resident<float>()
-                 << " blocks of the blocks-per-row kernel: too few for a row of 258 parts";
-}
-
-// The kinds of row the extreme-value tests build; the elements not named are eighths in [-1, 1].
-enum class Extreme {
-  zeros,              // every element +0
-  infinities,         // +Inf first, -Inf last: the sum is NaN in any order
-  nan,                // a NaN in the middle: the sum is NaN
-  overflow,           // 0.75 x the largest finite value first, in the middle and last: +Inf
-  negative_overflow,  // the same negated: -Inf
-  denormals,          // every element k x the least denormal, |k| <= 8: exact, none flushed
-};
-constexpr Extreme extreme_kinds[] = {
-    Extreme::zeros,    Extreme::infinities,        Extreme::nan,
-    Extreme::overflow, Extreme::negative_overflow, Extreme::denormals};
-constexpr int extreme_kind_count = int(sizeof(extreme_kinds) / sizeof(extreme_kinds[0]));
-
-const char* extreme_name(Extreme kind) {
-  switch (kind) {
-    case Extreme::zeros: return "zeros";
-    case Extreme::infinities: return "+Inf and -Inf";
-    case Extreme::nan: return "a NaN";
-    case Extreme::overflow: return "overflow to +Inf";
-    case Extreme::negative_overflow: return "overflow to -Inf";
-    case Extreme::denormals: return "denormals";
-  }
-  return "?";
-}
-
-// Element (col of cols) of a row of `kind`; `index`, its place in the matrix, draws the value.
-template <class T>
-T extreme_element(Extreme kind, std::int64_t col, std::int64_t cols, std::uint64_t seed,
-                  std::int64_t index) {
-  using limits = std::numeric_limits<T>;
-  const T k = T(bench::random_integer(seed, std::uint64_t(index), -8, 8));
-  const bool first = col == 0, middle = col == cols / 2, last = col == cols - 1;
-  switch (kind) {
-    case Extreme::zeros: return T(0);
-    case Extreme::denormals: return k * limits::denorm_min();
-    case Extreme::infinities:
-      if (first) return limits::infinity();
-      if (last) return -limits::infinity();
-      break;
-    case Extreme::nan:
-      if (middle) return limits::quiet_NaN();
-      break;
-    case Extreme::overflow:
-      if (first || middle || last) return T(0.75) * limits::max();
-      break;
-    case Extreme::negative_overflow:
-      if (first || middle || last) return T(-0.75) * limits::max();
-      break;
-  }
-  return k / T(8);
-}
-
-// x rounded to T as IEEE 754's round to nearest does: at or beyond the largest finite value plus
-// half an ulp of it, an infinity (a plain conversion out of T's range is undefined in C++).
-template <class T>
-T rounded_to(long double x) {
-  using limits = std::numeric_limits<T>;
-  const long double overflow =
-      static_cast<long double>(limits::max()) +
-      std::ldexp(1.0L, limits::max_exponent - limits::digits - 1);  // 2^103 for float
-  if (std::isfinite(x) && std::abs(x) >= overflow)
-    return x > 0 ? limits::infinity() : -limits::infinity();
-  return T(x);
-}
-
-// The reference of one row: its sum in long double (NaN and the infinities propagate as on the GPU;
-// the eighths and denormals add exactly; an overflow of T shows when rounding to T), its least and
-// largest values. Min and Max leave a NaN to the order of combination (b < a ? b : a keeps a NaN
-// only where it comes first): rows holding one are not checked for them.
-template <class T>
-struct ExtremeReference {
-  T sum, min, max;
-  bool min_max_defined;
-};
-
-template <class T>
-ExtremeReference<T> extreme_reference(const T* row, std::int64_t cols) {
-  long double sum = 0;
-  T least = std::numeric_limits<T>::infinity(), largest = -least;
-  bool has_nan = false;
-  for (std::int64_t c = 0; c < cols; ++c) {
-    sum += row[c];
-    has_nan |= std::isnan(row[c]);
-    least = std::min(least, row[c]);
-    largest = std::max(largest, row[c]);
-  }
-  return {rounded_to<T>(sum), least, largest, !has_nan};
-}
-
-template <class T>
-bool same_value(T got, T want) {
-  return std::isnan(want) ? std::isnan(got) : got == want;
-}
-
-// reduce_rows with Sum, Min and Max over a matrix whose row r is of kind extreme_kinds[(r + first)
-// % kinds], each row against extreme_reference.
-template <class T>
-void expect_extreme_rows_follow_ieee(Shape shape, int first_kind, std::uint64_t seed) {
-  const std::int64_t n = shape.rows * shape.cols;
-  std::vector<T> values(static_cast<std::size_t>(n));
-  const auto kind_of = [&](std::int64_t r) {
-    return extreme_kinds[(r + first_kind) % extreme_kind_count];
-  };
-  for (std::int64_t r = 0; r < shape.rows; ++r)
-    for (std::int64_t c = 0; c < shape.cols; ++c)
-      values[std::size_t(r * shape.cols + c)] =
-          extreme_element<T>(kind_of(r), c, shape.cols, seed, r * shape.cols + c);
-  DeviceBuffer<T> in(values);
-  DeviceBuffer<T> out(std::size_t(3 * shape.rows));
-  out.fill_bytes(0xFF);
-  reduce_rows(in.data(), shape.rows, shape.cols, out.data(), Sum{});
-  reduce_rows(in.data(), shape.rows, shape.cols, out.data() + shape.rows, Min{});
-  reduce_rows(in.data(), shape.rows, shape.cols, out.data() + 2 * shape.rows, Max{});
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<T> got = out.download();
-  int wrong = 0;
-  for (std::int64_t r = 0; r < shape.rows && wrong < 10; ++r) {
-    const ExtremeReference<T> want = extreme_reference(values.data() + r * shape.cols, shape.cols);
-    const T sum = got[std::size_t(r)], least = got[std::size_t(shape.rows + r)],
-            largest = got[std::size_t(2 * shape.rows + r)];
-    const bool right = same_value(sum, want.sum) &&
-                       (!want.min_max_defined || (least == want.min && largest == want.max));
-    if (!right) {
-      ADD_FAILURE() << shape.rows << " x " << shape.cols << " seed=" << seed << ": row " << r
-                    << " (" << extreme_name(kind_of(r)) << ") sum " << sum << ", min " << least
-                    << ", max " << largest << "; expected " << want.sum << ", " << want.min << ", "
-                    << want.max << (want.min_max_defined ? "" : " (min and max not checked)");
-      ++wrong;
-    }
-  }
-}
-
-// Checks that Op's plan on this GPU splits the rows of `shape`, with fewer rows than Op's kernel
-// has resident blocks (each row split to fill one wave) or, with `many_rows`, at least as many
-// (split so that the grid holds about 8 waves).
-template <class T, class Op>
-void expect_split(Shape shape, bool many_rows) {
-  const detail::RowsPlan plan = plan_on_this_gpu<T, Op>(shape, true);
-  ASSERT_EQ(plan.path, detail::RowsPath::blocks_per_row) << op_name<Op>();
-  ASSERT_GT(plan.splits, 1) << op_name<Op>();
-  const int resident = rows_by_blocks_resident<T, Op>();
-  EXPECT_EQ(shape.rows >= resident, many_rows) << op_name<Op>() << ", " << resident << " resident";
-}
-
-template <class T>
-void expect_split_for_every_op(Shape shape, bool many_rows) {
-  expect_split<T, Sum>(shape, many_rows);
-  expect_split<T, Min>(shape, many_rows);
-  expect_split<T, Max>(shape, many_rows);
-}
-
-// Every kind of extreme row on both split paths: one row of each kind, split to fill one wave, and
-// as many rows as the most resident blocks of the three operators' kernels, the kinds in turn.
-template <class T>
-void expect_extremes_on_both_split_paths(std::uint64_t seed) {
-  constexpr int width = detail::vector_width<T>();
-  const Shape one_wave{extreme_kind_count, 300007};
-  expect_split_for_every_op<T>(one_wave, false);
-  expect_extreme_rows_follow_ieee<T>(one_wave, 0, seed);
-  // Rows of 2 x 256 threads x 8 vectors and 3 elements more, long enough for two parts each (and
-  // starting off 16-byte boundaries).
-  const Shape waves{
-      std::max({rows_by_blocks_resident<T, Sum>(), rows_by_blocks_resident<T, Min>(),
-                rows_by_blocks_resident<T, Max>()}),
-      2 * detail::reduce_block_threads * detail::split_min_vectors_per_thread * width + 3};
-  expect_split_for_every_op<T>(waves, true);
-  expect_extreme_rows_follow_ieee<T>(waves, 1, seed + 1);
-}
-
-TEST_F(ReduceRows, ExtremeValuesOnSplitRowsFollowIeeeRules) {
-  {
-    SCOPED_TRACE("float");
-    expect_extremes_on_both_split_paths<float>(1500);
-  }
-  {
-    SCOPED_TRACE("double");
-    expect_extremes_on_both_split_paths<double>(1510);
-  }
-}
-
-// The same kinds of row where the last part is empty: one row each, float and double.
-TEST_F(ReduceRows, ExtremeValuesInASplitRowWithAnEmptyLastPartFollowIeeeRules) {
-  const Shape floats = shape_with_empty_last_part<float>(1);
-  const Shape doubles = shape_with_empty_last_part<double>(1);
-  if (floats.rows == 0 && doubles.rows == 0)
-    GTEST_SKIP() << "this GPU holds " << rows_by_blocks_resident<float>()
-                 << " blocks of the blocks-per-row kernel: too few for a row of 258 parts";
-  if (floats.rows != 0) {
-    expect_empty_last_part<float, Sum>(floats);
-    expect_empty_last_part<float, Min>(floats);
-    expect_empty_last_part<float, Max>(floats);
-  }
-  if (doubles.rows != 0) {
-    expect_empty_last_part<double, Sum>(doubles);
-    expect_empty_last_part<double, Min>(doubles);
-    expect_empty_last_part<double, Max>(doubles);
-  }
-  std::uint64_t seed = 1600;
-  for (int kind = 0; kind < extreme_kind_count; ++kind) {
-    SCOPED_TRACE(extreme_name(extreme_kinds[kind]));
-    if (floats.rows != 0) expect_extreme_rows_follow_ieee<float>(floats, kind, seed++);
-    if (doubles.rows != 0) expect_extreme_rows_follow_ieee<double>(doubles, kind, seed++);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
