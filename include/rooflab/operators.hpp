@@ -42,8 +42,9 @@ struct Sum {
   }
 };
 
-// Min and Max compare with <: over floats holding a NaN their result depends on the order of
-// combination, which the launch sets (docs/reduce.md, Limits).
+// Min and Max propagate NaN, as NumPy's and PyTorch's min and max do: a NaN operand is the result
+// (b != b holds only for a NaN, and is false at compile time for integers), so a NaN anywhere in
+// the input is the result whatever the order of combination.
 struct Min {
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS static constexpr T identity() {
@@ -53,7 +54,7 @@ struct Min {
   }
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const {
-    return b < a ? b : a;
+    return b < a || b != b ? b : a;
   }
 };
 
@@ -66,7 +67,7 @@ struct Max {
   }
   template <class T>
   ROOFLAB_OPERATOR_QUALIFIERS constexpr T operator()(T a, T b) const {
-    return a < b ? b : a;
+    return a < b || b != b ? b : a;
   }
 };
 

@@ -76,6 +76,22 @@ def test_reduce_rows_matches_numpy(xp, rng, dtype, shape, op):
         np.testing.assert_array_equal(got, values.sum(axis=-1, dtype=dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["sum", "min", "max"])
+@pytest.mark.parametrize("at", [0, 500_001, 1_000_002])
+def test_a_nan_is_the_result_as_in_numpy(xp, rng, dtype, op, at):
+    values = random_values(rng, 1_000_003, dtype)
+    values[at] = np.nan
+    assert np.isnan(xp.host(rooflab.reduce(xp.device_array(values), op)))
+    rows = random_values(rng, (7, 70_001), dtype)
+    rows[1::3, at % 70_001] = np.nan
+    got = xp.host(rooflab.reduce_rows(xp.device_array(rows), op=op))
+    want = getattr(np, op)(rows, axis=-1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    if op != "sum":
+        np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+
+
 def test_reduce_rows_of_no_rows_is_empty(xp):
     result = rooflab.reduce_rows(xp.device_array(np.ones((0, 4), np.float32)))
     assert tuple(result.shape) == (0,)

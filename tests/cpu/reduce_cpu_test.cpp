@@ -2,6 +2,7 @@
 // inputs and the two ops' definitions. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -15,9 +16,51 @@
 #include "reduce/reduce_workspace.hpp"
 #include "rooflab/detail/reduce_plan.hpp"
 #include "rooflab/error.hpp"
+#include "rooflab/operators.hpp"
 
 namespace rooflab {
 namespace {
+
+// Min and Max return a NaN operand whichever side it is on, so folding in any order returns NaN
+// where any element is one (the GPU's tree combines in the launch's order); otherwise the least or
+// largest value, integers and signed zeros as < orders them.
+template <class T>
+void expect_min_max_propagate_nan() {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (const T x : {T(1), T(-2.5), std::numeric_limits<T>::infinity(),
+                    -std::numeric_limits<T>::infinity(), Min::identity<T>(), Max::identity<T>()}) {
+    EXPECT_TRUE(std::isnan(Min{}(nan, x))) << x;
+    EXPECT_TRUE(std::isnan(Min{}(x, nan))) << x;
+    EXPECT_TRUE(std::isnan(Max{}(nan, x))) << x;
+    EXPECT_TRUE(std::isnan(Max{}(x, nan))) << x;
+  }
+  EXPECT_TRUE(std::isnan(Min{}(nan, nan)));
+  EXPECT_TRUE(std::isnan(Max{}(nan, nan)));
+  const std::vector<T> values{T(3), T(-1), nan, T(7), T(0.5)};
+  for (std::size_t rotate = 0; rotate < values.size(); ++rotate) {
+    T least = Min::identity<T>(), largest = Max::identity<T>();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      least = Min{}(least, values[(i + rotate) % values.size()]);
+      largest = Max{}(values[(i + rotate) % values.size()], largest);
+    }
+    EXPECT_TRUE(std::isnan(least)) << rotate;
+    EXPECT_TRUE(std::isnan(largest)) << rotate;
+  }
+  EXPECT_EQ(Min{}(T(2), T(-3)), T(-3));
+  EXPECT_EQ(Max{}(T(2), T(-3)), T(2));
+}
+
+TEST(ReduceOperators, MinAndMaxPropagateNanInEitherOperand) {
+  expect_min_max_propagate_nan<float>();
+  expect_min_max_propagate_nan<double>();
+}
+
+TEST(ReduceOperators, IntegerMinAndMaxAreUnchanged) {
+  EXPECT_EQ(Min{}(std::int32_t(-5), std::int32_t(4)), -5);
+  EXPECT_EQ(Max{}(std::int64_t(-5), std::int64_t(4)), 4);
+  EXPECT_EQ(Min{}(std::uint32_t(0), Min::identity<std::uint32_t>()), 0u);
+  EXPECT_EQ(Max{}(Max::identity<std::int32_t>(), std::int32_t(-7)), -7);
+}
 
 TEST(CpuSums, Int32SumWrapsLikeTheGpu) {
   const std::vector<std::int32_t> values{std::numeric_limits<std::int32_t>::max(), 1, 5};

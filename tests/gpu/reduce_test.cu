@@ -1,6 +1,6 @@
 // rooflab::reduce and rooflab::reduce_rows: every type and operator at awkward sizes and shapes,
-// unaligned inputs, more than 2^31 elements, wrapping integer sums, float accuracy, bitwise
-// reproducibility, custom operators, concurrent streams and bad input.
+// unaligned inputs, NaN propagation, more than 2^31 elements, wrapping integer sums, float
+// accuracy, bitwise reproducibility, custom operators, concurrent streams and bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,16 +32,19 @@ using testing::ReduceRows;
 using testing::rows_by_blocks_resident;
 using testing::Shape;
 
-// rooflab::reduce over values[offset, offset + n) copied to the device, into a poisoned output.
+// rooflab::reduce over values[offset, offset + n) copied to the device, into an output poisoned
+// with `poisoned` (all bits set, a NaN for floats, unless the caller expects one).
 template <class T, class Op>
-T reduce_on_device(const std::vector<T>& values, std::size_t offset, std::int64_t n, Op op) {
+T reduce_on_device(const std::vector<T>& values, std::size_t offset, std::int64_t n, Op op,
+                   T poisoned = poison<T>()) {
   DeviceBuffer<T> in(values);
-  DeviceBuffer<T> out(std::vector<T>{poison<T>()});
+  DeviceBuffer<T> out(std::vector<T>{poisoned});
   reduce(in.data() + offset, n, out.data(), op);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return out.download()[0];
 }
 
+class Reduce : public testing::GpuTest {};
 template <class T>
 class ReduceEveryType : public testing::GpuTest {};
 template <class T>
@@ -80,6 +83,33 @@ TYPED_TEST(ReduceEveryType, UnalignedStartsEqualTheCpu) {
     }
 }
 
+// A NaN anywhere is the result of Sum, Min and Max, as in NumPy and PyTorch: planted first, in the
+// middle, last and (on the larger sizes) in the last few elements, past the 16-byte vectors, at
+// every awkward size, aligned and not, into an output poisoned with a finite value.
+template <class T>
+void expect_planted_nan_is_the_result(std::int64_t n, std::size_t offset, std::uint64_t seed) {
+  const T poisoned = T(12345);
+  for (const std::int64_t at : {std::int64_t(0), n / 2, n - 1, std::max<std::int64_t>(0, n - 3)}) {
+    std::vector<T> values = random_values<T>(std::size_t(n) + offset, seed);
+    values[offset + std::size_t(at)] = std::numeric_limits<T>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(reduce_on_device(values, offset, n, Sum{}, poisoned)))
+        << "Sum n=" << n << " offset=" << offset << " NaN at " << at;
+    EXPECT_TRUE(std::isnan(reduce_on_device(values, offset, n, Min{}, poisoned)))
+        << "Min n=" << n << " offset=" << offset << " NaN at " << at;
+    EXPECT_TRUE(std::isnan(reduce_on_device(values, offset, n, Max{}, poisoned)))
+        << "Max n=" << n << " offset=" << offset << " NaN at " << at;
+  }
+}
+
+TEST_F(Reduce, APlantedNanIsTheResultOfEveryOperator) {
+  std::uint64_t seed = 250;
+  for (const std::int64_t n : awkward_sizes)
+    for (const std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      expect_planted_nan_is_the_result<float>(n, offset, seed);
+      expect_planted_nan_is_the_result<double>(n, offset, seed++);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // reduce_rows
 
@@ -109,6 +139,45 @@ TYPED_TEST(ReduceRowsEveryType, UnalignedMatrixEqualsTheCpu) {
       expect_reduce_rows_matches<TypeParam, Sum>(shape, offset, seed++);
       expect_reduce_rows_matches<TypeParam, Max>(shape, offset, seed++);
     }
+}
+
+// Rows holding a NaN (every third row, at a place that moves from row to row) reduce to NaN with
+// Sum, Min and Max, the other rows to the CPU's value, on every shape (so every path), into
+// outputs poisoned with a finite value.
+template <class T, class Op>
+void expect_rows_with_a_nan_return_it(Shape shape, std::uint64_t seed) {
+  std::vector<T> values = random_values<T>(std::size_t(shape.rows * shape.cols), seed);
+  const auto has_nan = [](std::int64_t r) { return r % 3 == 1; };
+  for (std::int64_t r = 0; r < shape.rows; ++r)
+    if (has_nan(r))
+      values[std::size_t(r * shape.cols + (r * 7919 + 13) % shape.cols)] =
+          std::numeric_limits<T>::quiet_NaN();
+  DeviceBuffer<T> in(values);
+  DeviceBuffer<T> out(std::vector<T>(std::size_t(shape.rows), T(12345)));
+  reduce_rows(in.data(), shape.rows, shape.cols, out.data(), Op{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<T> got = out.download();
+  for (std::int64_t r = 0; r < shape.rows; ++r) {
+    const T g = got[std::size_t(r)];
+    const bool right = has_nan(r) ? std::isnan(g)
+                                  : g == expected(values.data() + r * shape.cols, shape.cols, Op{});
+    if (!right) {
+      ADD_FAILURE() << op_name<Op>() << " " << shape.rows << " x " << shape.cols << ": row " << r
+                    << (has_nan(r) ? " (holds a NaN)" : "") << " got " << g;
+      return;
+    }
+  }
+}
+
+TEST_F(ReduceRows, RowsWithANanReturnItOnEveryPath) {
+  std::uint64_t seed = 350;
+  for (const Shape shape : row_shapes) {
+    expect_rows_with_a_nan_return_it<float, Sum>(shape, seed);
+    expect_rows_with_a_nan_return_it<float, Min>(shape, seed);
+    expect_rows_with_a_nan_return_it<float, Max>(shape, seed);
+    expect_rows_with_a_nan_return_it<double, Min>(shape, seed);
+    expect_rows_with_a_nan_return_it<double, Max>(shape, seed++);
+  }
 }
 
 // Enough tiny rows that every warp of the small-rows path's grid (one wave at most) takes at
@@ -178,8 +247,6 @@ TEST_F(ReduceRows, ShapesCoverEveryPathOnThisGpu) {
 
 // ---------------------------------------------------------------------------------------------
 // Accuracy, wrapping, reproducibility
-
-class Reduce : public testing::GpuTest {};
 
 // For general floating-point values every addition rounds, and every element passes through at
 // most `depth` additions of rooflab::reduce's tree: its thread's chain over its share (one vector

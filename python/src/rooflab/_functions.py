@@ -48,9 +48,8 @@ def reduce(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
         stream: the stream to queue on; None for the caller's current stream.
 
     Integer sums wrap modulo 2**bits in x's dtype (torch.sum and numpy.sum widen to int64 instead).
-    The result is bitwise the same on every run on the same GPU. A NaN in x makes the sum NaN;
-    "min" and "max" may then return NaN or another element, depending on the launch (torch.min and
-    numpy.min return NaN).
+    The result is bitwise the same on every run on the same GPU. A NaN in x makes the result NaN,
+    for "min" and "max" too, as torch.min and numpy.min do.
     """
     _require_reduction(op, "reduce")
     call = Call("reduce", stream)
@@ -73,8 +72,8 @@ def reduce_rows(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
         op: "sum", "min" or "max".
         stream: the stream to queue on; None for the caller's current stream.
 
-    Returns an array of shape x.shape[:-1] and x's dtype (integer sums wrap, and a row's "min" or
-    "max" over a NaN is not promised to be NaN, as in :func:`reduce`).
+    Returns an array of shape x.shape[:-1] and x's dtype (integer sums wrap; a row holding a NaN
+    reduces to NaN, as in :func:`reduce`).
     """
     _require_reduction(op, "reduce_rows")
     call = Call("reduce_rows", stream)
