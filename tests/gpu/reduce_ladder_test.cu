@@ -218,10 +218,14 @@ int racecheck_hazards(const std::string& sanitizer, const std::string& rung, std
   std::array<char, 4096> self{};
   const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
   if (length <= 0) return -1;
-  const std::string command = "ROOFLAB_RACECHECK_RUNG=" + rung + " '" + sanitizer +
-                              "' --tool racecheck '" +
-                              std::string(self.data(), std::size_t(length)) +
-                              "' --gtest_filter=RaceByDesign.ChildRunsOneRungOnOneBlock 2>&1";
+  // The child runs its one test whatever shard the parent is: a sharded parent's
+  // GTEST_TOTAL_SHARDS and GTEST_SHARD_INDEX would filter it out.
+  const std::string command =
+      "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX "
+      "ROOFLAB_RACECHECK_RUNG=" +
+      rung + " '" + sanitizer + "' --tool racecheck '" +
+      std::string(self.data(), std::size_t(length)) +
+      "' --gtest_filter=RaceByDesign.ChildRunsOneRungOnOneBlock 2>&1";
   FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) return -1;
   std::array<char, 4096> chunk{};
