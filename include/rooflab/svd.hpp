@@ -35,9 +35,11 @@ struct SvdInfo {
 // values below about eps sigma_max keep only that absolute accuracy, and may come out as 0 (as
 // LAPACK's dgesvj on A^T; dgejsv pivots rows to keep them). NaN or Inf in A -> rooflab::Error
 // (argument "A"). A matrix that the first path leaves unconverged after opt.max_sweeps sweeps
-// (30 or more; a smaller max_sweeps bounds the work and gets no second try) is solved again from A
-// on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on R^T, as
-// LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not converged
+// (30 or more; a smaller max_sweeps bounds the work and gets no second try), or whose sweeps
+// stall there (from sweep 10, most pairs still above tol on a spectrum wider than 1/sqrt(eps):
+// the hand-over, docs/svd.md), is solved again from A on the transposed triangle (its columns
+// sorted by norm, Householder QR, the sweeps on R^T, as LAPACK's dgejsv), with opt.max_sweeps
+// more; SvdInfo.sweeps counts both tries. Not converged
 // then either -> SvdInfo.converged = false. U and V may be null when opt.compute_uv is false.
 // tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon
 // without. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which finds

@@ -145,6 +145,7 @@ bool solve_again_on_transposed_triangle(const Problem<T>& problem, int b, Path f
   if (!tries_again_on_transposed_triangle(first, problem.max_sweeps)) return false;
   Problem<T> matrix = problem;
   matrix.batch = 1;
+  matrix.second_try_follows = false;
   matrix.A += b * problem.a_stride;
   matrix.S += b * problem.s_stride;
   if (problem.uv) {

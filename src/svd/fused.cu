@@ -95,6 +95,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr);
     const PairSolve<T> solved = solve_pair(G, order, sh, x);
     if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
+    if (threadIdx.x == 0 && block_rank == 0 && solved.above_tol > 0)  // every block solves the pair
+      atomicAdd(&G.above_tol[matrix], unsigned(solved.above_tol));
     T* norms = G.norms_of(matrix);
     if (!solved.rotated) {
       if (block_rank == 0 && part_index == 0) {

@@ -48,6 +48,10 @@ struct GlobalState {
   // (gram.cu); null elsewhere. In a batch they saved nothing (the slowest matrix sets its time)
   // and cost up to 4% (16 float rank-64 256 x 256 matrices, H100).
   int* noise = nullptr;
+  // Per matrix, the Gram schedules only (null elsewhere): this sweep's count of pairs of columns
+  // in different blocks found above tol, of `pairs_across` (the hand-over, sweep_end).
+  unsigned* above_tol = nullptr;
+  long long pairs_across = 0;
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps
   int* sweeps = nullptr;
@@ -135,9 +139,26 @@ __device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std:
   if (team.rank() == 0) G.off_bits[matrix] = 0;
 }
 
+// Whether the matrix's sweeps stall and a second try follows (still_rotating_late and
+// wider_than_the_gram_resolves, jacobi_math.hpp): then it stops here, unconverged, and the second
+// try takes it. Its columns' norms are read only where the sweep and the count already qualify.
+template <class T>
+__device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int sweeps) {
+  if (G.above_tol == nullptr || !G.P.second_try_follows ||
+      !still_rotating_late(sweeps, G.above_tol[matrix], G.pairs_across))
+    return false;
+  const T* norms = G.norms_of(matrix);
+  T largest = 0, least = norms[0];
+  for (int c = 0; c < G.N; ++c) {
+    largest = fmax(largest, norms[c]);
+    least = fmin(least, norms[c]);
+  }
+  return wider_than_the_gram_resolves(largest, least);
+}
+
 // End of a sweep, a thread per matrix: converged when no pair needed a rotation, or when the
 // all-pairs test took the matrix (`tested`) and found every pair orthogonal; that test then counts
-// as its last sweep.
+// as its last sweep. A matrix whose sweeps stall stops unconverged (hands_over).
 template <class T>
 __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count,
                           bool tested) {
@@ -157,6 +178,8 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned
     G.converged[matrix] = 1;
     G.active[matrix] = 0;
     G.off_bits[matrix] = test_bits;
+  } else if (hands_over(G, matrix, sweeps)) {
+    G.active[matrix] = 0;
   } else {
     atomicAdd(active_count, 1u);
   }

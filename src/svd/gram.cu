@@ -110,7 +110,10 @@ __global__ void __launch_bounds__(gram_solve_threads)
   }
   clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr);
   const PairSolve<T> solved = solve_pair(G, order, sh, x);
-  if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
+  if (threadIdx.x == 0) {
+    raise_to(&G.off_bits[matrix], double(solved.off));
+    if (solved.above_tol > 0) atomicAdd(&G.above_tol[matrix], unsigned(solved.above_tol));
+  }
   if (!solved.rotated) {
     if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
@@ -424,6 +427,7 @@ __global__ void __launch_bounds__(gram_threads)
   if (!G.active[matrix]) return;  // a matrix that stops keeps its last off-diagonal for the report
   G.off_bits[matrix] = 0;
   G.test_bits[matrix] = 0;
+  if (G.above_tol != nullptr) G.above_tol[matrix] = 0;
   if (G.noise != nullptr) G.noise[matrix] = (G.noise[matrix] & 1) << 1;
 }
 

@@ -401,6 +401,7 @@ struct SolveShared {
   // rows in the same memory.
   T buffers[4 * buffer_size];
   T part_max[solve_parts];
+  int part_above_tol[solve_parts];
   int slot_column[gram_width];  // the real columns first, in position order, then the padding
   int ranks_ahead[solve_parts][gram_width];  // rank_outputs: each warp's count for each lane
   __device__ T* g(int b) { return buffers + b * buffer_size; }
@@ -409,11 +410,13 @@ struct SolveShared {
 static_assert(4 * SolveShared<double>::buffer_size >= 2 * gram_width * (gram_tile_rows + 4),
               "form_gram's tiles fit");
 
-// The solve's result: the test's largest cosine, whether the pair was rotated (false: orthogonal to
-// tol, nothing changed), lane l's G_ll as formed, and which buffer holds the final G and Q.
+// The solve's result: the test's largest cosine, its count of pairs of columns one from each block
+// above tol, whether the pair was rotated (false: orthogonal to tol, nothing changed), lane l's
+// G_ll as formed, and which buffer holds the final G and Q.
 template <class T>
 struct PairSolve {
   T off = 0;
+  int above_tol = 0;
   bool rotated = false;
   T diagonal = 0;
   int now = 0;
@@ -488,17 +491,28 @@ __device__ __forceinline__ PairSolve<T> solve_pair(const GlobalState<T>& G, cons
   const T inverse_root =
       result.diagonal >= Precision<T>::negligible ? rsqrt_of_normal(result.diagonal) : T(0);
   T off = 0;
+  int above_tol = 0;  // G_kl, k in the first block and l in the second: each such pair once
 #pragma unroll
   for (int kk = 0; kk < solve_rows; ++kk) {
     const T cosine = fabs(x[kk]) * __shfl_sync(full, inverse_root, k0 + kk) * inverse_root;
     off = order.rotates(k0 + kk, lane) ? fmax(off, cosine) : off;
+    above_tol += k0 + kk < gram_block && lane >= gram_block && cosine > G.P.tol;
   }
   off = warp_max(off);
-  if (lane == 0) sh.part_max[part] = off;
+  above_tol = group_sum(above_tol, 32);
+  if (lane == 0) {
+    sh.part_max[part] = off;
+    sh.part_above_tol[part] = above_tol;
+  }
   __syncthreads();
+  above_tol = 0;
 #pragma unroll
-  for (int p = 0; p < solve_parts; ++p) off = fmax(off, sh.part_max[p]);
+  for (int p = 0; p < solve_parts; ++p) {
+    off = fmax(off, sh.part_max[p]);
+    above_tol += sh.part_above_tol[p];
+  }
   result.off = off;
+  result.above_tol = above_tol;
   result.rotated = off > G.P.tol;
   if (!result.rotated)
     return result;  // orthogonal: W and V stay, the ring's swap moves the blocks on

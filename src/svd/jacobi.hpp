@@ -30,6 +30,10 @@ struct Problem {
   T tol = 0;  // resolved: > 0
   int max_sweeps = 0;
   bool uv = true;
+  // A matrix that does not converge here is solved again on the transposed triangle
+  // (tries_again_on_transposed_triangle): the Gram schedule may then hand a stalled matrix over
+  // early (hands_over, global_state.cuh).
+  bool second_try_follows = false;
 };
 
 // What happened to one matrix, written by the device.

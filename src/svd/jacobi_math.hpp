@@ -323,6 +323,41 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T all_pairs_test_threshold(T tol) {
   return sqrt(sqrt(tol));
 }
 
+// The hand-over (hands_over, global_state.cuh): a matrix whose sweeps on the Gram schedule stall
+// goes to the second try (QR preconditioning on the transposed triangle) without waiting for its
+// sweeps to run out. They stall on spectra wider than 1 / sqrt(eps), whose smallest columns'
+// squared norms lie under the rounding of the Gram products: the block solves resolve them only a
+// little more each sweep. The state after each sweep of the first path (H100, double, seed 1;
+// U's cosines after max_sweeps = 1, 2, ...; docs/svd.md, "The hand-over"): dlatms modes 3 and 5 at
+// condition 1/eps, 256 to 2048 columns, had 93-98% of their pairs across blocks above tol after
+// sweep 10 and their norms spread 7e9 to 3e10, and ran out of sweeps from 512 (the second try then
+// took 10 to 12 more). After sweep 10 every other class measured had at most 64% of its pairs
+// above tol (random, clustered, graded, duplicated columns, rank n/4, modes 1, 2 and 4 at 1/eps;
+// float's modes at 1/eps 65-72%) or its norms spread under 6e6 (modes 3 and 5 at 1/sqrt(eps), 92-95%
+// of pairs, 25 to 41 sweeps in all).
+constexpr int hand_over_first_sweep = 10;
+constexpr double hand_over_share_above_tol = 0.9;
+
+// Pairs of columns in different blocks of `block` columns, over n columns: the pairs the sweep's
+// block pairs test once each.
+ROOFLAB_JACOBI_HOST_DEVICE inline long long pairs_across_blocks(int n, int block) {
+  const long long whole = n / block, rest = n % block;
+  const long long within = whole * block * (block - 1) / 2 + rest * (rest - 1) / 2;
+  return (long long)n * (n - 1) / 2 - within;
+}
+
+// The hand-over's two tests: sweep `sweeps` found `above_tol` of the `pairs` pairs of columns in
+// different blocks above tol, late in the iteration; and the columns' squared norms (tracked), from
+// `least` to `largest`, span more than 1 / eps.
+ROOFLAB_JACOBI_HOST_DEVICE inline bool still_rotating_late(int sweeps, long long above_tol,
+                                                           long long pairs) {
+  return sweeps >= hand_over_first_sweep && double(above_tol) >= hand_over_share_above_tol * pairs;
+}
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T least) {
+  return least < largest * Precision<T>::epsilon;
+}
+
 // The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes
 // before (mine, my_index). An entry's rank is the count of entries ahead of it.
 template <class T>

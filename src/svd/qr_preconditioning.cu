@@ -208,6 +208,7 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
   triangle.ldu = N;
   triangle.V = on_transposed_triangle ? right : short_factor;
   triangle.ldv = on_transposed_triangle ? N : ld_short;
+  triangle.second_try_follows = problem.second_try_follows && !on_transposed_triangle;
   run_path(triangle, production_path<T>(N, N, 1, problem.uv), report, stream);
   qr_unscale<T><<<1, global_threads, 0, stream>>>(problem.S, N, G.exponent);
   detail::check_launch(op, "qr_unscale");

@@ -42,7 +42,9 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_status), status.data(), 0));
   const jacobi::Report report{device_status, nullptr};
   const jacobi::Path path = jacobi::production_path<T>(m, n, 1, opt.compute_uv);
-  jacobi::run_path(problem, path, report, stream);
+  jacobi::Problem<T> first_try = problem;
+  first_try.second_try_follows = jacobi::tries_again_on_transposed_triangle(path, opt.max_sweeps);
+  jacobi::run_path(first_try, path, report, stream);
   ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
   const jacobi::MatrixStatus first = *status.data();
   require(!first.bad_input, op, "A", "contains NaN or Inf");

@@ -108,6 +108,7 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   const jacobi::Report report{statuses.as<jacobi::MatrixStatus>(),
                               summary.as<jacobi::BatchSummary>()};
   const jacobi::Path path = jacobi::production_path<T>(m, n, batch, opt.compute_uv);
+  problem.second_try_follows = jacobi::tries_again_on_transposed_triangle(path, opt.max_sweeps);
   jacobi::run_path(problem, path, report, stream);
 
   // The summary comes back into page-locked memory kept per host thread: a copy into pageable

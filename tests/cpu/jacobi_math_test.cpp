@@ -266,6 +266,31 @@ TEST(UpperTrianglePair, NamesEveryPairOfGroupsOnceInRowOrder) {
   }
 }
 
+TEST(HandOver, PairsAcrossBlocksCountEveryPairOfColumnsInDifferentBlocks) {
+  for (const int n : {1, 2, 15, 16, 17, 32, 100, 512, 1000}) {
+    long long across = 0;
+    for (int p = 0; p < n; ++p)
+      for (int q = p + 1; q < n; ++q) across += p / 16 != q / 16;
+    EXPECT_EQ(pairs_across_blocks(n, 16), across) << n;
+  }
+}
+
+TEST(HandOver, TakesOnlyLateSweepsWithMostPairsAboveTolOnSpectraWiderThanOneOverSqrtEps) {
+  const long long pairs = pairs_across_blocks(512, 16);
+  const long long most = (pairs * 9 + 9) / 10;
+  EXPECT_TRUE(still_rotating_late(hand_over_first_sweep, most, pairs));
+  EXPECT_TRUE(still_rotating_late(29, pairs, pairs));
+  EXPECT_FALSE(still_rotating_late(hand_over_first_sweep - 1, pairs, pairs));
+  EXPECT_FALSE(still_rotating_late(hand_over_first_sweep, most - 1, pairs));
+  // Squared norms: sigma spread 1e9 is beyond 1 / sqrt(eps) in double, 1e7 is not; in float
+  // (1 / sqrt(eps) ~ 2900) 1e4 is.
+  EXPECT_TRUE(wider_than_the_gram_resolves(1.0, 1e-18));
+  EXPECT_FALSE(wider_than_the_gram_resolves(1.0, 1e-14));
+  EXPECT_TRUE(wider_than_the_gram_resolves(1.0, 0.0));  // a zero column
+  EXPECT_TRUE(wider_than_the_gram_resolves(1.0f, 1e-8f));
+  EXPECT_FALSE(wider_than_the_gram_resolves(1.0f, 1e-6f));
+}
+
 TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {
   for (int n_pad = 2; n_pad <= 64; n_pad += 2) {
     std::vector<int> pos(n_pad);

@@ -256,8 +256,9 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
         compute_uv: False for S alone (U and Vh are then None).
         tol: the convergence threshold on the scaled off-diagonal; None for LAPACK dgesvj's default.
         max_sweeps: at most this many sweeps per matrix and try: from 30 (the default) a matrix
-            left unconverged is solved again from A on the transposed triangle (the library's
-            second try), and ``info.sweeps`` counts both tries.
+            left unconverged, or whose sweeps stall (the library's hand-over), is solved again from
+            A on the transposed triangle (the library's second try), and ``info.sweeps`` counts
+            both tries.
         check_errors: True raises rooflab.Error when a matrix did not converge within max_sweeps;
             False returns the factors regardless, and ``info.converged`` says which did.
         stream: the stream to work on; None for the caller's current stream.
