@@ -52,6 +52,9 @@ struct GlobalState {
   // in different blocks found above tol, of `pairs_across` (the hand-over, sweep_end).
   unsigned* above_tol = nullptr;
   long long pairs_across = 0;
+  // Per matrix, the same schedules: how many sweeps in a row ended at the Gram products' rounding
+  // floor (stays_at_the_gram_floor).
+  int* floor_sweeps = nullptr;
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps
   int* sweeps = nullptr;
@@ -156,9 +159,21 @@ __device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int swe
   return wider_than_the_gram_resolves(largest, least);
 }
 
+// Whether the matrix's sweep ended at the Gram products' rounding floor (its largest cosine `off`,
+// at_the_gram_floor) and so did the one before: its count of such sweeps in a row is kept here.
+template <class T>
+__device__ bool stays_at_the_gram_floor(const GlobalState<T>& G, std::int64_t matrix, double off) {
+  if (G.floor_sweeps == nullptr) return false;
+  const int in_a_row = at_the_gram_floor<T>(off, G.M) ? G.floor_sweeps[matrix] + 1 : 0;
+  G.floor_sweeps[matrix] = in_a_row;
+  return in_a_row >= gram_floor_sweeps;
+}
+
 // End of a sweep, a thread per matrix: converged when no pair needed a rotation, or when the
-// all-pairs test took the matrix (`tested`) and found every pair orthogonal; that test then counts
-// as its last sweep. A matrix whose sweeps stall stops unconverged (hands_over).
+// all-pairs test took the matrix (`tested`) and found every pair orthogonal (that test then counts
+// as its last sweep), or when the sweep and the one before ended at the Gram products' rounding
+// floor (the test's largest cosine, where it took the matrix, is the one reported). A matrix whose
+// sweeps stall stops unconverged (hands_over).
 template <class T>
 __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned* active_count,
                           bool tested) {
@@ -178,6 +193,10 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned
     G.converged[matrix] = 1;
     G.active[matrix] = 0;
     G.off_bits[matrix] = test_bits;
+  } else if (stays_at_the_gram_floor(G, matrix, tested ? bits_as_double(test_bits) : off)) {
+    G.converged[matrix] = 1;
+    G.active[matrix] = 0;
+    if (tested) G.off_bits[matrix] = test_bits;
   } else if (hands_over(G, matrix, sweeps)) {
     G.active[matrix] = 0;
   } else {

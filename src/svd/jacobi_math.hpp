@@ -338,6 +338,25 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T all_pairs_test_threshold(T tol) {
 constexpr int hand_over_first_sweep = 10;
 constexpr double hand_over_share_above_tol = 0.9;
 
+// The Gram products' rounding floor. Formed with plain sums over columns of M rows, a Gram matrix
+// is off by a few sqrt(M) eps relative to its columns' norms, and a block solve orthogonalizes its
+// columns only that far: on clustered spectra (singular values equal to a few eps, which any
+// rotation among them suits) a sweep's largest cosine settles at 1 to 1.7 tol (LAPACK dgesvj's
+// default tol, sqrt(M) eps) and passes under tol only by chance. H100, seed 1, the clustered class:
+// 5.2-7.6e-15 at 512 (tol 5.0e-15) from sweep 11 to 19, 0.75-1.16e-14 at 1024 (tol 7.1e-15) from
+// sweep 11 to 25, 1.07-1.67e-14 at 2048 (tol 1.0e-14) from sweep 12 on, unconverged after both
+// tries' 60 sweeps; float 1024, 4.3-6.2e-6 (tol 3.8e-6) from sweep 7 to 18 (docs/svd.md, "The Gram
+// products' floor"). A sweep whose largest cosine is within gram_floor_factor sqrt(M) eps is at the
+// floor; two such sweeps in a row end the iteration, converged: the columns are then as orthogonal
+// as the Gram products can make them.
+constexpr double gram_floor_factor = 16;
+constexpr int gram_floor_sweeps = 2;
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool at_the_gram_floor(double off, int rows) {
+  using std::sqrt;
+  return off <= gram_floor_factor * sqrt(double(rows)) * Precision<T>::epsilon;
+}
+
 // Pairs of columns in different blocks of `block` columns, over n columns: the pairs the sweep's
 // block pairs test once each.
 ROOFLAB_JACOBI_HOST_DEVICE inline long long pairs_across_blocks(int n, int block) {

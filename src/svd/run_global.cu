@@ -60,7 +60,7 @@ GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
 struct ScratchSizes {
   std::size_t w, v, column, pos, word, integer, count;
   std::size_t total(std::size_t gram) const {
-    return w + v + 3 * column + pos + 3 * word + 8 * integer + count + gram;
+    return w + v + 3 * column + pos + 3 * word + 9 * integer + count + gram;
   }
 };
 template <class T>
@@ -94,6 +94,7 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
   G.test_arrivals = pieces.take<int>(size.integer);
   G.noise = pieces.take<int>(size.integer);
   G.above_tol = pieces.take<unsigned>(size.integer);
+  G.floor_sweeps = pieces.take<int>(size.integer);
   unsigned* const sweep_counts = pieces.take<unsigned>(size.count);
   take_gram_scratch(gram, pieces);
   return sweep_counts;
@@ -242,12 +243,17 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   StreamBuffer scratch(size.total(gram_scratch_bytes(plan.gram_plan)), stream, op);
   unsigned* const sweep_counts = carve_scratch(G, plan.gram_plan, size, scratch);
   if (!plan.gram || in_one_cluster || batch > 1) G.noise = nullptr;  // no tests on arrival
-  if (plan.gram && !in_one_cluster) {  // the hand-over counts the pairs above tol (gram_solve)
+  // The host-driven Gram sweeps count their pairs above tol (the hand-over) and their sweeps at the
+  // Gram products' rounding floor.
+  if (plan.gram && !in_one_cluster) {
     G.pairs_across = pairs_across_blocks(G.N, G.block);
     ROOFLAB_CUDA(op, "zeroing the counts of pairs above tol",
                  cudaMemsetAsync(G.above_tol, 0, size.integer, stream));
+    ROOFLAB_CUDA(op, "zeroing the counts of sweeps at the floor",
+                 cudaMemsetAsync(G.floor_sweeps, 0, size.integer, stream));
   } else {
     G.above_tol = nullptr;
+    G.floor_sweeps = nullptr;
   }
   const int sort_chunks = (G.positions + sort_columns - 1) / sort_columns;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -289,6 +290,14 @@ TEST(HandOver, TakesOnlyLateSweepsWithMostPairsAboveTolOnSpectraWiderThanOneOver
   EXPECT_TRUE(wider_than_the_gram_resolves(1.0, 0.0));  // a zero column
   EXPECT_TRUE(wider_than_the_gram_resolves(1.0f, 1e-8f));
   EXPECT_FALSE(wider_than_the_gram_resolves(1.0f, 1e-6f));
+}
+
+TEST(GramFloor, IsSixteenTimesSqrtRowsEpsilonOfTheType) {
+  EXPECT_TRUE(at_the_gram_floor<double>(16 * 32 * DBL_EPSILON, 1024));
+  EXPECT_FALSE(at_the_gram_floor<double>(17 * 32 * DBL_EPSILON, 1024));
+  EXPECT_TRUE(at_the_gram_floor<float>(1e-5, 1024));  // 16 x 32 x 1.19e-7 = 6.1e-5
+  EXPECT_FALSE(at_the_gram_floor<float>(1e-4, 1024));
+  EXPECT_FALSE(at_the_gram_floor<double>(1e-10, 4096));
 }
 
 TEST(OddEvenRing, EveryTwoColumnsMeetExactlyOncePerSweep) {

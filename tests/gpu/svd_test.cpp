@@ -389,6 +389,27 @@ TEST_F(Svd, LargeMatricesThatDoNotStallAreNotHandedOver) {
   }
 }
 
+// The Gram products' rounding floor: on clustered spectra the sweeps bring every cosine to 1 to
+// 1.5 tol and no further, and pass under tol only by chance (2048 x 2048 double ran both tries'
+// 60 sweeps unconverged). Two sweeps in a row at the floor (at_the_gram_floor, jacobi_math.hpp)
+// end the iteration, converged, with factors that pass LAPACK's tests.
+template <class T>
+void expect_converged_at_the_gram_floor(int n) {
+  const cpu::Matrix a = cpu::svd_test_matrix<T>("clustered", n, n, 1);
+  const std::string what = name(sizeof(T) == 4 ? "clustered float" : "clustered", n, n, 1);
+  SvdInfo info;
+  expect_accurate<T>(a, run_svd<T>(a, {}, 0, &info), what);
+  EXPECT_TRUE(info.converged) << what;
+  EXPECT_LE(info.sweeps, 16) << what;
+  EXPECT_TRUE(jacobi::at_the_gram_floor<T>(info.off, n)) << what << ": off " << info.off;
+}
+
+TEST_F(Svd, LargeClusteredSpectraConvergeAtTheGramFloor) {
+  expect_converged_at_the_gram_floor<double>(1024);
+  expect_converged_at_the_gram_floor<double>(2048);
+  expect_converged_at_the_gram_floor<float>(1024);
+}
+
 // A column-graded m x n matrix (D over 10 decades) on one route, in double: its small singular
 // values keep their relative accuracy, and ddrvbd's ratios hold.
 void expect_graded_accurate_on(const Route& route, int m, int n, std::uint64_t seed) {

@@ -202,7 +202,9 @@ class SvdInfo(NamedTuple):
 
     #: int32: sweeps run, the last one included (it finds every column pair orthogonal).
     sweeps: np.ndarray
-    #: bool: whether the matrix converged within max_sweeps.
+    #: bool: whether the matrix converged within max_sweeps: every pair within tol, or, on the
+    #: library's Gram schedule, two sweeps in a row at its products' rounding floor (rooflab's
+    #: docs/svd.md).
     converged: np.ndarray
     #: float64: the final largest scaled off-diagonal measure.
     off: np.ndarray
