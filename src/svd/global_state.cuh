@@ -48,12 +48,12 @@ struct GlobalState {
   // (gram.cu); null elsewhere. In a batch they saved nothing (the slowest matrix sets its time)
   // and cost up to 4% (16 float rank-64 256 x 256 matrices, H100).
   int* noise = nullptr;
-  // Per matrix, the Gram schedules only (null elsewhere): this sweep's count of pairs of columns
-  // in different blocks found above tol, of `pairs_across` (the hand-over, sweep_end).
+  // Per matrix, where the host drives the Gram schedule's sweeps (null elsewhere): this sweep's
+  // count of pairs of columns in different blocks found above tol, of `pairs_across` (the
+  // hand-over, sweep_end), and how many sweeps in a row ended at the Gram products' rounding floor
+  // (stays_at_the_gram_floor).
   unsigned* above_tol = nullptr;
   long long pairs_across = 0;
-  // Per matrix, the same schedules: how many sweeps in a row ended at the Gram products' rounding
-  // floor (stays_at_the_gram_floor).
   int* floor_sweeps = nullptr;
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps
