@@ -361,7 +361,7 @@ TEST_F(SvdBatched, StalledMatricesAreSolvedAgainOneAtATime) {
     EXPECT_TRUE(info[b].converged) << what;
   }
   EXPECT_GT(info[1].sweeps, jacobi::hand_over_first_sweep);  // both tries counted
-  EXPECT_LT(info[1].sweeps, SvdOptions{}.max_sweeps);       // handed over, not out of sweeps
+  EXPECT_LT(info[1].sweeps, SvdOptions{}.max_sweeps);        // handed over, not out of sweeps
   run_batch<double>(matrices,
                     [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
                       EXPECT_NO_THROW(svd_batched<double>(A, m, n, batch, S, U, V));
