@@ -158,7 +158,9 @@ __global__ void reduce_atomic_global(const T* in, T* out, std::int64_t n) {
 }
 
 // Rung 22 — neighboured pairs in place in global memory (the loop-unrolling lab's starting point,
-// 0.010491 s: its previous post's first kernel, not among the course documents; numbered last).
+// 0.010491 s, the first row of its summary table: its previous post's naive kernel, which is not
+// among the course documents and whose code the lab does not show; this form is rooflab's
+// reading of it; numbered last).
 // Rung 3's tree with no shared memory: each block of 1024 threads (the loop-unrolling lab's) halves
 // its own slice where it lies, the threads with t % 2s == 0 adding element t + s. Every step loads
 // and stores through L1 and L2 instead of shared memory, with rung 3's divergence and slow %. It
