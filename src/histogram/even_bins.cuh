@@ -102,7 +102,7 @@ enum class BinEvaluation {
 // rule's bins, so the order is by cost alone (sm_90 SASS of count_values_shared, instructions a
 // round of 16 int32 values; docs/histogram.md):
 //   integer edges     115, no edge test;
-//   integer quotient  131, no edge test (the lab's scaled int32 took single precision before);
+//   integer quotient  131, no edge test (rooflab's scaled int32 took single precision before);
 //   single precision  363, with the near-edge values sent to the rule; taken wherever its band
 //                     is at most 2^-8 of a bin (make_even_bins), where it beat double precision:
 //                     77.7-83.0 against 94.4-99.8 us for 50M int32 at 1024-4096 bins, H100;

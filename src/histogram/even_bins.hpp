@@ -61,7 +61,7 @@
 //   c = ceil(2^k b' / R') < 2^32, the error e = c R' - 2^k b' (0 <= e < R') adds x e / (2^k R')
 //   to x b' / R', whose fraction is at most (R' - 1) / R'; where x e < 2^k for the largest x,
 //   the floor cannot change: bin = (x c) >> k = umulhi(x, c) >> (k - 32). The host searches
-//   k from 32 up for the first c that passes (make_even_bins); bins up to 4096 over the lab's
+//   k from 32 up for the first c that passes (make_even_bins); bins up to 4096 over rooflab's
 //   3 * 10^6 integers take k = 37, c < 2^28. Four integer instructions a value, no edge test, no
 //   range test (below).
 //

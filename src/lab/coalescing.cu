@@ -37,7 +37,7 @@ __global__ void add_block_stride(const float* __restrict__ a, const float* __res
 // The block owns the same k * 256 elements, but thread t takes k neighbours: at each step the
 // warp's loads are k floats apart, spread over k lines (32 sectors once k >= 8) of which it uses 4
 // bytes per sector; stores become partial-sector writes. The lecture measured 3.2x (18.6 against
-// 5.8 ms; it says four times) without saying the timed code's k; a remark in its questions recalls
+// 5.8-5.9 ms; it says four times) without saying the timed code's k; a remark in its questions recalls
 // about 3x with 8 per thread, which may be the same measurement.
 template <int K>
 __global__ void add_contiguous_chunk(const float* __restrict__ a, const float* __restrict__ b,

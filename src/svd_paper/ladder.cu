@@ -81,12 +81,13 @@ __global__ void set_up_rotation(const double* a, int n, int j, int k, double thr
     }
 }
 
-// The paper's multiply_matrices_only_jk_gpu: res = first * second, where res already holds a
-// copy of the operand that the rotation leaves unchanged outside rows j, k and columns j, k. The
-// threads split in four consecutive quarters (row j, row k, column j, column k), so that with
-// more than one warp the warps do not diverge; with 32 threads the four branches share one warp
-// and run one after another. Each entry is a length-n dot product, computed by one thread in
-// order (so every launch shape and loop step gives the same bits).
+// The paper's multiply_matrices_only_jk_gpu: res = first * second, where res already holds a copy
+// of the operand that the rotation leaves unchanged outside rows j, k and columns j, k. The threads
+// split in four consecutive quarters (row j, row k, column j, column k), so that with more than one
+// warp the warps do not diverge; with 32 threads the four branches share one warp and run one after
+// another. The split here is by the global thread index; listing 8 splits by threadIdx alone, so
+// that more than one block would repeat the product. Each entry is a length-n dot product, computed
+// by one thread in order (so every launch shape and loop step gives the same bits).
 template <LoopStep step>
 __global__ void multiply_only_jk_gpu(const double* first, const double* second, double* res, int n,
                                      int j, int k, const int* rotate) {

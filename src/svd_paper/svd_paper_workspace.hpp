@@ -2,8 +2,9 @@
 // The Jacobi SVD paper's system (Bezruchenko & Egunov 2023): what the paper calls SVD by Jacobi's
 // method, in our reading of its listings the cyclic Jacobi eigenvalue iteration, ported to CUDA one
 // optimization at a time. The problem is a symmetric n x n matrix A = B^T B with B random, so the
-// values the iteration reads off the diagonal are the eigenvalues of A (its singular values too, A
-// being positive semi-definite) and the squared singular values of B. Lab only: the library's SVD
+// values the iteration reads off as column sums of the converged A (the paper's getSum) are the
+// eigenvalues of A (its singular values too, A being positive semi-definite) and the squared
+// singular values of B. Lab only: the library's SVD
 // is src/svd.
 #include <cusolverDn.h>
 
