@@ -32,7 +32,7 @@ namespace {
 
 ROOFLAB_OP(vector_add_op<CoalescingWorkspace>(
     "coalescing",
-    "The limiting-factors lecture's add (out = a + b, n floats) with k "
+    "The limiting-factors lecture's add and stupid_add, as out = a + b over n floats, with k "
     "elements per thread, strides and permutations",
     27, 22));
 

@@ -50,7 +50,8 @@ namespace {
 ROOFLAB_OP(vector_add_op<TimingWorkspace>(
     "timing",
     "The limiting-factors lecture's timing pitfalls: one add kernel timed by "
-    "its events, and by host clocks beside them, right and wrong",
+    "its events, right and wrong, and by host clocks and after L2 flushes beside them (rooflab's "
+    "additions)",
     25, 22));
 
 // Rung 0 — the CPU loop, timed by a host clock around it: right, because CPU work is synchronous.

@@ -544,7 +544,7 @@ ROOFLAB_VARIANT(Variant{"reduce", 9, "complete-unroll",
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 10, "multiple-adds",
-    "V6: many adds per thread before the tree (001), in one wave of blocks", Where::gpu, false,
+    "V6: many adds per thread before the tree (001); here in one wave of blocks", Where::gpu, false,
     float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
       using T = element_of<std::decay_t<decltype(w)>>;
       with_block_size(harris_threads, [&](auto threads) {
@@ -586,7 +586,7 @@ ROOFLAB_VARIANT(Variant{"reduce", 13, "unroll8", "8 tiles per block: eight loads
 ROOFLAB_VARIANT(Variant{
     "reduce", 21, "unroll8-last-warp",
     "unroll8 + the last warp unrolled, the loop above it kept (002's "
-    "reduceUnrollWarp8, correct since Volta)",
+    "reduceUnrollWarp8, its last warp made correct since Volta with __syncwarp)",
     Where::gpu, false, float_or_int32,
     in_passes([](auto zero) { return reduce_unrolled<decltype(zero), 8, true>; }, unroll_threads,
               8 * unroll_threads, "reduce_unrolled<8, true>")});

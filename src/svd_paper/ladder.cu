@@ -468,13 +468,14 @@ ROOFLAB_VARIANT(Variant{
 
 // Rung 3 — P3, the same in device memory (Table 2's "after, not unified"): stream-ordered
 // allocations, and the flag comes back by an explicit copy.
-ROOFLAB_VARIANT(Variant{"svd-paper", 3, "device-malloc",
-                        "P3: P2 with device memory (cudaMallocAsync) instead of managed (Table 2)",
-                        Where::gpu, false, paper_limit(table2, 75, table2_cost),
-                        on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
-                          run_on_device<LoopStep::threads, DevicePaperBuffers>(
-                              w, stream, paper_shape, cudaSharedmemCarveoutDefault);
-                        })});
+ROOFLAB_VARIANT(Variant{
+    "svd-paper", 3, "device-malloc",
+    "P3: P2 with device memory instead of managed (Table 2's cudaMalloc; cudaMallocAsync here)",
+    Where::gpu, false, paper_limit(table2, 75, table2_cost),
+    on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t stream) {
+      run_on_device<LoopStep::threads, DevicePaperBuffers>(w, stream, paper_shape,
+                                                           cudaSharedmemCarveoutDefault);
+    })});
 
 // Rungs 40-45 — P4, threads and blocks (Table 3): P3 on 1x32 up to 4x32 threads. With 32 threads
 // a quarter is 8 lanes and the warp runs the four quarters one after another; with 64 the warp

@@ -201,9 +201,9 @@ constexpr std::int64_t largest_n = 2048;
 
 ROOFLAB_OP(Op{
     "svd-paper",
-    "The Jacobi SVD paper's Jacobi \"SVD\" (the symmetric Jacobi eigenvalue iteration) of A = B^T "
-    "B, n x n "
-    "doubles, ported to CUDA one optimization at a time",
+    "The Jacobi SVD paper's Jacobi \"SVD\" (the symmetric Jacobi eigenvalue iteration) on n x n "
+    "doubles, ported to CUDA one optimization at a time; here A = B^T B with B random (the paper "
+    "does not say which matrices it used)",
     [](Problem problem) {
       if (problem.n == 0) problem.n = 100;
       require(problem.n >= 1 && problem.n <= largest_n, op_name, "--n",
