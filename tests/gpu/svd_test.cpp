@@ -389,8 +389,8 @@ TEST_F(Svd, LargeMatricesThatDoNotStallAreNotHandedOver) {
   }
 }
 
-// The Gram products' rounding floor: on clustered spectra the sweeps bring every cosine to 1 to
-// 1.5 tol and no further, and pass under tol only by chance (2048 x 2048 double ran both tries'
+// The Gram products' rounding floor: on clustered spectra the sweeps bring the largest cosine to 1
+// to 1.7 tol and no further, and pass under tol only by chance (2048 x 2048 double ran both tries'
 // 60 sweeps unconverged). Two sweeps in a row at the floor (at_the_gram_floor, jacobi_math.hpp)
 // end the iteration, converged, with factors that pass LAPACK's tests.
 template <class T>
