@@ -123,8 +123,27 @@ struct alignas(16) Vector16 {
   T lane[16 / sizeof(T)];
 };
 
-inline __device__ void add_count(unsigned long long* counts, int bin, std::uint64_t count) {
-  atomicAdd(counts + bin, static_cast<unsigned long long>(count));
+// The output counts, zeroed before any kernel adds to them. While the input has fewer than 2^32
+// elements no count can reach 2^32, so the additions go to a count's low 32-bit word (the first:
+// GPUs are little-endian) and its high word stays zero. A 32-bit atomic costs the L2 less than a
+// 64-bit one: with them, 50M int32 into 65536 bins (132 blocks merging 65536 counters each) took
+// 95-108 us on an H200 instead of 101-117 us (docs/histogram.md).
+struct Totals {
+  unsigned long long* counts;
+  bool narrow;  // every count stays below 2^32
+
+  __device__ void add(int bin, std::uint64_t count) const {
+    if (narrow) {
+      atomicAdd(reinterpret_cast<unsigned*>(counts + bin), unsigned(count));
+    } else {
+      atomicAdd(counts + bin, static_cast<unsigned long long>(count));
+    }
+  }
+};
+
+// The totals of an input of n elements in `counts`.
+inline Totals totals_for(unsigned long long* counts, std::int64_t n) {
+  return Totals{counts, n < (std::int64_t(1) << 32)};
 }
 
 // --- int32, float, double ---------------------------------------------------------------------
@@ -147,62 +166,77 @@ __device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
 // 65536 bins of 32-bit counters (256 KB) exceed the 227 KB a Hopper block may have; packed two
 // to a word they take 128 KB. No counter can exceed the number of elements its block counted
 // since it was last cleared, so the block carries that bound and, before a round could push it
-// past 65535, stops to flush every counter above half-way into the output and to learn the true
-// largest remainder. With uniform data over many bins the counters stay small and the bound
-// resets to a handful; with one hot bin that bin is flushed every few rounds: a global atomic
-// per 16384 elements or more. The same bound (2^32 - 1) guards the 32-bit counters.
-template <bool Packed>
-constexpr int shared_value_threads() {
-  // Packed: one block per SM, so give it all the threads. 32-bit: small blocks, so that several
-  // fit beside each other and more warps hide the memory latency.
-  return Packed ? 1024 : 256;
-}
+// past 65535, stops to flush every counter at 2^15 or above into the output and to bound the
+// rest anew by the OR of all of them. With uniform data over many bins the counters stay small
+// and the bound resets to a handful; with one hot bin that bin is flushed every few rounds: a
+// global atomic per 16384 elements or more. The same bound (2^32 - 1) guards the 32-bit counters.
+//
+// One block of 1024 threads per SM (32 warps of at most 64 registers), each thread with two
+// rounds of four 16-byte loads in flight: 128 KB of loads per SM. One block rather than four of
+// 256 threads, because every block adds its counters into the output at the end: 50M int32 into
+// 4096 bins took 61 us on an H200 with 528 blocks merging, 53-54 us with 132 (docs/histogram.md).
+constexpr int shared_value_threads = 1024;
 
-// Blocks per SM the kernels are compiled for. 32-bit counters: 4 blocks of 256 threads (32 warps
-// of at most 64 registers), each thread with two rounds of four 16-byte loads in flight: 128 KB
-// of loads per SM. One round in flight with 5 blocks (48 registers) held 50M int32 at 256 bins
-// to 72 us on an H100, two with 4 blocks take 71 us, 1% behind rooflab's reduce over the same
-// bytes (70.2 us; docs/histogram.md).
-template <bool Packed>
-constexpr int shared_value_blocks_per_sm() {
-  return Packed ? 1 : 4;
-}
+// A round adds at most this many to a counter, and a flush leaves every counter below half its
+// range: the next round must fit above that.
+static_assert(shared_value_threads * value_loads * 4 <= 0x8000,
+              "a round of the packed counters must fit in what a flush leaves");
 
-// The counters of the spare slot (index `bins` of each copy) are cleared, not added anywhere.
+// Clears every counter whose top bit is set (a 16-bit counter at 2^15 or more, a 32-bit one at
+// 2^31 or more), adding it to the totals, and returns a bound on the counters left: the OR of
+// them all, which no counter exceeds. A pass reads each word once, four to a 16-byte load, and
+// spends two instructions on it unless it holds a counter to flush. Finding the largest counter
+// instead (a comparison and a maximum per counter) cost the 65536-bin path, which flushes every
+// third round, a fifth of its time on uniform data: 95-108 us against 80-88 us on an H200
+// (docs/histogram.md). The counters of the spare slot (index `bins` of each copy) are cleared,
+// not added anywhere.
 template <bool Packed>
 __device__ std::uint32_t flush_large_counters(std::uint32_t* block_counts, int words, int bins,
-                                              std::uint32_t keep_at_most,
-                                              unsigned long long* counts) {
-  __shared__ std::uint32_t warp_largest[32];
-  __syncthreads();
-  std::uint32_t largest = 0;
-  for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) {
-    std::uint32_t word = block_counts[w];
+                                              Totals totals) {
+  constexpr std::uint32_t top_bits = Packed ? 0x80008000u : 0x80000000u;
+  // Word w with its counters at or above the top bit moved to the totals.
+  const auto flushed = [&](int w, std::uint32_t word) {
     if constexpr (Packed) {
       for (int half = 0; half < 2; ++half) {
         const std::uint32_t value = (word >> (16 * half)) & 0xFFFF;
-        if (value > keep_at_most) {
-          if (2 * w + half < bins) add_count(counts, 2 * w + half, value);
+        if ((value & 0x8000) != 0) {
+          if (2 * w + half < bins) totals.add(2 * w + half, value);
           word &= ~(0xFFFFu << (16 * half));
-        } else {
-          largest = max(largest, value);
         }
       }
-    } else if (word > keep_at_most) {
-      if (w % (bins + 1) < bins) add_count(counts, w % (bins + 1), word);
-      word = 0;
+      return word;
     } else {
-      largest = max(largest, word);
+      if (w % (bins + 1) < bins) totals.add(w % (bins + 1), word);
+      return 0u;
     }
-    block_counts[w] = word;
-  }
-  largest = warp_reduce(largest, Max{});  // lane 0 holds it
-  if (threadIdx.x % 32 == 0) warp_largest[threadIdx.x / 32] = largest;
+  };
+  __shared__ std::uint32_t warp_bound[32];
   __syncthreads();
-  largest = 0;
-  for (int w = 0; w < int(blockDim.x) / 32; ++w) largest = max(largest, warp_largest[w]);
-  __syncthreads();  // warp_largest is reused by the next flush
-  return largest;
+  std::uint32_t bound = 0;
+  auto* quads = reinterpret_cast<uint4*>(block_counts);
+  for (int q = int(threadIdx.x); q < words / 4; q += int(blockDim.x)) {
+    uint4 quad = quads[q];
+    if (((quad.x | quad.y | quad.z | quad.w) & top_bits) != 0) {
+      if ((quad.x & top_bits) != 0) quad.x = flushed(4 * q, quad.x);
+      if ((quad.y & top_bits) != 0) quad.y = flushed(4 * q + 1, quad.y);
+      if ((quad.z & top_bits) != 0) quad.z = flushed(4 * q + 2, quad.z);
+      if ((quad.w & top_bits) != 0) quad.w = flushed(4 * q + 3, quad.w);
+      quads[q] = quad;
+    }
+    bound |= quad.x | quad.y | quad.z | quad.w;
+  }
+  for (int w = words / 4 * 4 + int(threadIdx.x); w < words; w += int(blockDim.x)) {
+    std::uint32_t word = block_counts[w];
+    if ((word & top_bits) != 0) block_counts[w] = word = flushed(w, word);
+    bound |= word;
+  }
+  bound = warp_reduce(bound, [](std::uint32_t a, std::uint32_t b) { return a | b; });  // lane 0
+  if (threadIdx.x % 32 == 0) warp_bound[threadIdx.x / 32] = bound;
+  __syncthreads();
+  bound = 0;
+  for (int w = 0; w < int(blockDim.x) / 32; ++w) bound |= warp_bound[w];
+  __syncthreads();  // warp_bound is reused by the next flush
+  return Packed ? (bound & 0xFFFF) | (bound >> 16) : bound;
 }
 
 // The shared-memory words of the block counters of `bins` bins: `copies` copies of 32-bit
@@ -222,14 +256,12 @@ __host__ __device__ inline int shared_counter_words(int bins, int copies) {
 // it counts one; the last, partial round of a block sends the slots past the end to the spare
 // slot.
 template <class T, bool Packed, BinEvaluation E>
-__global__ void __launch_bounds__(shared_value_threads<Packed>(),
-                                  min_blocks_per_sm(shared_value_threads<Packed>(),
-                                                    shared_value_blocks_per_sm<Packed>()))
+__global__ void __launch_bounds__(shared_value_threads, 1)
     count_values_shared(const T* __restrict__ in, VectorSplit split, EvenBins rule, int copies,
-                        unsigned long long* __restrict__ counts) {
+                        Totals totals) {
   constexpr int per_vector = 16 / sizeof(T), slots = value_loads * per_vector;
   static_assert(slots <= 32, "near_slots below holds a bit per slot");
-  extern __shared__ std::uint32_t block_counts[];
+  extern __shared__ __align__(16) std::uint32_t block_counts[];  // 16: the flush's loads
   const int words = shared_counter_words<Packed>(rule.bins, copies);
   for (int w = int(threadIdx.x); w < words; w += int(blockDim.x)) block_counts[w] = 0;
   __syncthreads();
@@ -268,8 +300,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
   const auto count_round = [&](const Vector16<T>(&data)[value_loads],
                                const bool(&valid)[value_loads], auto partial) {
     if (bound > counter_max - round_elements)
-      bound = flush_large_counters<Packed>(block_counts, words, rule.bins,
-                                           counter_max - 2 * round_elements, counts);
+      bound = flush_large_counters<Packed>(block_counts, words, rule.bins, totals);
     bound += round_elements;
     // Bit s: slot s holds a counted value near an edge. A warp takes the pass below whenever
     // one of its lanes has such a value (under single precision, about 8% of rounds at 256 bins
@@ -322,7 +353,7 @@ __global__ void __launch_bounds__(shared_value_threads<Packed>(),
     } else {
       for (int c = 0; c < copies; ++c) total += block_counts[c * (rule.bins + 1) + bin];
     }
-    if (total != 0) add_count(counts, bin, total);
+    if (total != 0) totals.add(bin, total);
   }
 }
 
@@ -333,17 +364,16 @@ constexpr int global_value_threads = 512;
 
 template <class T, BinEvaluation E>
 __global__ void __launch_bounds__(global_value_threads)
-    count_values_global(const T* __restrict__ in, VectorSplit split, EvenBins rule,
-                        unsigned long long* __restrict__ counts) {
+    count_values_global(const T* __restrict__ in, VectorSplit split, EvenBins rule, Totals totals) {
   constexpr int per_vector = 16 / sizeof(T);
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread < split.head) {
     const int bin = bin_of(in[thread], rule);
-    if (bin >= 0) add_count(counts, bin, 1);
+    if (bin >= 0) totals.add(bin, 1);
   }
   if (thread < split.tail) {
     const int bin = bin_of(in[split.tail_start + thread], rule);
-    if (bin >= 0) add_count(counts, bin, 1);
+    if (bin >= 0) totals.add(bin, 1);
   }
   const int lane = int(threadIdx.x) % 32;
   const auto* vectors = reinterpret_cast<const Vector16<T>*>(in + split.head);
@@ -368,7 +398,7 @@ __global__ void __launch_bounds__(global_value_threads)
                                     : -1;
       }
       const unsigned same = __match_any_sync(0xFFFFFFFF, bin);
-      if (bin >= 0 && lane == __ffs(same) - 1) add_count(counts, bin, __popc(same));
+      if (bin >= 0 && lane == __ffs(same) - 1) totals.add(bin, __popc(same));
     }
   }
 }
@@ -406,7 +436,7 @@ __device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int k) {
 // Adds the block's counters into the output bins and clears them. Every thread of the block
 // calls it (two barriers).
 __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin_of_value,
-                                          unsigned long long* counts) {
+                                          Totals totals) {
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32,
             warps = int(blockDim.x) / 32;
   __syncthreads();
@@ -414,8 +444,7 @@ __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin
     std::uint32_t& counter = columns[value * 32 + lane];
     const std::uint32_t total = warp_reduce(counter, Sum{});  // lane 0 holds it
     counter = 0;
-    if (lane == 0 && total != 0 && bin_of_value[value] >= 0)
-      add_count(counts, bin_of_value[value], total);
+    if (lane == 0 && total != 0 && bin_of_value[value] >= 0) totals.add(bin_of_value[value], total);
   }
   __syncthreads();
 }
@@ -425,7 +454,7 @@ __device__ inline void merge_lane_columns(std::uint32_t* columns, const int* bin
 template <int Loads>
 __global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, byte_blocks_per_sm))
     count_bytes_in_lane_columns(const std::uint8_t* __restrict__ in, VectorSplit split,
-                                EvenBins rule, unsigned long long* __restrict__ counts) {
+                                EvenBins rule, Totals totals) {
   extern __shared__ std::uint32_t columns[];  // byte_values x 32
   __shared__ int bin_of_value[byte_values];
   for (int w = int(threadIdx.x); w < byte_values * 32; w += int(blockDim.x)) columns[w] = 0;
@@ -450,7 +479,7 @@ __global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, 
   // The trip count is the same for every thread of the block: the merges' barriers meet all.
   for (std::int64_t first = blockIdx.x * round; first < split.vectors; first += gridDim.x * round) {
     if (rounds == byte_rounds_between_merges) {
-      merge_lane_columns(columns, bin_of_value, counts);
+      merge_lane_columns(columns, bin_of_value, totals);
       rounds = 0;
     }
     ++rounds;
@@ -474,19 +503,19 @@ __global__ void __launch_bounds__(byte_threads, min_blocks_per_sm(byte_threads, 
       }
     }
   }
-  merge_lane_columns(columns, bin_of_value, counts);
+  merge_lane_columns(columns, bin_of_value, totals);
 }
 
-// Adds the counts of n >= 1 bytes at `in` (any alignment) to `counts`, binned by `rule`.
+// Adds the counts of n >= 1 bytes at `in` (any alignment) to `totals`, binned by `rule`.
 inline void count_bytes(const std::uint8_t* in, std::int64_t n, const EvenBins& rule,
-                        unsigned long long* counts, cudaStream_t stream, const char* op) {
+                        const Totals& totals, cudaStream_t stream, const char* op) {
   const std::size_t shared = std::size_t(byte_values) * 32 * 4;
   const VectorSplit split = split_into_vectors(in, n);
   const auto kernel = count_bytes_in_lane_columns<byte_loads>;
   const unsigned blocks =
       persistent_grid(reinterpret_cast<const void*>(kernel), byte_threads, shared, split.vectors,
                       std::int64_t(byte_threads) * byte_loads, op);
-  kernel<<<blocks, byte_threads, shared, stream>>>(in, split, rule, counts);
+  kernel<<<blocks, byte_threads, shared, stream>>>(in, split, rule, totals);
   check_launch(op, "count_bytes_in_lane_columns");
 }
 

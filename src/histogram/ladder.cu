@@ -245,7 +245,7 @@ ROOFLAB_VARIANT(Variant{
       const auto* in = w.input<std::int32_t>();
       const detail::VectorSplit split = detail::split_into_vectors(in, w.n);
       const EvenBins rule = rule_of(w);
-      constexpr int threads = detail::shared_value_threads<true>();
+      constexpr int threads = detail::shared_value_threads;
       const std::size_t shared = std::size_t(detail::shared_counter_words<true>(w.bins, 1)) * 4;
       detail::with_bin_evaluation<std::int32_t>(rule, [&](auto evaluation) {
         const auto kernel =
@@ -253,7 +253,8 @@ ROOFLAB_VARIANT(Variant{
         const unsigned blocks =
             detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
                                     split.vectors, threads * detail::value_loads, op_name);
-        kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, w.device_counts());
+        kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1,
+                                                    detail::totals_for(w.device_counts(), w.n));
       });
       detail::check_launch(op_name, "count_values_shared<16-bit>");
     })});
@@ -289,7 +290,8 @@ ROOFLAB_VARIANT(Variant{"histogram", 8, "lane-atomics",
                         on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
                           zero_counts(w, stream);
                           detail::count_bytes(w.input<std::uint8_t>(), w.n, rule_of(w),
-                                              w.device_counts(), stream, op_name);
+                                              detail::totals_for(w.device_counts(), w.n), stream,
+                                              op_name);
                         })});
 
 // CUB's counts are 32-bit ints (its usual use, and its fastest); widened to the lab's uint64.
