@@ -84,8 +84,8 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
     const unsigned blocks =
         detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
                                 split.vectors, threads * detail::value_loads, op_name);
-    kernel<<<blocks, threads, shared, stream>>>(in, split, rule, copies, totals);
-    detail::check_launch(op_name, "count_values_shared<32-bit>");
+    detail::launch_after_previous(op_name, kernel, blocks, threads, shared, 1, stream,
+                                  "count_values_shared<32-bit>", in, split, rule, copies, totals);
   } else if (const std::size_t shared =
                  std::size_t(detail::shared_counter_words<true>(rule.bins, 1)) * 4;
              shared + 1024 <= std::size_t(limits.shared_per_block)) {  // 1 KB: static
@@ -93,16 +93,16 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
     const unsigned blocks =
         detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,
                                 split.vectors, threads * detail::value_loads, op_name);
-    kernel<<<blocks, threads, shared, stream>>>(in, split, rule, 1, totals);
-    detail::check_launch(op_name, "count_values_shared<16-bit>");
+    detail::launch_after_previous(op_name, kernel, blocks, threads, shared, 1, stream,
+                                  "count_values_shared<16-bit>", in, split, rule, 1, totals);
   } else {
     constexpr int global_threads = detail::global_value_threads;
     const auto kernel = detail::count_values_global<T, E>;
     const unsigned blocks =
         detail::persistent_grid(reinterpret_cast<const void*>(kernel), global_threads, 0,
                                 split.vectors, global_threads * detail::value_loads, op_name);
-    kernel<<<blocks, global_threads, 0, stream>>>(in, split, rule, totals);
-    detail::check_launch(op_name, "count_values_global");
+    detail::launch_after_previous(op_name, kernel, blocks, global_threads, 0, 1, stream,
+                                  "count_values_global", in, split, rule, totals);
   }
 }
 
@@ -114,11 +114,15 @@ template <class T>
 void histogram_even_elements(const T* in, std::int64_t n, int bins, double lo, double hi,
                              std::uint64_t* counts, cudaStream_t stream) {
   check_arguments(in, alignof(T), n, bins, lo, hi, counts);
-  ROOFLAB_CUDA(op_name, "zeroing " + std::to_string(bins) + " counts",
-               cudaMemsetAsync(counts, 0, std::size_t(bins) * sizeof(std::uint64_t), stream));
-  if (n == 0) return;
-  const EvenBins rule = detail::make_even_bins(bins, lo, hi);
   auto* const output = reinterpret_cast<unsigned long long*>(counts);  // atomicAdd's 64-bit type
+  if (n == 0) {
+    ROOFLAB_CUDA(op_name, "zeroing " + std::to_string(bins) + " counts",
+                 cudaMemsetAsync(counts, 0, std::size_t(bins) * sizeof(std::uint64_t), stream));
+    return;
+  }
+  // Zeroed by a kernel that the counting kernel may overlap (detail::zero_counts_kernel).
+  detail::queue_zero_counts(output, bins, stream, op_name);
+  const EvenBins rule = detail::make_even_bins(bins, lo, hi);
   if constexpr (std::is_same_v<T, std::uint8_t>) {
     detail::count_bytes(in, n, rule, detail::totals_for(output, n), stream, op_name);
   } else {

@@ -395,7 +395,7 @@ bool runs_in_one_cluster(int m, int n, bool uv, int batch) {
 template <class T>
 void launch_cluster_sweeps(const GlobalState<T>& G, const ClusterShape& shape,
                            cudaStream_t stream) {
-  launch_after_previous(gram_cluster_sweeps<T>, std::int64_t(G.P.batch) * shape.blocks(),
+  launch_after_previous("svd", gram_cluster_sweeps<T>, std::int64_t(G.P.batch) * shape.blocks(),
                         gram_solve_threads, cluster_shared_bytes<T>(shape), shape.blocks(), stream,
                         "gram_cluster_sweeps", G, shape);
 }

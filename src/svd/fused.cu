@@ -179,7 +179,7 @@ FusedShape choose_fused_shape(int M, int N, bool uv, std::int64_t pairs) {
 template <class T>
 void launch_fused_round(const GlobalState<T>& G, const FusedShape& shape, std::int64_t items,
                         int round, cudaStream_t stream) {
-  launch_after_previous(gram_round_fused<T>, items * shape.cluster, gram_solve_threads,
+  launch_after_previous("svd", gram_round_fused<T>, items * shape.cluster, gram_solve_threads,
                         fused_shared_bytes<T>, shape.cluster, stream, "gram_round_fused", G, shape,
                         round);
 }

@@ -343,16 +343,16 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
   const bool reflections = completion_by_reflections(kept, zeros);
   if (reflections && double(M) * kept * kept <= one_block_factor_work) {
     if (kept > 0)
-      launch_after_previous(factor_for_completion<T>, 1, completion_threads, 0, 1, stream,
+      launch_after_previous("svd", factor_for_completion<T>, 1, completion_threads, 0, 1, stream,
                             "factor_for_completion", G, slots, kept);
     const int groups = reflection_threads / 32;
-    launch_after_previous(reflect_for_completion<T>, ((N + 3) / 4 + groups - 1) / groups,
+    launch_after_previous("svd", reflect_for_completion<T>, ((N + 3) / 4 + groups - 1) / groups,
                           reflection_threads, 0, 1, stream, "reflect_for_completion", G, slots,
                           kept);
     return true;
   }
   if (!reflections && double(M) * N * zeros <= one_block_gram_schmidt_work) {
-    launch_after_previous(global_complete<T>, 1, completion_threads, 0, 1, stream,
+    launch_after_previous("svd", global_complete<T>, 1, completion_threads, 0, 1, stream,
                           "global_complete", G);
     return true;
   }
@@ -377,14 +377,14 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
   ROOFLAB_CUDA(op, "clearing the completion's workspace",
                cudaMemsetAsync(work.data(), 0, work.bytes(), stream));
   const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
-  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
+  launch_after_previous("svd", move_completion_columns<T>, grid, global_threads, 0, 1, stream,
                         "move_completion_columns", G, q.as<T>(), slots, true);
   if (kept > 0)
     ROOFLAB_CUSOLVER(op, geqrf(solver, M, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(), work_size,
                                info.as<int>()));
   ROOFLAB_CUSOLVER(op, form_q(solver, M, N, kept, q.as<T>(), M, tau.as<T>(), work.as<T>(),
                               work_size, info.as<int>()));
-  launch_after_previous(move_completion_columns<T>, grid, global_threads, 0, 1, stream,
+  launch_after_previous("svd", move_completion_columns<T>, grid, global_threads, 0, 1, stream,
                         "move_completion_columns", G, q.as<T>(), slots, false);
   return true;
 }
@@ -411,19 +411,19 @@ void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
   ROOFLAB_CUDA(op, "zeroing the matrices' largest entries",
                cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
-  launch_after_previous(global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1, stream,
-                        "global_max_abs", G, columns, int(blocks_per_matrix));
+  launch_after_previous("svd", global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1,
+                        stream, "global_max_abs", G, columns, int(blocks_per_matrix));
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);
-  launch_after_previous(global_begin<T>, per_matrix_grid, global_threads, 0, 1, stream,
+  launch_after_previous("svd", global_begin<T>, per_matrix_grid, global_threads, 0, 1, stream,
                         "global_begin", G);
-  launch_after_previous(global_load<T>, grid_for(elements * batch, global_threads), global_threads,
-                        0, 1, stream, "global_load", G);
+  launch_after_previous("svd", global_load<T>, grid_for(elements * batch, global_threads),
+                        global_threads, 0, 1, stream, "global_load", G);
 }
 
 template <class T>
 void launch_column_norms(const GlobalState<T>& G, bool final, cudaStream_t stream) {
   const unsigned column_grid = grid_for(std::int64_t(G.P.batch) * G.positions, global_warps);
-  launch_after_previous(global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
+  launch_after_previous("svd", global_column_norms<T>, column_grid, global_threads, 0, 1, stream,
                         "global_column_norms", G, final);
 }
 
@@ -434,11 +434,11 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
   if (!sweeps_left_sigma_and_u) launch_column_norms(G, true, stream);
   if (problem.uv) {
     if (!sweeps_left_sigma_and_u)
-      launch_after_previous(global_normalize<T>,
+      launch_after_previous("svd", global_normalize<T>,
                             grid_for(G.M * std::int64_t(G.N) * batch, global_threads),
                             global_threads, 0, 1, stream, "global_normalize", G);
     if (batch > 1)
-      launch_after_previous(global_complete<T>, batch, completion_threads, 0, 1, stream,
+      launch_after_previous("svd", global_complete<T>, batch, completion_threads, 0, 1, stream,
                             "global_complete", G);
   }
   // A single matrix's columns of sigma 0 are counted here and completed after the outputs' kernels
@@ -452,7 +452,7 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
     unsigned* device_count = nullptr;
     ROOFLAB_CUDA("svd", "mapping the count of columns to complete",
                  cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_count), zero_count, 0));
-    launch_after_previous(number_completion_slots<T>, 1, global_threads, 0, 1, stream,
+    launch_after_previous("svd", number_completion_slots<T>, 1, global_threads, 0, 1, stream,
                           "number_completion_slots", G, slots.as<int>(), device_count);
   }
   // After a completion the order runs again too: global_complete takes pos as its scratch.
@@ -460,10 +460,10 @@ void write_results(const GlobalState<T>& G, bool sweeps_left_sigma_and_u, cudaSt
   const std::int64_t outputs =
       (G.N + (problem.uv ? std::int64_t(problem.m + problem.n) * G.N : 0)) * batch;
   const auto order_and_write = [&] {
-    launch_after_previous(global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream,
+    launch_after_previous("svd", global_order<T>, batch * order_chunks, sort_threads, 0, 1, stream,
                           "global_order", G, order_chunks);
-    launch_after_previous(global_write<T>, grid_for(outputs, global_threads), global_threads, 0, 1,
-                          stream, "global_write", G);
+    launch_after_previous("svd", global_write<T>, grid_for(outputs, global_threads), global_threads,
+                          0, 1, stream, "global_write", G);
   };
   order_and_write();
   if (single && complete_single_matrix(G, slots.as<const int>(), zero_count, stream))

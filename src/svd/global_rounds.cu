@@ -81,8 +81,8 @@ __global__ void __launch_bounds__(global_threads) global_sweep_cooperative(Globa
 
 template <class T>
 void launch_sweep_start(const GlobalState<T>& G, int sort_chunks, cudaStream_t stream) {
-  launch_after_previous(global_sweep_start<T>, std::int64_t(G.P.batch) * sort_chunks, sort_threads,
-                        0, 1, stream, "global_sweep_start", G, sort_chunks);
+  launch_after_previous("svd", global_sweep_start<T>, std::int64_t(G.P.batch) * sort_chunks,
+                        sort_threads, 0, 1, stream, "global_sweep_start", G, sort_chunks);
 }
 
 template <class T>
@@ -97,7 +97,7 @@ template <class T>
 void launch_sweep_end(const GlobalState<T>& G, cudaStream_t stream) {
   const unsigned per_matrix_grid =
       unsigned((std::int64_t(G.P.batch) + global_threads - 1) / global_threads);
-  launch_after_previous(global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
+  launch_after_previous("svd", global_sweep_end<T>, per_matrix_grid, global_threads, 0, 1, stream,
                         "global_sweep_end", G);
 }
 

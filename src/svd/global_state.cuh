@@ -12,6 +12,7 @@
 
 #include "core/device_features.hpp"
 #include "core/device_query.hpp"
+#include "core/programmatic_launch.cuh"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/device_buffer.hpp"
 #include "rooflab/error.hpp"
@@ -86,29 +87,20 @@ __device__ __forceinline__ T sigma_from_norm2(T norm2, T error_scale) {
 constexpr int global_threads = 256;
 constexpr int global_warps = global_threads / 32;
 
-// Hopper's features, in device code compiled for sm_90 on (and in the host pass, which sees every
-// kernel): thread-block clusters and programmatic dependent launch. The host launches the kernels
-// that need them only where DeviceFeatures says the loaded code has them
-// (core/device_features.hpp).
+// Hopper's thread-block clusters, in device code compiled for sm_90 on (and in the host pass, which
+// sees every kernel). The host launches the kernels that need them only where DeviceFeatures says
+// the loaded code has them (core/device_features.hpp).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define ROOFLAB_HAS_CLUSTERS 1
-#define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 1
 #else
 #define ROOFLAB_HAS_CLUSTERS 0
-#define ROOFLAB_HAS_PROGRAMMATIC_LAUNCH 0
 #endif
 
-// The kernels that launch_after_previous launches (the setup and final kernels, the Gram kernels
-// and the small kernels of a sweep's start and end) follow one another with programmatic dependent
-// launch (Hopper): a kernel's blocks may start while the one before it still runs, and wait here
-// for its results, so the launches do not each pay the whole latency. Every block waits before it
-// reads or returns, so a kernel completes only after the one before it did (outside such a launch
-// the wait returns at once).
-__device__ __forceinline__ void wait_for_previous_kernel() {
-#if ROOFLAB_HAS_PROGRAMMATIC_LAUNCH
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+// The setup and final kernels, the Gram kernels and the small kernels of a sweep's start and end
+// follow one another with programmatic dependent launch (core/programmatic_launch.cuh).
+using detail::launch_after_previous;
+using detail::let_next_kernel_start;
+using detail::wait_for_previous_kernel;
 
 __device__ __forceinline__ double bits_as_double(unsigned long long bits) {
   return __longlong_as_double(static_cast<long long>(bits));
@@ -119,14 +111,6 @@ __device__ __forceinline__ void raise_to(unsigned long long* word, double value)
   if (value > 0) atomicMax(word, static_cast<unsigned long long>(__double_as_longlong(value)));
 }
 
-// The next kernel may launch once every block of this one has called this (or exited). Called
-// late, before a block's last stores: called first thing, the next kernel's waiting blocks took
-// the SMs early and 2048 x 2048 double went from 127 to 149 ms on the H200 (no early start: 133).
-__device__ __forceinline__ void let_next_kernel_start() {
-#if ROOFLAB_HAS_PROGRAMMATIC_LAUNCH
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
 // First thing in a small kernel (a few blocks, little work): the next kernel launches at once and
 // its blocks wait; this one waits for the one before it.
 __device__ __forceinline__ void chain_small_kernel() {
@@ -247,36 +231,6 @@ inline unsigned grid_for(std::int64_t items, int per_block) {
   const std::int64_t blocks = (items + per_block - 1) / per_block;
   return unsigned(
       std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 32ll * current_sm_count())));
-}
-
-// Launches a kernel that calls wait_for_previous_kernel() with programmatic dependent launch where
-// the device and the loaded code have it: it may start before the stream's previous kernel
-// completes (elsewhere it starts after, as any launch). Blocks go in clusters of `cluster`, which
-// only a device with clusters is asked for.
-template <class... Parameters, class... Arguments>
-void launch_after_previous(void (*kernel)(Parameters...), std::int64_t blocks, int threads,
-                           std::size_t shared_bytes, int cluster, cudaStream_t stream,
-                           const char* name, Arguments... arguments) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(blocks));
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute attributes[2]{};
-  unsigned count = 0;
-  if (current_device_features().programmatic_launch()) {
-    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster > 1) {
-    attributes[count].id = cudaLaunchAttributeClusterDimension;
-    attributes[count++].val.clusterDim = {unsigned(cluster), 1, 1};
-  }
-  config.attrs = attributes;
-  config.numAttrs = count;
-  ROOFLAB_CUDA("svd", std::string("launching ") + name,
-               cudaLaunchKernelEx(&config, kernel, arguments...));
-  detail::check_launch("svd", name);
 }
 
 inline std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }

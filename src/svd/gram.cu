@@ -531,21 +531,21 @@ void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::in
                        int round, cudaStream_t stream) {
   const GramWork<T>& gram = plan.work;
   if (!gram.solve_forms_gram())
-    launch_after_previous(gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
+    launch_after_previous("svd", gram_partials<T>, items * gram.slices, gram_threads, 0, 1, stream,
                           "gram_partials", G, gram, round);
-  launch_after_previous(gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve", G,
-                        gram, round);
-  launch_after_previous(gram_apply<T>, items * (plan.w_tiles + plan.v_tiles), gram_apply_threads,
-                        gram_apply_shared_bytes<T>, 1, stream, "gram_apply", G, gram, round,
-                        plan.w_tiles, plan.v_tiles);
+  launch_after_previous("svd", gram_solve<T>, items, gram_solve_threads, 0, 1, stream, "gram_solve",
+                        G, gram, round);
+  launch_after_previous("svd", gram_apply<T>, items * (plan.w_tiles + plan.v_tiles),
+                        gram_apply_threads, gram_apply_shared_bytes<T>, 1, stream, "gram_apply", G,
+                        gram, round, plan.w_tiles, plan.v_tiles);
 }
 
 template <class T>
 void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, bool on_arrival,
                            cudaStream_t stream) {
-  launch_after_previous(gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs,
-                        gram_threads, gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test",
-                        G, plan.test_groups, on_arrival);
+  launch_after_previous(
+      "svd", gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs, gram_threads,
+      gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, plan.test_groups, on_arrival);
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                                     \
