@@ -412,6 +412,70 @@ TEST_F(Histogram, CountsAreOverwrittenNotAccumulated) {
   EXPECT_EQ(counts.download(), (std::vector<std::uint64_t>{0, 0, 4099, 0}));
 }
 
+// Sets n bytes to `value`, slowly enough (one byte a thread) that a kernel started too early would
+// still find the previous value.
+__global__ void set_bytes(std::uint8_t* data, std::int64_t n, std::uint8_t value) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    data[i] = value;
+}
+
+TEST_F(Histogram, CallsKeepTheirPlaceAmongTheStreamsKernels) {
+  // The counting kernel may start before the kernel that zeroes the counts ahead of it ends
+  // (programmatic dependent launch, sm_90 on); it must still count the input as the kernel
+  // before the call left it, and the next kernel must find the finished counts. Rewritten input,
+  // through every path: bytes, 32-bit counters, packed counters, counts on the output.
+  const std::int64_t n = (std::int64_t(1) << 24) + 12;  // bytes, a multiple of 4: int32 too
+  DeviceBuffer<std::uint8_t> in{std::size_t(n)};
+  const auto* ints = reinterpret_cast<const std::int32_t*>(in.data());
+  struct Call {
+    std::uint8_t byte;  // every byte of the input
+    bool as_ints;       // counted as int32 (n / 4 values) instead of bytes
+    int bins;
+  };
+  const std::vector<Call> calls{{3, false, 256}, {200, false, 7},    {3, true, 256},
+                                {9, true, 4096}, {100, true, 65536}, {1, true, 200000},
+                                {77, false, 256}};
+  std::vector<DeviceBuffer<std::uint64_t>> counts;
+  for (const Call& call : calls) {
+    counts.emplace_back(std::size_t(call.bins));
+    counts.back().fill_bytes(0xFF);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison went to the default stream
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DeviceBuffer<std::uint64_t> copied{std::size_t(calls.front().bins)};
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    set_bytes<<<64, 256, 0, stream>>>(in.data(), n, calls[c].byte);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    // An int32 of four bytes b < 128 is b * 0x01010101, counted over [0, 2^31).
+    if (calls[c].as_ints)
+      histogram_even(ints, n / 4, calls[c].bins, 0, 2147483648.0, counts[c].data(), stream);
+    else
+      histogram_even(in.data(), n, calls[c].bins, 0, 256, counts[c].data(), stream);
+    if (c == 0)
+      ASSERT_EQ(cudaMemcpyAsync(copied.data(), counts[0].data(), copied.bytes(),
+                                cudaMemcpyDeviceToDevice, stream),
+                cudaSuccess);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    const Call& call = calls[c];
+    const std::int64_t values = call.as_ints ? n / 4 : n;
+    const double value = call.as_ints ? double(std::uint32_t(call.byte) * 0x01010101u) : call.byte;
+    const double hi = call.as_ints ? 2147483648.0 : 256;
+    const auto bin =
+        std::size_t(std::min(double(call.bins - 1), std::floor(value * call.bins / hi)));
+    std::vector<std::uint64_t> want(std::size_t(call.bins), 0);
+    want[bin] = std::uint64_t(values);
+    EXPECT_EQ(counts[c].download(), want) << "call " << c;
+  }
+  std::vector<std::uint64_t> want_copied(std::size_t(calls.front().bins), 0);
+  want_copied[calls.front().byte] = std::uint64_t(n);
+  EXPECT_EQ(copied.download(), want_copied) << "the copy queued after the first call";
+}
+
 TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
   // 2^24 equal values put 2^24 counts into one bin: the packed counters must be flushed many
   // times; uniform data over 65536 and 100000 bins exercises the bound on the other side.
