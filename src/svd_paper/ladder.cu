@@ -300,15 +300,15 @@ class DevicePaperBuffers {
 // ------------------------------------------------------------------------------------------
 // Size limits (paper_limit): what keeps `rooflab bench svd-paper --warmup 0` to about three
 // minutes on an H100 or H200 by this model (docs/svd-paper.md gives its prediction per cell). A
-// run visits 5-6 n^2 pairs (n^2 / 2 per sweep, 8-13 sweeps) and rotates 3-4 n^2 of them. From P2
-// on every pair costs the host eleven stream operations (about 28 us to enqueue), and a rotating
-// pair costs the GPU about 17 us of copies and launch gaps, the set-up (2 n^2 stores) and four
-// products. A product is latency-bound on few warps (per output a chain of n dependent
-// multiply-adds, about 25 cycles an iteration with its loads) and L1-bound on one SM: a row
-// quarter's thread reads its own column of `second`, one cache line per load, so the row
-// quarters cost about 2 n^2 L1 wavefronts (10 us at n = 100, 40 us at 200) however many threads
-// share the block. The harness validates a cell once and times it at least three times, up to
-// 4 s of repetitions: a cell costs about max(4 s, four runs).
+// run visits 5-6 n^2 pairs (n^2 / 2 per sweep, 10-12 sweeps from n = 100 on: docs/svd-paper.md)
+// and rotates 3.5-4 n^2 of them. From P2 on every pair costs the host eleven stream operations
+// (about 28 us to enqueue), and a rotating pair costs the GPU about 17 us of copies and launch
+// gaps, the set-up (2 n^2 stores) and four products. A product is latency-bound on few warps
+// (per output a chain of n dependent multiply-adds, about 25 cycles an iteration with its loads)
+// and L1-bound on one SM: a row quarter's thread reads its own column of `second`, one cache
+// line per load, so the row quarters cost about 2 n^2 L1 wavefronts (10 us at n = 100, 40 us at
+// 200) however many threads share the block. The harness validates a cell once and times it at
+// least three times, up to 4 s of repetitions: a cell costs about max(4 s, four runs).
 
 // Rung 1 — P1, the paper's first GPU version (its listings 1-9; Table 1's GPU column, Table 2's
 // "before"). Only the products run on the GPU, one block of 32 threads. The host reads A and
