@@ -7,8 +7,10 @@
 //   int32, float,     count_values_shared with 32-bit counters (one copy per warp where they fit)
 //   double            up to ~19K bins, 16-bit packed counters up to ~115K bins (the sizes follow
 //                     the device's shared memory), count_values_global beyond.
-// Every value path reads 16-byte vectors, 64 bytes in flight per thread, and bins without a
-// branch by the cheapest evaluation that provably gives the rule's bins (even_bins.hpp/.cuh,
+// The counts are zeroed by a small kernel that the counting kernel overlaps (zero_counts_kernel,
+// counting.cuh). Every value path reads 16-byte vectors, four a thread per round (the
+// shared-counter kernels load the next round while they count one), and bins without a branch by
+// the cheapest evaluation that provably gives the rule's bins (even_bins.hpp/.cuh,
 // choose_bin_evaluation):
 //   integer edges     lo an integer and a bin width of 2^s (one bin per integer: lo = 0,
 //                     hi = bins): (floor(v) - lo) >> s. There every integer value lies
