@@ -149,8 +149,8 @@ inline Totals totals_for(unsigned long long* counts, std::int64_t n) {
 
 // Zeroes the counts ahead of a counting kernel launched with launch_after_previous, which then
 // starts at once and waits (wait_for_previous_kernel) only before its first add to the output. A
-// memset there is a second operation the counting kernel starts after: 50M int32 took 1.9 us
-// longer at 4096 bins and 2.5 us longer at 65536 on an H200 (docs/histogram.md).
+// memset there is a second operation the counting kernel starts after: 50M int32 took 1.8-1.9 us
+// longer at 4096 bins and 2.1-3.6 us longer at 65536 on an H200 (docs/histogram.md).
 inline __global__ void zero_counts_kernel(unsigned long long* counts, int bins) {
   let_next_kernel_start();
   for (int bin = int(blockIdx.x * blockDim.x + threadIdx.x); bin < bins;
