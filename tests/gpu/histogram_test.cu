@@ -476,6 +476,68 @@ TEST_F(Histogram, CallsKeepTheirPlaceAmongTheStreamsKernels) {
   EXPECT_EQ(copied.download(), want_copied) << "the copy queued after the first call";
 }
 
+// Captured into a CUDA graph, a call's zeroing kernel and the counting kernel chained behind it by
+// programmatic dependent launch become two nodes and a programmatic edge: the graph must count new
+// input contents launch after launch, through every path, and calls on the same stream outside
+// the graph must still find their counts.
+TEST_F(Histogram, CapturedCallsCountLaunchAfterLaunch) {
+  const std::int64_t n = (std::int64_t(1) << 22) + 36;  // bytes, a multiple of 4: int32 too
+  DeviceBuffer<std::uint8_t> in{std::size_t(n)};
+  const auto* ints = reinterpret_cast<const std::int32_t*>(in.data());
+  // Bytes, 32-bit counters, packed counters, counts on the output.
+  const std::vector<std::pair<bool, int>> paths{
+      {false, 256}, {true, 256}, {true, 65536}, {true, 200000}};  // (as int32, bins)
+  std::vector<DeviceBuffer<std::uint64_t>> counts;
+  for (const auto& path : paths) counts.emplace_back(std::size_t(path.second));
+  DeviceBuffer<std::uint64_t> eager{256};
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  const auto queue_calls = [&] {
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      if (paths[p].first)
+        histogram_even(ints, n / 4, paths[p].second, 0, 2147483648.0, counts[p].data(), stream);
+      else
+        histogram_even(in.data(), n, paths[p].second, 0, 256, counts[p].data(), stream);
+    }
+  };
+  set_bytes<<<64, 256, 0, stream>>>(in.data(), n, 1);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  queue_calls();  // outside the capture: kernels loaded, grid sizes queried and cached
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  queue_calls();
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (const std::uint8_t byte : {5, 90, 127}) {
+    for (auto& c : counts) c.fill_bytes(0xFF);
+    eager.fill_bytes(0xFF);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison went to the default stream
+    set_bytes<<<64, 256, 0, stream>>>(in.data(), n, byte);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    histogram_even(in.data(), n, 256, 0, 256, eager.data(), stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      const bool as_ints = paths[p].first;
+      const int bins = paths[p].second;
+      // An int32 of four bytes b < 128 is b * 0x01010101, counted over [0, 2^31).
+      const double value = as_ints ? double(std::uint32_t(byte) * 0x01010101u) : byte;
+      const double hi = as_ints ? 2147483648.0 : 256;
+      std::vector<std::uint64_t> want(std::size_t(bins), 0);
+      want[std::size_t(std::floor(value * bins / hi))] = std::uint64_t(as_ints ? n / 4 : n);
+      EXPECT_EQ(counts[p].download(), want) << "byte " << int(byte) << ", path " << p;
+    }
+    std::vector<std::uint64_t> want_eager(256, 0);
+    want_eager[byte] = std::uint64_t(n);
+    EXPECT_EQ(eager.download(), want_eager) << "byte " << int(byte) << ", after the graph";
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
   // 2^24 equal values put 2^24 counts into one bin: the packed counters must be flushed many
   // times; uniform data over 65536 and 100000 bins exercises the bound on the other side.
