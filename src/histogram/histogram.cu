@@ -5,7 +5,7 @@
 //                     with a column per lane (conflict-free whatever the bytes), folded into the
 //                     bins at the end; the data's bins never matter to the hot loop.
 //   int32, float,     count_values_shared with 32-bit counters (one copy per warp where they fit)
-//   double            up to ~19K bins, 16-bit packed counters up to ~115K bins (the sizes follow
+//   double            up to ~57K bins, 16-bit packed counters up to ~115K bins (the sizes follow
 //                     the device's shared memory), count_values_global beyond.
 // The counts are zeroed by a small kernel that the counting kernel overlaps (zero_counts_kernel,
 // counting.cuh). Every value path reads 16-byte vectors, four a thread per round (the
@@ -70,9 +70,14 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
   const detail::Totals totals = detail::totals_for(counts, n);
   const std::size_t bins = std::size_t(rule.bins);
   constexpr int threads = detail::shared_value_threads;
-  // 32-bit counters up to a third of the SM's shared memory (about 19K bins on Hopper: the bound
-  // from when four blocks shared an SM, not measured again with one), 16-bit packed ones beyond.
-  if ((bins + 1) * 4 <= std::size_t(limits.shared_per_sm) / 3) {
+  // 1 KB of the block's shared memory: the kernels' static arrays.
+  constexpr std::size_t static_shared = 1024;
+  // 32-bit counters wherever one copy fits a block (about 57K bins on Hopper), 16-bit packed ones
+  // beyond. The packed kernel adds 1 or 1 << 16 (ATOMS.ADD in sm_90 SASS) where the 32-bit one
+  // increments (ATOMS.POPC.INC): with one copy of 32-bit counters, 50M int32 took 52.4-72.5 us at
+  // 12288 to 56000 bins on an H200, the packed counters 60.5-82.5 us on uniform and normal data
+  // and 98.6-232.0 us where most values share a bin (equal, hot, Zipf) (docs/histogram.md).
+  if ((bins + 1) * 4 + static_shared <= std::size_t(limits.shared_per_block)) {
     // 32-bit counters, a copy per warp while the copies take at most a quarter of the SM's
     // shared memory (32 copies of 256 bins, 3 of 4096, 1 of 16384), leaving the rest of the
     // unified L1 to the loads in flight: on an H200, 4096 bins of uniform int32 took 53.6-55.8
@@ -90,7 +95,7 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
                                   "count_values_shared<32-bit>", in, split, rule, copies, totals);
   } else if (const std::size_t shared =
                  std::size_t(detail::shared_counter_words<true>(rule.bins, 1)) * 4;
-             shared + 1024 <= std::size_t(limits.shared_per_block)) {  // 1 KB: static
+             shared + static_shared <= std::size_t(limits.shared_per_block)) {
     const auto kernel = detail::count_values_shared<T, true, E>;
     const unsigned blocks =
         detail::persistent_grid(reinterpret_cast<const void*>(kernel), threads, shared,

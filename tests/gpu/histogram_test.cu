@@ -538,6 +538,24 @@ TEST_F(Histogram, CapturedCallsCountLaunchAfterLaunch) {
   cudaStreamDestroy(stream);
 }
 
+TEST_F(Histogram, BinCountsOnBothSidesOfTheCounterWidthBoundary) {
+  // 32-bit counters, one copy, while they fit a block's shared memory beside 1 KB of static
+  // arrays; one bin more takes the 16-bit packed counters. Both sides, on data that spreads over
+  // the bins and data that piles into a few.
+  int device = 0, shared_per_block = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(
+      cudaDeviceGetAttribute(&shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+      cudaSuccess);
+  const std::int64_t widest = (shared_per_block - 1024) / 4 - 1;  // bins of 32-bit counters
+  std::uint64_t seed = 4100;
+  for (const std::int64_t bins : {widest, widest + 1, std::int64_t(20000)})
+    for (const char* dist : {"uniform", "equal", "hot", "zipf:identity"})
+      expect_variants_exact(resolved((1 << 22) + 5, "int32", bins, dist), seed, {"production"});
+  expect_variants_exact(resolved((1 << 21) + 3, "float", widest, "normal"), seed, {"production"});
+  expect_variants_exact(resolved((1 << 21) + 3, "double", widest + 1, "hot"), seed, {"production"});
+}
+
 TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
   // 2^24 equal values put 2^24 counts into one bin: the packed counters must be flushed many
   // times; uniform data over 65536 and 100000 bins exercises the bound on the other side.
