@@ -70,13 +70,15 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
   const detail::Totals totals = detail::totals_for(counts, n);
   const std::size_t bins = std::size_t(rule.bins);
   constexpr int threads = detail::shared_value_threads;
-  // 1 KB of the block's shared memory: the kernels' static arrays.
+  // 1 KB of the block's shared memory kept for the kernels' static arrays.
   constexpr std::size_t static_shared = 1024;
   // 32-bit counters wherever one copy fits a block (about 57K bins on Hopper), 16-bit packed ones
-  // beyond. The packed kernel adds 1 or 1 << 16 (ATOMS.ADD in sm_90 SASS) where the 32-bit one
-  // increments (ATOMS.POPC.INC): with one copy of 32-bit counters, 50M int32 took 52.4-72.5 us at
-  // 12288 to 56000 bins on an H200, the packed counters 60.5-82.5 us on uniform and normal data
-  // and 98.6-232.0 us where most values share a bin (equal, hot, Zipf) (docs/histogram.md).
+  // beyond. With one copy of 32-bit counters, 50M int32 took 52.4-72.5 us at 12288 to 56000 bins
+  // on an H200, the packed counters 60.5-82.5 us on uniform and normal data and 98.6-232.0 us
+  // where most values share a bin (equal, hot, Zipf); on an H100 72.3-92.3 against 80.6-234.1 us.
+  // The packed kernel adds 1 or 1 << 16 (ATOMS.ADD in sm_90 SASS) where the 32-bit one
+  // increments (ATOMS.POPC.INC), and that is the cost: made increments of 1, its adds counted
+  // all-equal data at 65536 bins in 60-62 us instead of 233 (docs/histogram.md).
   if ((bins + 1) * 4 + static_shared <= std::size_t(limits.shared_per_block)) {
     // 32-bit counters, a copy per warp while the copies take at most a quarter of the SM's
     // shared memory (32 copies of 256 bins, 3 of 4096, 1 of 16384), leaving the rest of the
