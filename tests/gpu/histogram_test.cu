@@ -1,6 +1,8 @@
 // histogram_even and its ladder against the CPU reference, count for count: every rung at awkward
 // sizes, values on and around bin edges, NaN and infinities, empty and unaligned inputs, one bin
-// and more bins than values, 16-bit counters past their range, and more than 2^32 values.
+// and more bins than values, both sides of the 32-bit/16-bit counter boundary, 16-bit counters
+// past their range, calls among a stream's kernels and in a CUDA graph, and more than 2^32
+// values.
 // HistogramHuge.* moves gigabytes: leave it out of compute-sanitizer runs.
 #include <algorithm>
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "bench/runner.hpp"
+#include "core/device_features.hpp"
 #include "histogram/even_bins.hpp"
 #include "cpu/histogram.hpp"
 #include "gpu_test.hpp"
@@ -541,12 +544,9 @@ TEST_F(Histogram, CapturedCallsCountLaunchAfterLaunch) {
 TEST_F(Histogram, BinCountsOnBothSidesOfTheCounterWidthBoundary) {
   // 32-bit counters, one copy, while they fit a block's shared memory beside 1 KB of static
   // arrays; one bin more takes the 16-bit packed counters. Both sides, on data that spreads over
-  // the bins and data that piles into a few.
-  int device = 0, shared_per_block = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  ASSERT_EQ(
-      cudaDeviceGetAttribute(&shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-      cudaSuccess);
+  // the bins and data that piles into a few. The block's shared memory is what the dispatch plans
+  // with (Turing's 64 KB under ROOFLAB_TREAT_AS_SM=75).
+  const int shared_per_block = current_device_features().shared_per_block;
   const std::int64_t widest = (shared_per_block - 1024) / 4 - 1;  // bins of 32-bit counters
   std::uint64_t seed = 4100;
   for (const std::int64_t bins : {widest, widest + 1, std::int64_t(20000)})
