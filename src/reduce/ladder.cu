@@ -8,7 +8,8 @@
 // generality costs), rung 19 deals each block a contiguous range as CUB does. Rung 20 is CUB.
 // Rungs 21 and 22 came later and are numbered after the ladder, so that earlier results keep their
 // numbers: rung 21 is a step of the loop-unrolling lab, rung 22 the kernel its "nearly 10x" starts
-// from (its previous post's in-place neighboured reduction, not among the course documents).
+// from (its previous post's naive neighboured reduction, not among the course documents; the lab
+// shows no code for it, so its in-place form here is rooflab's reading).
 // The course documents' kernels leave one partial per block; their run() finishes on the device by
 // running the same kernel again over the partials (reduce_in_passes), so every rung's time includes
 // it. Their rungs (2-15, 21 and 22) take float and int32 (the loop-unrolling lab sums ints,
@@ -486,8 +487,8 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{
     "reduce", 22, "neighboured-in-place",
-    "t % 2s == 0 adds in place in global memory: 002's starting point (its previous post, not a "
-    "course document)",
+    "t % 2s == 0 adds in place in global memory: 002's starting point as rooflab reads it (its "
+    "previous post, not a course document)",
     Where::gpu, false, float_or_int32, on_float_or_int32([](auto& w, cudaStream_t stream) {
       using T = element_of<std::decay_t<decltype(w)>>;
       reduce_in_passes(w.take_input_copy(stream), w.cols, w.out.data(), unroll_threads, stream,

@@ -311,10 +311,10 @@ class DevicePaperBuffers {
 // least three times, up to 4 s of repetitions: a cell costs about max(4 s, four runs).
 
 // Rung 1 — P1, the paper's first GPU version (its listings 1-9; Table 1's GPU column, Table 2's
-// "before"). Only the products run on the GPU, one block of 32 threads. The host reads A and
-// writes R, R^T in managed memory for every pair, and scans A for convergence after every sweep,
-// so pages fault across PCIe in both directions at every rotation, and the host waits for the
-// GPU twice per rotation.
+// "before"). Only the products run on the GPU, one block of 32 threads. The host reads A in
+// managed memory for every pair and writes R, R^T for every pair it rotates, and scans A for
+// convergence after every sweep, so pages fault across PCIe in both directions at every rotation,
+// and the host waits for the GPU twice per rotation.
 
 // Table 2 ran on 32 threads (l. 445); Table 1's first version launches 32 (Listing 7).
 constexpr LaunchShape paper_shape{1, 32};
