@@ -27,7 +27,9 @@ namespace {
 // that rotates nothing pairs every two blocks once and every two columns of a block in its first
 // round: its verdict is the whole matrix's. The all-pairs test (cluster_all_pairs_test) mostly
 // stands for that sweep.
-constexpr int cluster_sweeps_max_blocks = 8;  // the portable cluster size
+// Hopper runs clusters of up to 16 blocks when the kernel allows it (a non-portable size): 8 pairs
+// of 2 blocks hold 256 columns with the vectors.
+constexpr int largest_cluster_blocks = 16;
 constexpr int cluster_sweeps_max_rows = 2 * fused_chunk_rows;
 template <class T>
 std::size_t cluster_shared_bytes(const ClusterShape& shape) {
@@ -35,12 +37,12 @@ std::size_t cluster_shared_bytes(const ClusterShape& shape) {
          (3 * gram_block * std::size_t(shape.ldt) + gram_width * (apply_ldq + gram_width));
 }
 
-// The shape for an M x N matrix of `block_positions` positions (V's rows too when uv): the fewest
-// blocks per pair whose shares are one product of rows, else two.
-ClusterShape cluster_shape(int M, int N, bool uv, int block_positions) {
+// The shape for an M x N matrix of `block_positions` positions (V's rows too when uv) in at most
+// `max_blocks` blocks: the fewest blocks per pair whose shares are one product of rows, else two.
+ClusterShape cluster_shape(int M, int N, bool uv, int block_positions, int max_blocks) {
   const int pairs = block_positions / 2;
   for (const int max_rows : {fused_chunk_rows, cluster_sweeps_max_rows})
-    for (int split = 1; split * pairs <= cluster_sweeps_max_blocks; ++split) {
+    for (int split = 1; split * pairs <= max_blocks; ++split) {
       const int w_rows = row_share(M, split), v_rows = uv ? row_share(N, split) : 0;
       if (w_rows + v_rows <= max_rows)
         return {pairs, split, w_rows, v_rows, round_up(w_rows + v_rows, fused_chunk_rows) + 4};
@@ -127,7 +129,52 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
 }
 #endif
 
-// One kernel of about 215 lines on purpose: every sweep runs inside it, its columns held in the
+#if ROOFLAB_HAS_CLUSTERS
+// The hand-over's test of the norms (wider_than_the_gram_resolves, jacobi_math.hpp) inside the
+// cluster, which tracks no norms: the columns' fresh squared norms, each added up from its pair's
+// blocks' shares of the rows (in `shares`), spread more than 1 / eps. The same in every block;
+// every thread of every block calls it, at the end of a sweep.
+template <class T>
+__device__ __noinline__ bool cluster_norms_wider_than_the_gram_resolves(
+    const cooperative_groups::cluster_group& cluster, const ClusterShape& shape, const T* slots,
+    const int* ids, int N, T* shares, T* block_range) {
+  constexpr unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x & 31, pair = int(cluster.block_rank()) / shape.split;
+  for (int s = threadIdx.x >> 5; s < gram_width; s += solve_parts) {
+    T sum = 0;
+    for (int r = lane; r < shape.w_rows; r += 32)
+      sum = fma(slots[s * shape.ldt + r], slots[s * shape.ldt + r], sum);
+    sum = group_sum(sum, 32);
+    if (lane == 0) shares[s] = sum;
+  }
+  cluster.sync();  // the pair's shares are in
+  if (threadIdx.x < gram_width) {
+    T norm = 0;
+    for (int r = pair * shape.split; r < (pair + 1) * shape.split; ++r)
+      norm += cluster.map_shared_rank(shares, r)[threadIdx.x];
+    const bool column = ids[threadIdx.x] < N;  // not padding
+    T largest = column ? norm : T(0), least = column ? norm : T(INFINITY);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      largest = fmax(largest, __shfl_xor_sync(full, largest, offset));
+      least = fmin(least, __shfl_xor_sync(full, least, offset));
+    }
+    if (threadIdx.x == 0) {
+      block_range[0] = largest;
+      block_range[1] = least;
+    }
+  }
+  cluster.sync();  // every block's range is in, and every share read
+  T largest = 0, least = T(INFINITY);
+  for (int r = 0; r < shape.blocks(); ++r) {
+    const T* range = cluster.map_shared_rank(block_range, r);
+    largest = fmax(largest, range[0]);
+    least = fmin(least, range[1]);
+  }
+  return wider_than_the_gram_resolves(largest, least);
+}
+#endif
+
+// One kernel of about 245 lines on purpose: every sweep runs inside it, its columns held in the
 // cluster's shared memory from the first round to the last, and its phases (the round's solve,
 // the exchange of the lent halves, the all-pairs test) are separated by cluster barriers that
 // every block must reach in the same order; the phases' comments below are its chapters.
@@ -145,8 +192,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   // Each slot's error scale (jacobi_math.hpp, RoundingNoise); -1 until the column's first round,
   // whose fresh squared norm it then is.
   __shared__ T scales[3 * gram_block];
-  __shared__ T block_off;   // the block's largest cosine of the sweep just ended
-  __shared__ T block_test;  // the block's largest in the all-pairs test
+  __shared__ T block_off;           // the block's largest cosine of the sweep just ended
+  __shared__ unsigned block_above;  // its count of pairs above tol (the hand-over's)
+  __shared__ T block_range[2];      // its columns' largest and least squared norm (the hand-over's)
+  __shared__ T block_test;          // the block's largest in the all-pairs test
   __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
   __shared__ T test_norms[2 * gram_width];
   __shared__ unsigned long long team_scratch[32];
@@ -187,19 +236,28 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   cluster.sync();  // the neighbours' slots are ready for this block's outputs
 
   const int rounds = 2 * shape.pairs;
+  const long long pairs_across = pairs_across_blocks(G.N, gram_block);
+  const T floor_off = T(gram_floor<T>(G.M));
   T sweep_off = 0, off = 0;
-  int sweep = 0;
+  // The sweep's pairs of columns above tol, counted by each pair's first block.
+  unsigned sweep_above = 0;
+  int sweep = 0, floor_sweeps = 0;
+  bool at_the_floor = false;
   for (int step = 0;; ++step) {
     const int round = step % rounds;
     const bool odd = round & 1;
     if (step > 0) {
       cluster.sync();    // the previous round's outputs are in, in every block
-      if (round == 0) {  // a sweep ended: every block reads every block's largest cosine
+      if (round == 0) {  // a sweep ended: every block reads every block's largest cosine and count
         off = 0;
-        for (int r = 0; r < shape.blocks(); ++r)
+        long long above = 0;
+        for (int r = 0; r < shape.blocks(); ++r) {
           off = fmax(off, *cluster.map_shared_rank(&block_off, r));
+          above += *cluster.map_shared_rank(&block_above, r);
+        }
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
+        T checked = off;  // the sweep's largest cosine, or the all-pairs test's where it ran
         if (off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) {
           const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers,
                                                   test_norms, block_test, team_scratch);
@@ -208,8 +266,24 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
             off = tested;
             break;
           }
+          checked = tested;
         }
+        // The Gram products' rounding floor and the hand-over, as the host-driven sweeps judge
+        // them (stays_at_the_gram_floor and hands_over, global_state.cuh). The norms' test runs
+        // in a function of its own, called only where the sweep and the count qualify: inlined,
+        // or called at every sweep's end, it cost a random 100 x 100 matrix 2 to 9% (H100).
+        floor_sweeps = checked <= floor_off ? floor_sweeps + 1 : 0;
+        if (floor_sweeps >= gram_floor_sweeps) {
+          at_the_floor = true;
+          off = checked;
+          break;
+        }
+        if (G.P.second_try_follows && still_rotating_late(sweep, above, pairs_across) &&
+            cluster_norms_wider_than_the_gram_resolves(cluster, shape, slots, ids, G.N,
+                                                       column_norms, block_range))
+          break;  // unconverged: the second try takes the matrix
         sweep_off = 0;
+        sweep_above = 0;
       }
     }
     // The round's 32 slots: positions 2p, 2p + 1, or in an odd round 2p + 1, 2p + 2 (the last pair
@@ -252,6 +326,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         clear_gram_noise(x, lane_scale, order, sh, nullptr);  // its test does not ask
         solved = solve_pair(G, order, sh, x);
         sweep_off = fmax(sweep_off, solved.off);
+        if (rank % shape.split == 0) sweep_above += unsigned(solved.above_tol);  // once a pair
       }
       // In the column's first round its scale is its fresh squared norm.
       const T scale = lane_scale < 0 ? solved.diagonal : lane_scale;
@@ -321,7 +396,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         }
       }
     }
-    if (round == rounds - 1 && threadIdx.x == 0) block_off = sweep_off;
+    if (round == rounds - 1 && threadIdx.x == 0) {
+      block_off = sweep_off;
+      block_above = sweep_above;
+    }
   }
 
   // Sigma of each column (the pair's blocks' shares of its squared norm added in rank order, the
@@ -359,7 +437,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
                                                       v0 + r, ids, G.N);
   if (rank == 0 && threadIdx.x == 0) {
     G.sweeps[matrix] = sweep;
-    G.converged[matrix] = !(off > G.P.tol);
+    G.converged[matrix] = !(off > G.P.tol) || at_the_floor;
     G.off_bits[matrix] = static_cast<unsigned long long>(__double_as_longlong(double(off)));
     G.active[matrix] = 0;
   }
@@ -376,13 +454,23 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
 template <class T>
 ClusterShape cluster_sweeps_shape(int M, int N, bool uv, std::int64_t batch) {
   if (!current_device_features().clusters()) return {};
-  const int blocks = (N + gram_block - 1) / gram_block;
-  const ClusterShape shape = cluster_shape(M, N, uv, blocks + (blocks & 1));
+  const int blocks = (N + gram_block - 1) / gram_block, positions = blocks + (blocks & 1);
+  // A portable cluster where one holds the matrix, else, for a single matrix in double, a larger
+  // one. On an H100 a larger cluster against the fused rounds: double 256 x 256 1.70 against 2.11
+  // ms, 160 x 160 1.02 against 1.50, 500 x 100 0.80 against 1.22; but float 256 x 256 2.40 against
+  // 1.74 ms, and 4 double 256 x 256 matrices 2.46 against 2.23 ms.
+  ClusterShape shape = cluster_shape(M, N, uv, positions, portable_cluster_blocks);
+  if (shape.pairs == 0 && sizeof(T) == 8 && batch == 1)
+    shape = cluster_shape(M, N, uv, positions, largest_cluster_blocks);
   if (shape.pairs == 0) return {};
   const std::size_t bytes = cluster_shared_bytes<T>(shape);
   ROOFLAB_CUDA("svd", "letting the cluster kernel take its shared memory",
                cudaFuncSetAttribute(gram_cluster_sweeps<T>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  if (!shape.portable())
+    ROOFLAB_CUDA("svd", "letting the cluster kernel run in clusters of more than 8 blocks",
+                 cudaFuncSetAttribute(gram_cluster_sweeps<T>,
+                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   if (max_active_clusters(gram_cluster_sweeps<T>, batch, shape.blocks(), bytes) < batch) return {};
   return shape;
 }

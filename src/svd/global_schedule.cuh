@@ -103,12 +103,14 @@ struct FusedShape {
   int w_rows = 0, v_rows = 0;  // rows of W and of V per block: multiples of gram_tile_rows
 };
 // The cluster of the sweeps in one cluster per matrix (cluster.cu).
+constexpr int portable_cluster_blocks = 8;  // every GPU with clusters runs such a cluster
 struct ClusterShape {
   int pairs = 0;               // pairs of blocks of the ring; 0: the matrix does not fit
   int split = 0;               // blocks per pair, each with a share of the rows
   int w_rows = 0, v_rows = 0;  // rows of W and of V per block: multiples of gram_tile_rows
   int ldt = 0;                 // a slot's stride: its rows rounded up to whole products, plus 4
   __host__ __device__ int blocks() const { return pairs * split; }
+  bool portable() const { return blocks() <= portable_cluster_blocks; }
 };
 
 // The Gram schedule's plan for a problem: its round scratch, the apply's tiles of rows, the

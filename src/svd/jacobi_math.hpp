@@ -352,9 +352,13 @@ constexpr double hand_over_share_above_tol = 0.9;
 constexpr double gram_floor_factor = 16;
 constexpr int gram_floor_sweeps = 2;
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline bool at_the_gram_floor(double off, int rows) {
+ROOFLAB_JACOBI_HOST_DEVICE inline double gram_floor(int rows) {
   using std::sqrt;
-  return off <= gram_floor_factor * sqrt(double(rows)) * Precision<T>::epsilon;
+  return gram_floor_factor * sqrt(double(rows)) * Precision<T>::epsilon;
+}
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool at_the_gram_floor(double off, int rows) {
+  return off <= gram_floor<T>(rows);
 }
 
 // Pairs of columns in different blocks of `block` columns, over n columns: the pairs the sweep's

@@ -222,11 +222,12 @@ ROOFLAB_VARIANT(Variant{
     {},
     svd_sweeps_note});
 
-// Rung 14 — the whole Gram iteration in one cluster per matrix (svd.cu's gram_cluster_sweeps).
+// Rung 14 — the whole Gram iteration in one cluster per matrix (cluster.cu's gram_cluster_sweeps).
 // Where a matrix's pairs of blocks and rows fit one cluster of 8 blocks (with the vectors, up to
-// 128 columns of up to a few hundred rows), its blocks keep their columns in shared memory for
-// every sweep and trade the ring's halves through each other's shared memory: a round is two
-// cluster barriers and the solve, with no launch, no trip of the columns through L2 and no host
+// 128 columns of up to a few hundred rows), or for a single double matrix one of 16 blocks (up to
+// 256 columns on Hopper, which runs that size when asked), its blocks keep their columns in shared
+// memory for every sweep and trade the ring's halves through each other's shared memory: a round is
+// two cluster barriers and the solve, with no launch, no trip of the columns through L2 and no host
 // round trip between sweeps. (Elsewhere it runs rung 13.) Rungs 13 and 14 need sm_90.
 ROOFLAB_VARIANT(Variant{"svd",
                         14,

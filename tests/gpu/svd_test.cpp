@@ -482,7 +482,7 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
 // exactly orthogonal (a Hadamard matrix's, +-1, each column scaled by a power of two) stop before
 // the first sweep. Columns each orthogonal to the next but not to the one two along (a_j = e_j +
 // e_{j+2}) pass the neighbouring columns' test, must fail the whole one and sweep on. On the fused
-// rounds and on the three kernels a round.
+// rounds, on the three kernels a round, and ahead of a cluster larger than the portable size.
 TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
   const int m = 256, n = 200;
   cpu::Matrix orthogonal = cpu::zeros(m, n);
@@ -493,7 +493,8 @@ TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
   for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
   const std::pair<jacobi::GlobalSchedule, const char*> routes[] = {
       {jacobi::GlobalSchedule::gram_fused, "fused rounds, "},
-      {jacobi::GlobalSchedule::gram, "three kernels a round, "}};
+      {jacobi::GlobalSchedule::gram, "three kernels a round, "},
+      {jacobi::GlobalSchedule::gram_cluster, "a cluster of 14 blocks where offered, "}};
   for (const auto& [schedule, where] : routes) {
     const Route route = schedule;
     const std::string what = where;
@@ -573,6 +574,69 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
   EXPECT_FALSE(info.converged);
   EXPECT_EQ(info.sweeps, 1);
   EXPECT_GT(info.off, jacobi::default_tolerance<double>(100, 100, true));
+}
+
+// The same iteration in clusters of more than 8 blocks, which Hopper runs for a single double
+// matrix when the kernel asks: 8 pairs of 2 blocks (256 x 256), 5 pairs of 3 (140 x 140), 4 pairs
+// of 4 (500 x 100), 7 pairs of 2 (a wide 200 x 224, through its transpose); a graded matrix and a
+// zero one. float goes through the route's fallback, the fused rounds.
+TEST_F(Svd, ClusterSweepsInLargeClustersPassLapackTests) {
+  if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!jacobi::runs_in_one_cluster<double>(256, 256, true, 1)) {
+    ASSERT_NE(current_device_features().arch, 90) << "Hopper runs clusters of 16 blocks";
+    GTEST_SKIP() << "this GPU offers no cluster of 16 blocks of the kernel";
+  }
+  const Route cluster = jacobi::GlobalSchedule::gram_cluster;
+  for (const auto& [m, n] :
+       {std::pair{256, 256}, std::pair{140, 140}, std::pair{500, 100}, std::pair{200, 224}}) {
+    ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
+    // float takes the fused rounds there (faster at 256 x 256), as does a batch
+    EXPECT_FALSE(jacobi::runs_in_one_cluster<float>(m, n, true, 1)) << m << " x " << n;
+    EXPECT_FALSE(jacobi::runs_in_one_cluster<double>(m, n, true, 2)) << m << " x " << n;
+    const cpu::Matrix a = cpu::random_matrix(m, n, 97 + m);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 5, &info, cluster),
+                            name("double", m, n, 97 + m));
+    EXPECT_TRUE(info.converged) << name("double", m, n, 97 + m);
+    EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true))
+        << name("double", m, n, 97 + m);
+    const cpu::Matrix af = rounded<float>(a);
+    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster),
+                           name("float", m, n, 97 + m));
+  }
+  expect_graded_accurate_on(cluster, 256, 240, 98);
+  const Factors fz = run_svd<double>(cpu::zeros(256, 256), {}, 0, nullptr, cluster);
+  for (const double value : fz.s) EXPECT_EQ(value, 0);
+  const cpu::SvdAccuracy zero_accuracy = cpu::svd_accuracy(cpu::zeros(256, 256), fz.s, fz.u, fz.v,
+                                                           std::numeric_limits<double>::epsilon());
+  EXPECT_LE(zero_accuracy.u_orthogonality, threshold);
+  EXPECT_LE(zero_accuracy.v_orthogonality, threshold);
+}
+
+// The larger cluster judges its sweeps as the host-driven ones do. At 256 x 256, the library's
+// path for a double matrix where Hopper runs it, geometric and log-uniform spectra at condition
+// 1/eps go to the second try after 10 sweeps and stay within LAPACK dgesvj's + 2 in all (without
+// the hand-over the cluster took 28 sweeps, dgesvj 22 and 24); a clustered spectrum ends at the
+// Gram products' floor (14 sweeps without it).
+TEST_F(Svd, LargeClusterHandsOverStallsAndStopsAtTheGramFloor) {
+  if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!jacobi::runs_in_one_cluster<double>(256, 256, true, 1))
+    GTEST_SKIP() << "this GPU offers no cluster of 16 blocks of the kernel";
+  for (const char* matrix_class : {"mode3-eps", "mode5-eps"}) {
+    const cpu::Matrix a = cpu::svd_test_matrix<double>(matrix_class, 256, 256, 1);
+    const std::string what = name(matrix_class, 256, 256, 1);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
+    EXPECT_TRUE(info.converged) << what;
+    EXPECT_GT(info.sweeps, jacobi::hand_over_first_sweep) << what;  // both tries counted
+    const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
+    EXPECT_LE(info.sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+  }
+  const cpu::Matrix a = cpu::svd_test_matrix<double>("clustered", 256, 256, 1);
+  SvdInfo info;
+  expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), name("clustered", 256, 256, 1));
+  EXPECT_TRUE(info.converged);
+  EXPECT_LE(info.sweeps, 12) << "clustered 256 x 256";
 }
 
 // The same iteration small enough for racecheck: 3 pairs of 2 blocks (70 x 70) and one block

@@ -186,6 +186,7 @@ inline const RouteShape route_shapes[] = {
     {"block", jacobi::Path::block_per_matrix, 70, 90},
     {"cluster", jacobi::GlobalSchedule::gram_cluster, 100, 100},
     {"cluster", jacobi::GlobalSchedule::gram_cluster, 90, 128},
+    {"cluster", jacobi::GlobalSchedule::gram_cluster, 256, 256},  // 16 blocks where offered
     {"fused", jacobi::GlobalSchedule::gram_fused, 200, 150},
     {"gram", jacobi::GlobalSchedule::gram, 150, 200},
     {"qr", jacobi::Path::qr_preconditioned, 400, 40},
