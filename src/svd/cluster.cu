@@ -62,11 +62,12 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions, int max_b
 // the 32 columns of positions 2p and 2p + 1 (slots 0..31 of pair p's blocks), forms its shares of
 // its products with groups p + d (mod P) for d = 0 .. P / 2 (of two groups P / 2 apart only the
 // lower one), reading the other group's rows from the shared memory of the block with the same
-// rows, into `products` (d at [d * 1024]). After a barrier block h of pair p adds up the shares of
-// d = h, h + split, ... and scales them by the column norms, the diagonals of d = 0 (0 for rounding
-// noise, by the slots' error scales: such a column is left out, as the sweeps leave it). Every
-// thread of every block calls it.
-constexpr int cluster_test_products = 4;  // held by SolveShared's buffers: P up to 7
+// rows, into `products` (d at [d * 1024], the solve's buffers) and, for d = 4 (P = 8), `fifth`
+// (the round's part of G, free between rounds). After a barrier block h of pair p adds up the
+// shares of d = h, h + split, ... and scales them by the column norms, the diagonals of d = 0 (0
+// for rounding noise, by the slots' error scales: such a column is left out, as the sweeps leave
+// it). Every thread of every block calls it.
+constexpr int cluster_test_products = 4;  // held by SolveShared's buffers; a fifth by `part`
 static_assert(cluster_test_products * gram_width * gram_width <=
                   4 * SolveShared<float>::buffer_size,
               "the test's products fit the solve's buffers");
@@ -74,18 +75,21 @@ static_assert(cluster_test_products * gram_width * gram_width <=
 template <class T>
 __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster,
                                     const ClusterShape& shape, const T* slots, const T* slot_scales,
-                                    T* products, T* norms, T& block_max,
+                                    T* products, T* fifth, T* norms, T& block_max,
                                     unsigned long long* team_scratch) {
   const int P = shape.pairs, rank = int(cluster.block_rank()), pair = rank / shape.split;
   const int share = rank % shape.split;
   const auto formed = [&](int group, int d) { return !(2 * d == P && group >= d); };
+  const auto product_of = [&](T* own, int d) {
+    return d < cluster_test_products ? own + d * gram_width * gram_width : fifth;
+  };
   for (int d = 0; 2 * d <= P; ++d) {
     if (!formed(pair, d)) continue;
     const T* other = cluster.map_shared_rank(slots, (pair + d) % P * shape.split + share);
     SolveGramPatch<T> patch;
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
       patch.add_tiles(slots + r, other + r, shape.ldt);
-    T* const product = products + d * gram_width * gram_width;
+    T* const product = product_of(products, d);
     patch.for_each([&](int k, int l, T value) { product[k * gram_width + l] = value; });
   }
   cluster.sync();  // every block's shares are in
@@ -107,8 +111,7 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
     constexpr int per_thread = gram_width * gram_width / gram_solve_threads;
     T product[per_thread] = {};
     for (int h = 0; h < shape.split; ++h) {
-      const T* shares =
-          cluster.map_shared_rank(products, pair * shape.split + h) + d * gram_width * gram_width;
+      const T* shares = cluster.map_shared_rank(product_of(products, d), pair * shape.split + h);
 #pragma unroll
       for (int i = 0; i < per_thread; ++i)
         product[i] += shares[threadIdx.x + i * gram_solve_threads];
@@ -130,14 +133,20 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
 #endif
 
 #if ROOFLAB_HAS_CLUSTERS
-// The hand-over's test of the norms (wider_than_the_gram_resolves, jacobi_math.hpp) inside the
-// cluster, which tracks no norms: the columns' fresh squared norms, each added up from its pair's
-// blocks' shares of the rows (in `shares`), spread more than 1 / eps. The same in every block;
-// every thread of every block calls it, at the end of a sweep.
+// What the end of a sweep may ask of the columns, from their fresh squared norms (each added up
+// from its pair's blocks' shares of the rows, in `shares`), which the cluster does not track:
+// whether they spread more than 1 / eps (the hand-over's test of the norms,
+// wider_than_the_gram_resolves, jacobi_math.hpp), and whether any is rounding noise by its slot's
+// error scale. The same in every block; every thread of every block calls it. Not inlined, as it
+// seldom runs: inlined in the kernel, the hand-over's test alone cost a random 100 x 100 matrix 9%,
+// and a call at every sweep's end 2% (H100).
+struct ColumnsSeen {
+  bool wider = false, noise = false;
+};
 template <class T>
-__device__ __noinline__ bool cluster_norms_wider_than_the_gram_resolves(
+__device__ __noinline__ ColumnsSeen look_at_columns(
     const cooperative_groups::cluster_group& cluster, const ClusterShape& shape, const T* slots,
-    const int* ids, int N, T* shares, T* block_range) {
+    const int* ids, const T* slot_scales, int N, T* shares, T* block_seen) {
   constexpr unsigned full = 0xffffffffu;
   const int lane = threadIdx.x & 31, pair = int(cluster.block_rank()) / shape.split;
   for (int s = threadIdx.x >> 5; s < gram_width; s += solve_parts) {
@@ -154,23 +163,27 @@ __device__ __noinline__ bool cluster_norms_wider_than_the_gram_resolves(
       norm += cluster.map_shared_rank(shares, r)[threadIdx.x];
     const bool column = ids[threadIdx.x] < N;  // not padding
     T largest = column ? norm : T(0), least = column ? norm : T(INFINITY);
+    T noise = column && is_rounding_noise(norm, slot_scales[threadIdx.x]) ? T(1) : T(0);
     for (int offset = 16; offset > 0; offset >>= 1) {
       largest = fmax(largest, __shfl_xor_sync(full, largest, offset));
       least = fmin(least, __shfl_xor_sync(full, least, offset));
+      noise = fmax(noise, __shfl_xor_sync(full, noise, offset));
     }
     if (threadIdx.x == 0) {
-      block_range[0] = largest;
-      block_range[1] = least;
+      block_seen[0] = largest;
+      block_seen[1] = least;
+      block_seen[2] = noise;
     }
   }
-  cluster.sync();  // every block's range is in, and every share read
-  T largest = 0, least = T(INFINITY);
+  cluster.sync();  // every block's view is in, and every share read
+  T largest = 0, least = T(INFINITY), noise = 0;
   for (int r = 0; r < shape.blocks(); ++r) {
-    const T* range = cluster.map_shared_rank(block_range, r);
-    largest = fmax(largest, range[0]);
-    least = fmin(least, range[1]);
+    const T* seen = cluster.map_shared_rank(block_seen, r);
+    largest = fmax(largest, seen[0]);
+    least = fmin(least, seen[1]);
+    noise = fmax(noise, seen[2]);
   }
-  return wider_than_the_gram_resolves(largest, least);
+  return {wider_than_the_gram_resolves(largest, least), noise > 0};
 }
 #endif
 
@@ -194,7 +207,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   __shared__ T scales[3 * gram_block];
   __shared__ T block_off;           // the block's largest cosine of the sweep just ended
   __shared__ unsigned block_above;  // its count of pairs above tol (the hand-over's)
-  __shared__ T block_range[2];      // its columns' largest and least squared norm (the hand-over's)
+  __shared__ T block_seen[3];       // what look_at_columns saw of its columns
   __shared__ T block_test;          // the block's largest in the all-pairs test
   __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
   __shared__ T test_norms[2 * gram_width];
@@ -258,8 +271,15 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
         T checked = off;  // the sweep's largest cosine, or the all-pairs test's where it ran
-        if (off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) {
-          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers,
+        // The all-pairs test, where the sweep met only small off-diagonals (up to 7 pairs: at 8
+        // such a test failed more often than it stood for a sweep, 256 x 256 on an H100), or where
+        // the first sweep left columns of rounding noise (a rank-one matrix's): with the noise
+        // left out, the test finds what the sweep left.
+        if ((off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) ||
+            (sweep == 1 &&
+             look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
+                 .noise)) {
+          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers, part,
                                                   test_norms, block_test, team_scratch);
           if (!(tested > G.P.tol)) {  // the test counts as the last sweep
             ++sweep;
@@ -269,9 +289,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
           checked = tested;
         }
         // The Gram products' rounding floor and the hand-over, as the host-driven sweeps judge
-        // them (stays_at_the_gram_floor and hands_over, global_state.cuh). The norms' test runs
-        // in a function of its own, called only where the sweep and the count qualify: inlined,
-        // or called at every sweep's end, it cost a random 100 x 100 matrix 2 to 9% (H100).
+        // them (stays_at_the_gram_floor and hands_over, global_state.cuh); the norms are looked
+        // at only where the sweep and the count qualify.
         floor_sweeps = checked <= floor_off ? floor_sweeps + 1 : 0;
         if (floor_sweeps >= gram_floor_sweeps) {
           at_the_floor = true;
@@ -279,8 +298,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
           break;
         }
         if (G.P.second_try_follows && still_rotating_late(sweep, above, pairs_across) &&
-            cluster_norms_wider_than_the_gram_resolves(cluster, shape, slots, ids, G.N,
-                                                       column_norms, block_range))
+            look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
+                .wider)
           break;  // unconverged: the second try takes the matrix
         sweep_off = 0;
         sweep_above = 0;
@@ -323,7 +342,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
 #pragma unroll
         for (int kk = 0; kk < solve_rows; ++kk)
           sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
-        clear_gram_noise(x, lane_scale, order, sh, nullptr);  // its test does not ask
+        clear_gram_noise(x, lane_scale, order, sh, nullptr);  // the sweep's end looks for noise
         solved = solve_pair(G, order, sh, x);
         sweep_off = fmax(sweep_off, solved.off);
         if (rank % shape.split == 0) sweep_above += unsigned(solved.above_tol);  // once a pair
