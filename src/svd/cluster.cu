@@ -138,8 +138,8 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
 // whether they spread more than 1 / eps (the hand-over's test of the norms,
 // wider_than_the_gram_resolves, jacobi_math.hpp), and whether any is rounding noise by its slot's
 // error scale. The same in every block; every thread of every block calls it. Not inlined, as it
-// seldom runs: inlined in the kernel, the hand-over's test alone cost a random 100 x 100 matrix 9%,
-// and a call at every sweep's end 2% (H100).
+// seldom runs: inlined, it cost a random 100 x 100 matrix 6-8% (H100, 766-769 against 712-727 us;
+// docs/results/h100-svd-larger-cluster.txt), and a call at every sweep's end 2%.
 struct ColumnsSeen {
   bool wider = false, noise = false;
 };
@@ -271,10 +271,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
         T checked = off;  // the sweep's largest cosine, or the all-pairs test's where it ran
-        // The all-pairs test, where the sweep met only small off-diagonals (up to 7 pairs: at 8
-        // such a test failed more often than it stood for a sweep, 256 x 256 on an H100), or where
-        // the first sweep left columns of rounding noise (a rank-one matrix's): with the noise
-        // left out, the test finds what the sweep left.
+        // The all-pairs test, where the sweep met only small off-diagonals (up to 7 pairs: at 8 it
+        // saved random 256 x 256 matrices no sweep, H100), or where the first sweep left columns of
+        // rounding noise (a rank-one matrix's): with the noise left out, the test finds what the
+        // sweep left.
         if ((off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) ||
             (sweep == 1 &&
              look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
@@ -477,7 +477,8 @@ ClusterShape cluster_sweeps_shape(int M, int N, bool uv, std::int64_t batch) {
   // A portable cluster where one holds the matrix, else, for a single matrix in double, a larger
   // one. On an H100 a larger cluster against the fused rounds: double 256 x 256 1.70 against 2.11
   // ms, 160 x 160 1.02 against 1.50, 500 x 100 0.80 against 1.22; but float 256 x 256 2.40 against
-  // 1.74 ms, and 4 double 256 x 256 matrices 2.46 against 2.23 ms.
+  // 1.74 ms, and 4 double 256 x 256 matrices 2.46 against 2.23 ms
+  // (docs/results/h100-svd-larger-cluster.txt, run 1).
   ClusterShape shape = cluster_shape(M, N, uv, positions, portable_cluster_blocks);
   if (shape.pairs == 0 && sizeof(T) == 8 && batch == 1)
     shape = cluster_shape(M, N, uv, positions, largest_cluster_blocks);
