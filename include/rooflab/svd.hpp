@@ -41,11 +41,11 @@ struct SvdInfo {
 // dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not converged then either ->
 // SvdInfo.converged = false. U and V may be null when opt.compute_uv is false. tol 0 means LAPACK
 // dgesvj's default: sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon without. Converged:
-// every pair's scaled off-diagonal is within tol, or, where the host drives the Gram schedule's
-// sweeps (from 129 columns on sm_90; any Gram matrix before it), two sweeps in a row ended within
-// 16 sqrt(max(m, n)) epsilon, the rounding floor of its Gram products, which clustered spectra do
-// not get under (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last sweep's
-// largest. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which finds
+// every pair's scaled off-diagonal is within tol, or, on the Gram schedule (its cluster, fused
+// rounds or three kernels a round; docs/svd.md, "The production path"), two sweeps in a row ended
+// within 16 sqrt(max(m, n)) epsilon, the rounding floor of its Gram products, which clustered
+// spectra do not get under (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last
+// sweep's largest. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which finds
 // every pair orthogonal (once the sweeps meet only small off-diagonals, that last sweep is a single
 // test of every pair, with nothing left to rotate). The first call on a host thread allocates a few
 // bytes of page-locked host memory for the status, kept until the thread exits.
