@@ -225,8 +225,9 @@ class SweepQueue {
 // all-pairs test where the initial norms pass found each column orthogonal to the next, and the
 // host waits for its count (into `arrival_count`, zeroed). A zero matrix or an identity stops there,
 // converged in one sweep, where the cluster would run a whole sweep of rounds to find it out (256 x
-// 256 on an H100: zero 120 against 91 us and the identity 141 against 81 us through the fused
-// rounds' test). Returns whether the matrix stopped.
+// 256 on an H100: zero 120 against 90-92 us and the identity 136-147 against 80-82 us through the
+// fused rounds' test; docs/results/h100-svd-larger-cluster.txt, run 1). Returns whether the matrix
+// stopped.
 template <class T>
 bool arrives_orthogonal(GlobalState<T>& G, const GramPlan<T>& plan, unsigned* arrival_count,
                         cudaStream_t stream) {
