@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   __shared__ __align__(16) SolveShared<T> sh;
   __shared__ int ids[3 * gram_block];  // each slot's column (>= N: padding)
   // Each slot's error scale (jacobi_math.hpp, RoundingNoise); -1 until the column's first round,
-  // whose fresh squared norm it then is.
+  // which starts it from the column's fresh squared norm.
   __shared__ T scales[3 * gram_block];
   __shared__ T block_off;           // the block's largest cosine of the sweep just ended
   __shared__ unsigned block_above;  // its count of pairs above tol (the hand-over's)
@@ -347,8 +347,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         sweep_off = fmax(sweep_off, solved.off);
         if (rank % shape.split == 0) sweep_above += unsigned(solved.above_tol);  // once a pair
       }
-      // In the column's first round its scale is its fresh squared norm.
-      const T scale = lane_scale < 0 ? solved.diagonal : lane_scale;
+      // In the column's first round its scale starts from its fresh squared norm.
+      const T scale = lane_scale < 0 ? initial_error_scale(solved.diagonal, G.N) : lane_scale;
       // Where the round's outputs go, slots 0..15 to `low` and 16..31 to `high`: the half that the
       // next round's pair borrows (after an even round, position 2p to pair p - 1's third half) or
       // returns (after an odd one, 2p + 2 to pair p + 1's first) goes straight to the neighbour.

@@ -585,7 +585,7 @@ struct SweepOutcome {
 // rotations into the first v_rows rows of V's columns when uv: initial norms, then per sweep a
 // sort by tracked norm and n_pad rounds of the odd-even ring, until a sweep finds every pair
 // orthogonal to tol or max_sweeps have run. norms, error_scales and pos hold n_pad entries; the
-// error scales start as the initial norms when `fresh_scales`, else they are the caller's. Every
+// error scales start from the initial norms when `fresh_scales`, else they are the caller's. Every
 // thread of the team calls it; W, V, norms, error_scales and pos must be visible to the team (a
 // sync before).
 template <class T, class Team>
@@ -607,7 +607,7 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
       T sum = c < cols ? partial_norm2(W + c * ldw, w_walk) : T(0);
       sum = group_sum(sum, lanes);
       if (h == 0 && c < n_pad) norms[c] = c < cols ? sum : T(-1);  // padding sorts last
-      if (fresh_scales && h == 0 && c < cols) error_scales[c] = sum;
+      if (fresh_scales && h == 0 && c < cols) error_scales[c] = initial_error_scale(sum, cols);
     }
   }
   team.sync();

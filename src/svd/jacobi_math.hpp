@@ -172,27 +172,44 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
 // Rounding noise. Every rotation leaves in each of its two outputs an error of about epsilon times
 // the norm of what went into it, and those errors add up over the rotations: a column carries, with
 // its content, an error scale E (eps^2 E bounds the squared norm of its accumulated error), which
-// starts as its squared norm and follows each rotation as the squares of the errors do:
+// follows each rotation as the squares of the errors do:
 //     E_p <- c^2 E_p + s^2 E_q,   E_q <- s^2 E_p + c^2 E_q
-// (for a product W Q of many columns, E_j <- sum_k E_k Q_kj^2). A column whose fresh squared norm
-// falls to (noise_factor eps)^2 E holds nothing but that error: the cancellation of nearly
-// dependent columns (a rank-deficient matrix, duplicated or proportional columns) has left it. Such
-// a column is set to zero, as LAPACK's dgejsv drops what its rank-revealing QR finds negligible:
-// its sigma is 0 and its left vector is completed to an orthonormal set. Kept, it points in a
-// direction the rounding chose, and the sweeps go on rotating it: a rank-one 100 x 100 matrix ran
-// 30 sweeps without converging, and its left vectors were not orthogonal. A column that shrinks
-// for real keeps its E: in a column-graded matrix the small columns' E stays at their own size
-// (the rotations that touch them are by small angles), so their relative accuracy is untouched;
-// zeroing changes A by at most noise_factor eps ||A|| per column, inside LAPACK's residual test.
+// (for a product W Q of many columns, E_j <- sum_k E_k Q_kj^2). It starts as f^2 times the
+// column's squared norm, f = max(32, N) for N columns: a sweep rotates each column N - 1 times, and
+// errors that fall in line add up to (N - 1) eps times the inputs' norm. A column whose fresh
+// squared norm falls to eps^2 E holds no more than that error: the cancellation of nearly
+// dependent columns (a rank-deficient matrix, duplicated or proportional columns, a spectrum with
+// values down to eps sigma_max) has left it. Such a column is set to zero, as LAPACK's dgejsv drops
+// what its rank-revealing QR finds negligible: its sigma is 0 and its left vector is completed to
+// an orthonormal set. Kept, it points in a direction the rounding chose, and the sweeps go on
+// rotating it: a rank-one 100 x 100 matrix ran 30 sweeps without converging, and its left vectors
+// were not orthogonal. A column that shrinks for real keeps its E: in a column-graded matrix
+// A = B D the small columns' E stays at their own size (the rotations that touch them are by small
+// angles), and a column is cleared only where its content is under f eps of that, about where
+// kappa(B) passes 1 / (f eps), beyond the condition for which relative accuracy is promised
+// (100 n eps kappa(B) of it is then more than 1). The rotations keep sum_j E_j (c^2 + s^2 = 1), so
+// the columns cleared change A by at most f eps ||A||_F in all, inside LAPACK's residual test.
 // In the sequential model of the method (tests/cpu/jacobi_math_test.cpp) an integer rank-one
 // 100 x 100 matrix converges in 2 sweeps with every sigma but the first zero (17 sweeps without),
-// and in a CPU experiment a rank-5 one took 6 sweeps (14 without).
+// and in a CPU experiment a rank-5 one took 6 sweeps (14 without). With f = 32 at every size,
+// dlatms mode 1 at condition 1/eps (sigma = 1, eps, ..., eps) kept at 256 x 256 a third of its
+// columns of size eps, just above (32 eps)^2 E, and the model took 10 sweeps to make them
+// orthogonal (100 x 100: 7); with f = N it clears all but a few, and takes 6 (4). Of the other
+// classes of the tests at 25 and 100 columns only mode 2 at 1/eps changed its sweeps in the model
+// (3 to 2 at 100).
 template <class T>
 struct RoundingNoise {
-  static constexpr T factor = 32;
-  static constexpr T threshold =
-      (factor * Precision<T>::epsilon) * (factor * Precision<T>::epsilon);
+  static constexpr T least_factor = 32;
+  static constexpr T threshold = Precision<T>::epsilon * Precision<T>::epsilon;
 };
+
+// The error scale E that a column of squared norm `norm2` starts with, among `columns` columns.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline T initial_error_scale(T norm2, int columns) {
+  const T factor =
+      T(columns) > RoundingNoise<T>::least_factor ? T(columns) : RoundingNoise<T>::least_factor;
+  return (factor * factor) * norm2;
+}
 
 // Whether a column of fresh squared norm `norm2` and error scale `error_scale` is rounding noise
 // (an exact zero is not: nothing is left to clear).

@@ -422,7 +422,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
         norms[id] = T(-1);  // the padding sorts last
       } else if (outcome.sweeps == 0) {
         norms[id] = sum;
-        scratch.error_scales[id] = sum;  // the columns as loaded
+        scratch.error_scales[id] = initial_error_scale(sum, N);  // the columns as loaded
       } else if (is_rounding_noise(sum, scratch.error_scales[id])) {
         // Noise left by the sweep's last rotations: cleared now, so that the all-pairs test and
         // the sigmas see the zero column the next sweep would have made of it.

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -571,7 +572,10 @@ ModelResult sequential_model(const cpu::Matrix& a) {
   cpu::Matrix w = a, v = cpu::zeros(N, N);
   for (int i = 0; i < N; ++i) v(i, i) = 1;
   std::vector<double> norms(n_pad, -1), error_scales(n_pad, 0);
-  for (int c = 0; c < N; ++c) error_scales[c] = norms[c] = column_dot(w, c, c);
+  for (int c = 0; c < N; ++c) {
+    norms[c] = column_dot(w, c, c);
+    error_scales[c] = initial_error_scale(norms[c], N);
+  }
   ModelResult result;
   for (bool& converged = result.converged; !converged && result.sweeps < 30;) {
     ++result.sweeps;
@@ -655,8 +659,9 @@ TEST(JacobiModel, SortedOddEvenSweepsPassLapackAccuracyTestsInFewSweeps) {
 }
 
 TEST(JacobiModel, GradedColumnsKeepRelativeAccuracyInTheSmallestSingularValues) {
-  for (const double decades : {10.0, 30.0}) {
-    const cpu::Matrix a = cpu::graded_matrix(40, 20, 77, decades);
+  // 200 columns: the noise factor is N there (initial_error_scale), 32 at 20.
+  for (const auto& [m, n, decades] : {std::tuple{40, 20, 10.0}, {40, 20, 30.0}, {300, 200, 30.0}}) {
+    const cpu::Matrix a = cpu::graded_matrix(m, n, 77, decades);
     const ModelResult model = sequential_model(a);
     const auto reference = cpu::lapack_singular_values(a);
     EXPECT_LT(cpu::max_relative_singular_value_error(model.s, reference, 0), 1e-12) << decades;
@@ -685,6 +690,19 @@ TEST(JacobiModel, RankOneColumnsAreClearedAsRoundingNoiseWithinTwoSweeps) {
     EXPECT_GT(model.cleared, 0) << n;  // the others cancel exactly
     for (int l = 1; l < n; ++l) EXPECT_EQ(model.s[l], 0) << n << " sigma " << l;
   }
+}
+
+TEST(JacobiModel, ColumnsOfSizeEpsBesideALargeValueAreClearedAsRoundingNoise) {
+  // dlatms mode 1 at condition 1/eps: sigma = 1, eps, ..., eps. What is left of a column once the
+  // large value is rotated out is eps sigma_max, about sqrt(N) eps of its starting norm: with the
+  // noise factor 32 at every size the model kept a third of those columns at 256 x 256 and took 10
+  // sweeps to make them orthogonal.
+  const int n = 256;
+  const cpu::Matrix a = cpu::svd_test_matrix<double>("mode1-eps", n, n, 1);
+  const ModelResult model = sequential_model(a);
+  expect_lapack_accurate(a, model, "mode1-eps");
+  EXPECT_LE(model.sweeps, 6);
+  EXPECT_GE(model.cleared, n - 8);
 }
 
 TEST(JacobiModel, RankDeficientMatricesNeedNoMoreSweepsThanRandomOnes) {
@@ -729,7 +747,8 @@ ModelResult transposed_triangle_model(const cpu::Matrix& a) {
     suffix += norm2[order[j]];
     double row2 = 0;
     for (int k = j; k < N; ++k) row2 += qr.r(j, k) * qr.r(j, k);
-    if (is_rounding_noise(row2, suffix)) {
+    constexpr double least_factor = RoundingNoise<double>::least_factor;
+    if (is_rounding_noise(row2, least_factor * least_factor * suffix)) {
       ++cleared_rows;
       continue;
     }
