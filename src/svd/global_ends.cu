@@ -399,7 +399,7 @@ unsigned* completion_count() {
 }  // namespace
 
 // Every matrix's verdict on NaN or Inf and its scaling exponent, then W = A (or A^T) scaled by it
-// and V = I when G.P.uv (global_max_abs, global_begin, global_load).
+// and V = I when G.P.uv (global_max_abs, global_begin, global_load). G.max_bits must start at 0.
 template <class T>
 void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   constexpr const char* op = "svd";
@@ -409,8 +409,6 @@ void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   const int columns = std::min(G.P.n, std::max(1, global_threads * 16 / G.P.m));
   const std::int64_t blocks_per_matrix = (G.P.n + columns - 1) / columns;
   require(batch * blocks_per_matrix < (std::int64_t(1) << 31), op, "batch", "too many elements");
-  ROOFLAB_CUDA(op, "zeroing the matrices' largest entries",
-               cudaMemsetAsync(G.max_bits, 0, sizeof(unsigned long long) * batch, stream));
   launch_after_previous("svd", global_max_abs<T>, batch * blocks_per_matrix, global_threads, 0, 1,
                         stream, "global_max_abs", G, columns, int(blocks_per_matrix));
   const unsigned per_matrix_grid = unsigned((batch + global_threads - 1) / global_threads);

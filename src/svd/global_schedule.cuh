@@ -138,10 +138,11 @@ template <class T>
 std::size_t gram_scratch_bytes(const GramPlan<T>& plan);
 template <class T>
 void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces);
-// Clears the pieces that gram_apply reads before it knows whether it needs them (a pair's rotation
-// and columns, and its flag): what it reads is then defined also where no solve wrote it.
+// The bytes at the start of the round scratch that gram_apply reads before it knows whether it
+// needs them (a pair's rotation and columns, and its flag), for the caller to clear: what it reads
+// is then defined also where no solve wrote it.
 template <class T>
-void clear_gram_read_ahead(const GramPlan<T>& plan, cudaStream_t stream);
+std::size_t gram_read_ahead_bytes(const GramPlan<T>& plan);
 // One round's three kernels (partials, solve, apply) for `items` pairs.
 template <class T>
 void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::int64_t items,
@@ -171,7 +172,7 @@ void launch_cluster_sweeps(const GlobalState<T>& G, const ClusterShape& shape, c
 // Before the first sweep and after the last (global_ends.cu).
 
 // Every matrix's verdict on NaN or Inf and its scaling exponent, then W = A (or A^T) scaled by it
-// and V = I when G.P.uv (global_max_abs, global_begin, global_load).
+// and V = I when G.P.uv (global_max_abs, global_begin, global_load). G.max_bits must start at 0.
 template <class T>
 void load_scaled(const GlobalState<T>& G, cudaStream_t stream);
 // The tracked squared norms and error scales (final false), or sigma (final true).

@@ -506,24 +506,21 @@ std::size_t gram_scratch_bytes(const GramPlan<T>& plan) {
   return bytes.partials + bytes.rotations + 2 * bytes.columns + bytes.rotated;
 }
 
+// The pieces gram_apply reads ahead come first (gram_read_ahead_bytes), the partials last.
 template <class T>
 void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces) {
   const GramScratchBytes bytes = gram_scratch_pieces(plan);
-  plan.work.partials = pieces.take<T>(bytes.partials);
   plan.work.rotations = pieces.take<T>(bytes.rotations);
   plan.work.in_columns = pieces.take<int>(bytes.columns);
   plan.work.out_columns = pieces.take<int>(bytes.columns);
   plan.work.rotated = pieces.take<int>(bytes.rotated);
+  plan.work.partials = pieces.take<T>(bytes.partials);
 }
 
 template <class T>
-void clear_gram_read_ahead(const GramPlan<T>& plan, cudaStream_t stream) {
-  if (plan.pairs == 0) return;
+std::size_t gram_read_ahead_bytes(const GramPlan<T>& plan) {
   const GramScratchBytes bytes = gram_scratch_pieces(plan);
-  // take_gram_scratch takes the rotations, both column lists and the flags one after another.
-  ROOFLAB_CUDA("svd", "clearing the Gram rounds' rotations and columns",
-               cudaMemsetAsync(plan.work.rotations, 0,
-                               bytes.rotations + 2 * bytes.columns + bytes.rotated, stream));
+  return bytes.rotations + 2 * bytes.columns + bytes.rotated;
 }
 
 template <class T>
@@ -553,7 +550,7 @@ void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, boo
   template GramPlan<T> plan_gram<T>(const GlobalState<T>&, bool);                                  \
   template std::size_t gram_scratch_bytes<T>(const GramPlan<T>&);                                  \
   template void take_gram_scratch<T>(GramPlan<T>&, ScratchPieces&);                                \
-  template void clear_gram_read_ahead<T>(const GramPlan<T>&, cudaStream_t);                        \
+  template std::size_t gram_read_ahead_bytes<T>(const GramPlan<T>&);                               \
   template void launch_gram_round<T>(const GlobalState<T>&, const GramPlan<T>&, std::int64_t, int, \
                                      cudaStream_t);                                                \
   template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, bool,          \

@@ -163,6 +163,8 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
   int* const order = pieces.take<int>(order_bytes);
   T* const right = pieces.take<T>(right_bytes);  // V_2, N x N
 
+  ROOFLAB_CUDA(op, "zeroing the matrix's largest entry",
+               cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
   load_scaled(G, stream);
   // What cuSOLVER factors: W, or its columns sorted by norm.
   T* const factored = on_transposed_triangle ? sorted : G.W;

@@ -72,7 +72,8 @@ ScratchSizes scratch_sizes(const GlobalState<T>& G) {
       aligned(sizeof(unsigned long long) * batch),     aligned(sizeof(int) * batch),
       aligned(sizeof(unsigned) * (G.P.max_sweeps + 1))};
 }
-// Returns each sweep's count of matrices that sweep on, then the test on arrival's.
+// Returns each sweep's count of matrices that sweep on, then the test on arrival's. What starts
+// cleared lies in one piece, from G.pos to the end of the Gram rounds' read-ahead (cleared_bytes).
 template <class T>
 unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes& size,
                         const StreamBuffer& scratch) {
@@ -98,6 +99,12 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
   unsigned* const sweep_counts = pieces.take<unsigned>(size.count);
   take_gram_scratch(gram, pieces);
   return sweep_counts;
+}
+template <class T>
+std::size_t cleared_bytes(const GlobalState<T>& G, const GramPlan<T>& gram) {
+  const auto* const start = reinterpret_cast<const unsigned char*>(G.pos);
+  const auto* const read_ahead = reinterpret_cast<const unsigned char*>(gram.work.rotations);
+  return std::size_t(read_ahead - start) + gram_read_ahead_bytes(gram);
 }
 
 // The host-driven sweeps. The host queues each sweep and stops when one ends with no matrix left
@@ -267,29 +274,22 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const bool tested_on_arrival =
       plan.gram && batch == 1 && (!in_one_cluster || !plan.gram_plan.cluster.portable());
   if (!tested_on_arrival) G.noise = nullptr;
-  // The host-driven Gram sweeps count their pairs above tol (the hand-over) and their sweeps at the
-  // Gram products' rounding floor.
+  // What the kernels add to or raise (the matrices' largest entries and cosines, each sweep's count
+  // of matrices still sweeping, the host-driven Gram sweeps' counts of pairs above tol for the
+  // hand-over and of sweeps at the Gram products' rounding floor) starts at 0, and so do the column
+  // positions, which the round kernels read together with a matrix's flag while a stopped matrix's
+  // are left unwritten (one that stops before its first sweep, as a matrix with NaN or Inf does,
+  // never gets any), and the Gram rounds' read-ahead: one clear where there were up to seven.
+  ROOFLAB_CUDA(op, "clearing the sweeps' counts, flags and positions",
+               cudaMemsetAsync(G.pos, 0, cleared_bytes(G, plan.gram_plan), stream));
   if (plan.gram && !in_one_cluster) {
     G.pairs_across = pairs_across_blocks(G.N, G.block);
-    ROOFLAB_CUDA(op, "zeroing the counts of pairs above tol",
-                 cudaMemsetAsync(G.above_tol, 0, size.integer, stream));
-    ROOFLAB_CUDA(op, "zeroing the counts of sweeps at the floor",
-                 cudaMemsetAsync(G.floor_sweeps, 0, size.integer, stream));
   } else {
     G.above_tol = nullptr;
     G.floor_sweeps = nullptr;
   }
   const int sort_chunks = (G.positions + sort_columns - 1) / sort_columns;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");
-  ROOFLAB_CUDA(op, "zeroing the sweeps' counts of matrices still sweeping",
-               cudaMemsetAsync(sweep_counts, 0, size.count, stream));
-  ROOFLAB_CUDA(op, "zeroing the matrices' largest cosines",
-               cudaMemsetAsync(G.off_bits, 0, size.word, stream));
-  // The round kernels read a matrix's positions together with its flag, and a stopped matrix's
-  // positions are left unwritten (one that stops before its first sweep, as a matrix with NaN or
-  // Inf does, never gets any): they start cleared.
-  ROOFLAB_CUDA(op, "clearing the column positions", cudaMemsetAsync(G.pos, 0, size.pos, stream));
-  clear_gram_read_ahead(plan.gram_plan, stream);
   load_scaled(G, stream);
   // The cluster's sweeps neither sort nor track norms: they take the norms only for the test on
   // arrival.
