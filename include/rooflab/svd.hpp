@@ -24,31 +24,33 @@ struct SvdInfo {
 // duplicated and zero columns and rows, LAPACK's dlatms modes at condition 1/sqrt(eps) and 1/eps,
 // matrices scaled to the underflow and overflow thresholds, graded and clustered ones): ||A - U S
 // V^T|| / (||A|| max(m, n) eps), ||U^T U - I|| / (m eps) and ||V^T V - I|| / (n eps) within 35, S
-// within 35 max(m, n) eps ||A|| of LAPACK's. A column that rotations cancel down to its own
-// rounding error is taken as zero (docs/svd.md, structured inputs): that changes A by at most 32
-// eps times that column's norm. High relative accuracy: for a column-graded A = B D with m >= n (D
-// diagonal, B with unit columns and condition kappa(B)), every singular value, the smallest
-// included, is within 100 n eps kappa(B) of the exact one, relatively, on every path (tested
-// against LAPACK's dgejsv with D from 1 down to 1e-30 in double, 1e-12 in float, its columns
-// falling and rising); gesvd, gesvdj and gesvdp lose the small ones (docs/svd.md). A wide A (m < n)
-// is factored through A^T, whose rows carry the grading: its values below about eps sigma_max keep
-// only that absolute accuracy, and may come out as 0 (as LAPACK's dgesvj on A^T; dgejsv pivots rows
-// to keep them). NaN or Inf in A -> rooflab::Error (argument "A"). A matrix that the first path
-// leaves unconverged after opt.max_sweeps sweeps (30 or more; a smaller max_sweeps bounds the work
-// and gets no second try), or whose sweeps stall there (from sweep 10, most pairs still above tol
-// on a spectrum wider than 1/sqrt(eps): the hand-over, docs/svd.md), is solved again from A on the
-// transposed triangle (its columns sorted by norm, Householder QR, the sweeps on R^T, as LAPACK's
-// dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not converged then either ->
-// SvdInfo.converged = false. U and V may be null when opt.compute_uv is false. tol 0 means LAPACK
-// dgesvj's default: sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon without. Converged:
-// every pair's scaled off-diagonal is within tol, or, on the Gram schedule (its cluster, fused
-// rounds or three kernels a round; docs/svd.md, "The production path"), two sweeps in a row ended
-// within 16 sqrt(max(m, n)) epsilon, the rounding floor of its Gram products, which clustered
-// spectra do not get under (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last
-// sweep's largest. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which finds
-// every pair orthogonal (once the sweeps meet only small off-diagonals, that last sweep is a single
-// test of every pair, with nothing left to rotate). The first call on a host thread allocates a few
-// bytes of page-locked host memory for the status, kept until the thread exits.
+// within 35 max(m, n) eps ||A|| of LAPACK's. A column that rotations cancel down to the rounding
+// error a sweep's rotations may leave, max(32, k) eps of its share of ||A||_F, is taken as zero
+// (docs/svd.md, structured inputs): all those columns together change A by at most max(32, k) eps
+// ||A||_F, and singular values under about sqrt(k) eps ||A||_F may come out as 0. High relative
+// accuracy: for a column-graded A = B D with m >= n (D diagonal, B with unit columns and condition
+// kappa(B)), every singular value, the smallest included, is within 100 n eps kappa(B) of the exact
+// one, relatively, on every path (tested against LAPACK's dgejsv with D from 1 down to 1e-30 in
+// double, 1e-12 in float, its columns falling and rising); gesvd, gesvdj and gesvdp lose the small
+// ones (docs/svd.md). A wide A (m < n) is factored through A^T, whose rows carry the grading: its
+// values below about eps sigma_max keep only that absolute accuracy, and may come out as 0 (as
+// LAPACK's dgesvj on A^T; dgejsv pivots rows to keep them). NaN or Inf in A -> rooflab::Error
+// (argument "A"). A matrix that the first path leaves unconverged after opt.max_sweeps sweeps (30
+// or more; a smaller max_sweeps bounds the work and gets no second try), or whose sweeps stall
+// there (from sweep 10, most pairs still above tol on a spectrum wider than 1/sqrt(eps): the
+// hand-over, docs/svd.md), is solved again from A on the transposed triangle (its columns sorted by
+// norm, Householder QR, the sweeps on R^T, as LAPACK's dgejsv), with opt.max_sweeps more;
+// SvdInfo.sweeps counts both tries. Not converged then either -> SvdInfo.converged = false. U and V
+// may be null when opt.compute_uv is false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) *
+// epsilon with vectors, max(m, n) * epsilon without. Converged: every pair's scaled off-diagonal is
+// within tol, or, on the Gram schedule (its cluster, fused rounds or three kernels a round;
+// docs/svd.md, "The production path"), two sweeps in a row ended within 16 sqrt(max(m, n)) epsilon,
+// the rounding floor of its Gram products, which clustered spectra do not get under (docs/svd.md,
+// "The Gram products' floor"); SvdInfo.off is then the last sweep's largest. A sweep is n(n-1)/2
+// column-pair tests; the count includes the last sweep, which finds every pair orthogonal (once the
+// sweeps meet only small off-diagonals, that last sweep is a single test of every pair, with
+// nothing left to rotate). The first call on a host thread allocates a few bytes of page-locked
+// host memory for the status, kept until the thread exits.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
