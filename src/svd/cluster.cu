@@ -423,7 +423,10 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
 
   // Sigma of each column (the pair's blocks' shares of its squared norm added in rank order, the
   // same in each), then positions 2p and 2p + 1 back to their columns, W's divided by sigma when
-  // the vectors are wanted: global_column_norms and global_normalize for the other schedules.
+  // the vectors are wanted: global_column_norms and global_normalize for the other schedules. The
+  // shares are added up as look_at_columns adds them, written out again: one inlined helper for
+  // both moved the kernel's register allocation and cost random 256 x 256 matrices 1% (1.694-1.698
+  // against 1.670-1.682 ms, H100, three passes; docs/results/h100-svd-noise-factor.txt, run 3).
   for (int s = threadIdx.x >> 5; s < gram_width; s += solve_parts) {
     T sum = 0;
     for (int r = lane; r < shape.w_rows; r += 32)

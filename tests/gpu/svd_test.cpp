@@ -350,6 +350,17 @@ TEST_F(Svd, LargeQrOnTheTransposedTriangleSweepsWithinDgesvjPlusTwo) {
   }
 }
 
+// rooflab::svd on a matrix whose first try stalls: LAPACK's tests, converged, both tries' sweeps
+// counted and within LAPACK dgesvj's + 2 on the same matrix.
+void expect_handed_over_within_dgesvj(const cpu::Matrix& a, const std::string& what) {
+  SvdInfo info;
+  expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
+  EXPECT_TRUE(info.converged) << what;
+  EXPECT_GT(info.sweeps, jacobi::hand_over_first_sweep) << what;  // both tries counted
+  const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
+  EXPECT_LE(info.sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+}
+
 // The second try: geometric and log-uniform spectra at condition 1/eps stall the Gram schedule at
 // 512 x 512, which on its own runs out of its 30 sweeps (U not orthonormal). The library call hands
 // them over to the transposed triangle after 10 sweeps (the hand-over, jacobi_math.hpp) and
@@ -363,12 +374,7 @@ TEST_F(Svd, StalledMatricesAreHandedOverToTheTransposedTriangle) {
     run_svd<double>(a, {}, 0, &first, jacobi::Path::gram);
     EXPECT_FALSE(first.converged) << what << ": the first path converges; test the second try "
                                   << "on a matrix it does not";
-    SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
-    EXPECT_TRUE(info.converged) << what;
-    EXPECT_GT(info.sweeps, jacobi::hand_over_first_sweep) << what;  // both tries counted
-    const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
-    EXPECT_LE(info.sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+    expect_handed_over_within_dgesvj(a, what);
   }
 }
 
@@ -530,6 +536,33 @@ TEST_F(Svd, FusedGramRoundsInSmallClustersPassLapackTests) {
 // float, a column-graded matrix, whose small singular values must keep their relative accuracy,
 // rank-deficient and zero matrices, whose vectors of sigma 0 are completed after the cluster, and a
 // matrix stopped by max_sweeps, which must say so.
+// A random m x n matrix through the cluster's sweeps in double (leading dimensions padded by
+// `pad`) and in float: LAPACK's tests, and the double one converged within tol.
+void expect_random_accurate_in_cluster(int m, int n, std::uint64_t seed, int pad) {
+  const Route cluster = jacobi::GlobalSchedule::gram_cluster;
+  const cpu::Matrix a = cpu::random_matrix(m, n, seed);
+  SvdInfo info;
+  expect_accurate<double>(a, run_svd<double>(a, {}, pad, &info, cluster),
+                          name("double", m, n, seed));
+  EXPECT_TRUE(info.converged) << name("double", m, n, seed);
+  EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true)) << name("double", m, n, seed);
+  const cpu::Matrix af = rounded<float>(a);
+  expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster),
+                         name("float", m, n, seed));
+}
+
+// The zero m x n matrix through the cluster's sweeps: zero values, exactly; orthonormal vectors.
+void expect_zero_accurate_in_cluster(int m, int n) {
+  const cpu::Matrix zero = cpu::zeros(m, n);
+  const Factors f = run_svd<double>(zero, {}, 0, nullptr, jacobi::GlobalSchedule::gram_cluster);
+  for (const double value : f.s) EXPECT_EQ(value, 0) << m << " x " << n;
+  const cpu::SvdAccuracy accuracy =
+      cpu::svd_accuracy(zero, f.s, f.u, f.v, std::numeric_limits<double>::epsilon());
+  EXPECT_EQ(accuracy.residual, 0) << m << " x " << n;
+  EXPECT_LE(accuracy.u_orthogonality, threshold) << m << " x " << n;
+  EXPECT_LE(accuracy.v_orthogonality, threshold) << m << " x " << n;
+}
+
 TEST_F(Svd, ClusterSweepsPassLapackTests) {
   if (const std::string why = clusters_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const Route cluster = jacobi::GlobalSchedule::gram_cluster;
@@ -537,16 +570,7 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
                              std::pair{90, 128}, std::pair{45, 30}}) {
     ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
     ASSERT_TRUE(jacobi::runs_in_one_cluster<float>(m, n, true, 1)) << m << " x " << n;
-    const cpu::Matrix a = cpu::random_matrix(m, n, 91 + m);
-    SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 3, &info, cluster),
-                            name("double", m, n, 91 + m));
-    EXPECT_TRUE(info.converged) << name("double", m, n, 91 + m);
-    EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true))
-        << name("double", m, n, 91 + m);
-    const cpu::Matrix af = rounded<float>(a);
-    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster),
-                           name("float", m, n, 91 + m));
+    expect_random_accurate_in_cluster(m, n, 91 + m, 3);
   }
   SvdOptions values_only;
   values_only.compute_uv = false;
@@ -559,14 +583,7 @@ TEST_F(Svd, ClusterSweepsPassLapackTests) {
   const Factors fd = run_svd<double>(deficient, {}, 0, nullptr, cluster);
   expect_accurate<double>(deficient, fd, name("rank 5 double", 100, 100, 96));
   EXPECT_LT(fd.s[5], 1e-13 * fd.s[0]);
-  const cpu::Matrix zero = cpu::zeros(100, 100);
-  const Factors fz = run_svd<double>(zero, {}, 0, nullptr, cluster);
-  for (const double value : fz.s) EXPECT_EQ(value, 0);
-  const cpu::SvdAccuracy zero_accuracy =
-      cpu::svd_accuracy(zero, fz.s, fz.u, fz.v, std::numeric_limits<double>::epsilon());
-  EXPECT_EQ(zero_accuracy.residual, 0);
-  EXPECT_LE(zero_accuracy.u_orthogonality, threshold);
-  EXPECT_LE(zero_accuracy.v_orthogonality, threshold);
+  expect_zero_accurate_in_cluster(100, 100);
   SvdOptions one_sweep;
   one_sweep.max_sweeps = 1;
   SvdInfo info;
@@ -586,31 +603,16 @@ TEST_F(Svd, ClusterSweepsInLargeClustersPassLapackTests) {
   // where it does not, the fused rounds take these matrices and other tests cover them.
   if (!jacobi::runs_in_one_cluster<double>(256, 256, true, 1))
     GTEST_SKIP() << "this GPU holds no cluster of 16 blocks of the kernel";
-  const Route cluster = jacobi::GlobalSchedule::gram_cluster;
   for (const auto& [m, n] :
        {std::pair{256, 256}, std::pair{140, 140}, std::pair{500, 100}, std::pair{200, 224}}) {
     ASSERT_TRUE(jacobi::runs_in_one_cluster<double>(m, n, true, 1)) << m << " x " << n;
     // float takes the fused rounds there (faster at 256 x 256), as does a batch
     EXPECT_FALSE(jacobi::runs_in_one_cluster<float>(m, n, true, 1)) << m << " x " << n;
     EXPECT_FALSE(jacobi::runs_in_one_cluster<double>(m, n, true, 2)) << m << " x " << n;
-    const cpu::Matrix a = cpu::random_matrix(m, n, 97 + m);
-    SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 5, &info, cluster),
-                            name("double", m, n, 97 + m));
-    EXPECT_TRUE(info.converged) << name("double", m, n, 97 + m);
-    EXPECT_LE(info.off, jacobi::default_tolerance<double>(m, n, true))
-        << name("double", m, n, 97 + m);
-    const cpu::Matrix af = rounded<float>(a);
-    expect_accurate<float>(af, run_svd<float>(af, {}, 0, nullptr, cluster),
-                           name("float", m, n, 97 + m));
+    expect_random_accurate_in_cluster(m, n, 97 + m, 5);
   }
-  expect_graded_accurate_on(cluster, 256, 240, 98);
-  const Factors fz = run_svd<double>(cpu::zeros(256, 256), {}, 0, nullptr, cluster);
-  for (const double value : fz.s) EXPECT_EQ(value, 0);
-  const cpu::SvdAccuracy zero_accuracy = cpu::svd_accuracy(cpu::zeros(256, 256), fz.s, fz.u, fz.v,
-                                                           std::numeric_limits<double>::epsilon());
-  EXPECT_LE(zero_accuracy.u_orthogonality, threshold);
-  EXPECT_LE(zero_accuracy.v_orthogonality, threshold);
+  expect_graded_accurate_on(jacobi::GlobalSchedule::gram_cluster, 256, 240, 98);
+  expect_zero_accurate_in_cluster(256, 256);
 }
 
 // The larger cluster judges its sweeps as the host-driven ones do. At 256 x 256, the library's
@@ -625,12 +627,7 @@ TEST_F(Svd, LargeClusterHandsOverStallsAndStopsAtTheGramFloor) {
   for (const char* matrix_class : {"mode3-eps", "mode5-eps"}) {
     const cpu::Matrix a = cpu::svd_test_matrix<double>(matrix_class, 256, 256, 1);
     const std::string what = name(matrix_class, 256, 256, 1);
-    SvdInfo info;
-    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
-    EXPECT_TRUE(info.converged) << what;
-    EXPECT_GT(info.sweeps, jacobi::hand_over_first_sweep) << what;  // both tries counted
-    const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
-    EXPECT_LE(info.sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+    expect_handed_over_within_dgesvj(a, what);
   }
   const cpu::Matrix a = cpu::svd_test_matrix<double>("clustered", 256, 256, 1);
   SvdInfo info;
