@@ -295,11 +295,16 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
     if (!u_side) at -= P.m * k;
     const std::int64_t rows = u_side ? P.m : P.n;
     const int i = int(at % rows), r = int(at / rows);
-    if (bad) {
+    // Where every sigma is 0 (the largest, ordered first, is), W's columns are what the completion
+    // makes of them, the unit vectors of their own index (completion_slot), written here: a single
+    // matrix then needs no completion and no second write (complete_single_matrix).
+    const bool from_w = u_side != transposed;
+    if (bad || (from_w && G.norms_of(matrix)[pos[0]] == 0)) {
+      const T value = bad ? nan : T(i == pos[r]);
       if (u_side)
-        P.U[matrix * P.u_stride + i + r * std::int64_t(P.ldu)] = nan;
+        P.U[matrix * P.u_stride + i + r * std::int64_t(P.ldu)] = value;
       else
-        P.V[matrix * P.v_stride + i + r * std::int64_t(P.ldv)] = nan;
+        P.V[matrix * P.v_stride + i + r * std::int64_t(P.ldv)] = value;
       continue;
     }
     write_output_element(P, matrix, transposed, G.w(matrix), G.ldw, G.v(matrix), G.ldv, i, r,
@@ -328,7 +333,7 @@ constexpr double one_block_factor_work = 1 << 19;
 // how many columns need it, which number_completion_slots counted into `zero_count` (page-locked,
 // mapped) and `slots`, once the stream has run the outputs' kernels (write_results launches them
 // first: svd waits for the stream anyway). Returns whether it completed any, and the outputs are
-// then to be written again.
+// then to be written again. Where every column is 0, global_write has written the completion.
 template <class T>
 bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
                             const volatile unsigned* zero_count, cudaStream_t stream) {
@@ -338,7 +343,7 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
   numbered.record(stream);
   numbered.wait();
   const int zeros = int(*zero_count);
-  if (zeros == 0) return false;
+  if (zeros == 0 || zeros == N) return false;  // none to complete, or global_write did (all 0)
   const int kept = N - zeros;
   const bool reflections = completion_by_reflections(kept, zeros);
   if (reflections && double(M) * kept * kept <= one_block_factor_work) {
