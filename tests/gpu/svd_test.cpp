@@ -378,6 +378,26 @@ TEST_F(Svd, StalledMatricesAreHandedOverToTheTransposedTriangle) {
   }
 }
 
+// dlatms mode 1 at condition 1/eps: sigma = 1, eps, ..., eps. The first sweeps leave its columns of
+// size eps beside the large one, about sqrt(N) eps of their starting norm; the noise factor
+// max(32, N) clears them (jacobi_math.hpp, RoundingNoise). With 32 at every size the library
+// rotated them for 5, 7 and 10 sweeps at 100, 256 and 512 (H100: 2, 3 and 3 since).
+TEST_F(Svd, LargeColumnsOfSizeEpsBesideALargeValueAreClearedInAFewSweeps) {
+  for (const int n : {100, 256, 512}) {
+    const cpu::Matrix a = cpu::svd_test_matrix<double>("mode1-eps", n, n, 1);
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), name("mode1-eps", n, n, 1));
+    EXPECT_TRUE(info.converged) << n;
+    EXPECT_LE(info.sweeps, 4) << n;
+  }
+  const cpu::Matrix af = cpu::svd_test_matrix<float>("mode1-eps", 256, 256, 1);
+  SvdInfo info;
+  expect_accurate<float>(af, run_svd<float>(af, {}, 0, &info),
+                         name("float mode1-eps", 256, 256, 1));
+  EXPECT_TRUE(info.converged);
+  EXPECT_LE(info.sweeps, 4);
+}
+
 // The classes whose sweeps do not stall are not handed over: at 512 x 512 the library call takes
 // the Gram schedule's sweeps alone, converged. Modes 3 and 5 at condition 1/sqrt(eps) keep most
 // pairs above tol after sweep 10, but their norms spread less than 1 / sqrt(eps).
