@@ -169,9 +169,13 @@ __global__ void __launch_bounds__(completion_threads) global_complete(GlobalStat
   const std::int64_t matrix = blockIdx.x;
   if (G.bad[matrix]) return;  // uniform over the block
   const T* sigma = G.norms_of(matrix);
-  bool incomplete = false;
-  for (int c = team.rank(); c < G.N; c += team.size()) incomplete = incomplete || !(sigma[c] > 0);
-  if (!__syncthreads_or(incomplete)) return;
+  bool incomplete = false, kept = false;
+  for (int c = team.rank(); c < G.N; c += team.size()) {
+    incomplete = incomplete || !(sigma[c] > 0);
+    kept = kept || sigma[c] > 0;
+  }
+  // A matrix whose every sigma is 0 gets its unit vectors from global_write.
+  if (!__syncthreads_or(incomplete) || !__syncthreads_or(kept)) return;
   std::int64_t ldy = 0;
   T* Y = w_output(G.P, matrix, ldy);
   complete_zero_columns(team, G.w(matrix), G.ldw, G.M, G.N, sigma, G.pos_of(matrix),
