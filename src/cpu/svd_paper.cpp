@@ -38,6 +38,14 @@ void rotate_columns(Matrix& m, int j, int k, Rotation r) {
   }
 }
 
+// R A R^T, V = R V and U = U R^T for one rotation.
+void apply_rotation(Matrix& a, Matrix& u, Matrix& v, const RotationStep& step) {
+  rotate_rows(a, step.j, step.k, step.r);  // R A, then (R A) R^T
+  rotate_columns(a, step.j, step.k, step.r);
+  rotate_rows(v, step.j, step.k, step.r);
+  rotate_columns(u, step.j, step.k, step.r);
+}
+
 }  // namespace
 
 double paper_threshold(const Matrix& a) {
@@ -46,7 +54,8 @@ double paper_threshold(const Matrix& a) {
   return 1e-13 * std::sqrt(squares);
 }
 
-PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps) {
+PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps,
+                               std::vector<RotationStep>* steps) {
   if (a.m != a.n)
     throw std::invalid_argument("paper_jacobi: a must be square, got " + std::to_string(a.m) +
                                 " x " + std::to_string(a.n));
@@ -66,11 +75,9 @@ PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps
     for (int j = 0; j + 1 < n; ++j)
       for (int k = j + 1; k < n; ++k) {
         if (!pair_above_threshold(work(j, k), work(k, j), threshold)) continue;
-        const Rotation r = paper_rotation(work(j, j), work(k, k), work(j, k));
-        rotate_rows(work, j, k, r);  // R A, then (R A) R^T
-        rotate_columns(work, j, k, r);
-        rotate_rows(result.v, j, k, r);
-        rotate_columns(result.u, j, k, r);
+        const RotationStep step{j, k, paper_rotation(work(j, j), work(k, k), work(j, k))};
+        apply_rotation(work, result.u, result.v, step);
+        if (steps != nullptr) steps->push_back(step);
         ++result.rotations;
       }
     ++result.sweeps;
@@ -79,6 +86,12 @@ PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps
   result.values.assign(n, 0);
   for (int column = 0; column < n; ++column)
     for (int i = 0; i < n; ++i) result.values[column] += work(i, column);
+  return result;
+}
+
+RotatedMatrices replay_rotations(const Matrix& a, const std::vector<RotationStep>& steps) {
+  RotatedMatrices result{a, identity(a.n), identity(a.n)};
+  for (const RotationStep& step : steps) apply_rotation(result.a, result.u, result.v, step);
   return result;
 }
 

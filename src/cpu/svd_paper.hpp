@@ -55,6 +55,13 @@ __host__ __device__
   return std::abs(a_jk) > threshold || std::abs(a_kj) > threshold;
 }
 
+// One rotation of a run: the pair and its rotation, in the order the run applied them.
+struct RotationStep {
+  int j = 0;
+  int k = 0;
+  Rotation r;
+};
+
 struct PaperJacobiResult {
   std::vector<double>
       values;      // column sums of the final A, in diagonal order (the paper's read-out)
@@ -70,7 +77,17 @@ struct PaperJacobiResult {
 // V = R V, U = U R^T. R touches rows and columns j and k only, so the CPU applies it in O(n) per
 // rotation (the GPU rungs form R and multiply, as the paper does). `a` must be square and exactly
 // symmetric: the iteration solves the symmetric eigenvalue problem and does not converge on other
-// matrices (std::invalid_argument otherwise).
-PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps);
+// matrices (std::invalid_argument otherwise). With `steps`, each rotation is appended to it.
+PaperJacobiResult paper_jacobi(const Matrix& a, double threshold, int max_sweeps,
+                               std::vector<RotationStep>* steps = nullptr);
+
+// The rotations of a run applied again to A, and to U = V = I, without the pair tests and the
+// convergence tests between them: the part of a run that the paper's profile of its CPU version
+// puts at 80-85 % of its time (its rotation products, l. 75). Gives the run's final A, U and V bit
+// for bit.
+struct RotatedMatrices {
+  Matrix a, u, v;
+};
+RotatedMatrices replay_rotations(const Matrix& a, const std::vector<RotationStep>& steps);
 
 }  // namespace rooflab::cpu

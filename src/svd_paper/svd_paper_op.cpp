@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -241,20 +242,57 @@ ROOFLAB_OP(Op{
     {"--n"},
 });
 
+// What P0's time goes to, beside the paper's profile of its CPU version (80-85 % of the time in
+// the rotation products, l. 75): the run's rotations replayed alone (cpu::replay_rotations)
+// against whole runs on the same input, nine of each in alternation (a host's clock drifts between
+// two series run one after the other), their medians. Reported in the row's note.
+std::string rotation_share(const SvdPaperWorkspace& w) {
+  constexpr int pairs = 9;
+  const auto elapsed_ms = [](const std::function<void()>& run) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  const auto median = [](std::vector<double> ms) {
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  std::vector<cpu::RotationStep> steps;
+  cpu::paper_jacobi(w.host_input, w.threshold, w.max_sweeps, &steps);
+  std::vector<double> whole, rotations;
+  for (int i = 0; i < pairs; ++i) {
+    whole.push_back(
+        elapsed_ms([&] { cpu::paper_jacobi(w.host_input, w.threshold, w.max_sweeps); }));
+    rotations.push_back(elapsed_ms([&] { cpu::replay_rotations(w.host_input, steps); }));
+  }
+  const double whole_ms = median(whole), rotations_ms = median(rotations);
+  return fmt::format(
+      "{} rotations; applying them alone takes {:.1f}% of a run ({:.3g} of {:.3g} ms, the rest "
+      "the pair and convergence tests)",
+      steps.size(), 100 * rotations_ms / whole_ms, rotations_ms, whole_ms);
+}
+
 // Rung 0 — P0, the paper's algorithm on the CPU (its starting point, Table 1's CPU column).
 // One core sweeps the pairs j < k and applies each rotation to rows and columns j and k only:
 // O(n) per rotation, where the GPU rungs multiply by the whole n x n rotation matrix.
 ROOFLAB_VARIANT(Variant{
-    "svd-paper", 0, "cpu",
+    "svd-paper",
+    0,
+    "cpu",
     "P0: the paper's algorithm on one CPU core, O(n) per rotation (ours: no code shown) (Table 1)",
-    Where::cpu, false, paper_limit(table1, 256, "one CPU core: about 4n^2 rotations of O(n) each"),
+    Where::cpu,
+    false,
+    paper_limit(table1, 256, "one CPU core: about 4n^2 rotations of O(n) each"),
     on<SvdPaperWorkspace>([](SvdPaperWorkspace& w, cudaStream_t) {
       cpu::PaperJacobiResult result = cpu::paper_jacobi(w.host_input, w.threshold, w.max_sweeps);
       w.host_values = std::move(result.values);
       w.host_vectors = std::move(result.u);
       w.vectors_written = true;
       w.report_sweeps(result.sweeps, result.converged);
-    })});
+    }),
+    {},
+    [](Workspace& w) { return rotation_share(static_cast<SvdPaperWorkspace&>(w)); }});
 
 // Vendor — cuSOLVER's symmetric Jacobi eigensolver, values and vectors (Table 1 compares with
 // "the same algorithm in cuSOLVER" without naming the routine; syevj computes what the paper's

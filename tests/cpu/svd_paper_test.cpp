@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "bench/registry.hpp"
 #include "svd_paper/svd_paper_workspace.hpp"
@@ -100,6 +102,25 @@ TEST(PaperJacobi, VIsExactlyTheTransposeOfU) {
   ASSERT_GT(result.rotations, 0);
   for (int i = 0; i < 17; ++i)
     for (int j = 0; j < 17; ++j) EXPECT_EQ(result.v(i, j), result.u(j, i)) << i << ", " << j;
+}
+
+// The rotations a run records, applied again alone, give the run's U, V and column sums bit for
+// bit: the replay is the same arithmetic in the same order, without the tests in between.
+TEST(PaperJacobi, ReplayedRotationsGiveTheRunsMatricesBitForBit) {
+  const Matrix a = gram_matrix(30, 30, 11);
+  std::vector<RotationStep> steps;
+  const PaperJacobiResult result = paper_jacobi(a, paper_threshold(a), 40, &steps);
+  ASSERT_TRUE(result.converged);
+  ASSERT_GT(result.rotations, 0);
+  ASSERT_EQ(std::int64_t(steps.size()), result.rotations);
+  const RotatedMatrices replayed = replay_rotations(a, steps);
+  EXPECT_EQ(replayed.u.values, result.u.values);
+  EXPECT_EQ(replayed.v.values, result.v.values);
+  for (int column = 0; column < a.n; ++column) {
+    double sum = 0;
+    for (int i = 0; i < a.n; ++i) sum += replayed.a(i, column);
+    EXPECT_EQ(sum, result.values[column]) << "column " << column;
+  }
 }
 
 TEST(PaperJacobi, RotationZeroesThePairItRotates) {
