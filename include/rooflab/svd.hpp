@@ -38,19 +38,21 @@ struct SvdInfo {
 // (argument "A"). A matrix that the first path leaves unconverged after opt.max_sweeps sweeps (30
 // or more; a smaller max_sweeps bounds the work and gets no second try), or whose sweeps stall
 // there (from sweep 10, most pairs still above tol on a spectrum wider than 1/sqrt(eps): the
-// hand-over, docs/svd.md), is solved again from A on the transposed triangle (its columns sorted by
-// norm, Householder QR, the sweeps on R^T, as LAPACK's dgejsv), with opt.max_sweeps more;
-// SvdInfo.sweeps counts both tries. Not converged then either -> SvdInfo.converged = false. U and V
-// may be null when opt.compute_uv is false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) *
-// epsilon with vectors, max(m, n) * epsilon without. Converged: every pair's scaled off-diagonal is
-// within tol, or, on the Gram schedule (its cluster, fused rounds or three kernels a round;
-// docs/svd.md, "The production path"), two sweeps in a row ended within 16 sqrt(max(m, n)) epsilon,
-// the rounding floor of its Gram products, which clustered spectra do not get under (docs/svd.md,
-// "The Gram products' floor"); SvdInfo.off is then the last sweep's largest. A sweep is n(n-1)/2
-// column-pair tests; the count includes the last sweep, which finds every pair orthogonal (once the
-// sweeps meet only small off-diagonals, that last sweep is a single test of every pair, with
-// nothing left to rotate). The first call on a host thread allocates a few bytes of page-locked
-// host memory for the status, kept until the thread exits.
+// hand-over), or, double and of at least 256 columns, whose spectrum they unfold slowly (after
+// sweep 4, nearly every pair above tol and the columns' norms spread over at least 24 binades and
+// widening: the early hand-over, docs/svd.md), is solved again from A on the transposed triangle
+// (its columns sorted by norm, Householder QR, the sweeps on R^T, as LAPACK's dgejsv), with
+// opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not converged then either ->
+// SvdInfo.converged = false. U and V may be null when opt.compute_uv is false. tol 0 means LAPACK
+// dgesvj's default: sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon without. Converged:
+// every pair's scaled off-diagonal is within tol, or, on the Gram schedule (its cluster, fused
+// rounds or three kernels a round; docs/svd.md, "The production path"), two sweeps in a row ended
+// within 16 sqrt(max(m, n)) epsilon, the rounding floor of its Gram products, which clustered
+// spectra do not get under (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last
+// sweep's largest. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which
+// finds every pair orthogonal (once the sweeps meet only small off-diagonals, that last sweep is a
+// single test of every pair, with nothing left to rotate). The first call on a host thread
+// allocates a few bytes of page-locked host memory for the status, kept until the thread exits.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
@@ -59,7 +61,8 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
 // info (host array of batch entries) may be null. Returns when done (synchronizes the stream).
 // Matrices holding NaN or Inf get NaN outputs and, once every other matrix is done, a
 // rooflab::Error naming the first of them. Each matrix left unconverged gets the second try that
-// svd gives (one matrix at a time); without info, a matrix that did not converge then either is
+// svd gives (one matrix at a time; of a batch of more than one, only those out of sweeps or
+// stalled, not the early hand-over's); without info, a matrix that did not converge then either is
 // an error too (with info, its entry says so). The first call with info on a host thread
 // allocates 1 MiB of page-locked host memory for the statuses' copies, kept until the thread
 // exits.

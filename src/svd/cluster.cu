@@ -136,12 +136,14 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
 // What the end of a sweep may ask of the columns, from their fresh squared norms (each added up
 // from its pair's blocks' shares of the rows, in `shares`), which the cluster does not track:
 // whether they spread more than 1 / eps (the hand-over's test of the norms,
-// wider_than_the_gram_resolves, jacobi_math.hpp), and whether any is rounding noise by its slot's
+// wider_than_the_gram_resolves, jacobi_math.hpp), over how many binades the positive ones spread
+// (the early hand-over's, spectrum_unfolding), and whether any is rounding noise by its slot's
 // error scale. The same in every block; every thread of every block calls it. Not inlined, as it
 // seldom runs: inlined, it cost a random 100 x 100 matrix 6-8% (H100, 766-769 against 712-727 us;
 // docs/results/h100-svd-larger-cluster.txt), and a call at every sweep's end 2%.
 struct ColumnsSeen {
   bool wider = false, noise = false;
+  int binades = 0;
 };
 template <class T>
 __device__ __noinline__ ColumnsSeen look_at_columns(
@@ -163,27 +165,32 @@ __device__ __noinline__ ColumnsSeen look_at_columns(
       norm += cluster.map_shared_rank(shares, r)[threadIdx.x];
     const bool column = ids[threadIdx.x] < N;  // not padding
     T largest = column ? norm : T(0), least = column ? norm : T(INFINITY);
+    T least_positive = column && norm > 0 ? norm : T(INFINITY);
     T noise = column && is_rounding_noise(norm, slot_scales[threadIdx.x]) ? T(1) : T(0);
     for (int offset = 16; offset > 0; offset >>= 1) {
       largest = fmax(largest, __shfl_xor_sync(full, largest, offset));
       least = fmin(least, __shfl_xor_sync(full, least, offset));
+      least_positive = fmin(least_positive, __shfl_xor_sync(full, least_positive, offset));
       noise = fmax(noise, __shfl_xor_sync(full, noise, offset));
     }
     if (threadIdx.x == 0) {
       block_seen[0] = largest;
       block_seen[1] = least;
       block_seen[2] = noise;
+      block_seen[3] = least_positive;
     }
   }
   cluster.sync();  // every block's view is in, and every share read
-  T largest = 0, least = T(INFINITY), noise = 0;
+  T largest = 0, least = T(INFINITY), noise = 0, least_positive = T(INFINITY);
   for (int r = 0; r < shape.blocks(); ++r) {
     const T* seen = cluster.map_shared_rank(block_seen, r);
     largest = fmax(largest, seen[0]);
     least = fmin(least, seen[1]);
     noise = fmax(noise, seen[2]);
+    least_positive = fmin(least_positive, seen[3]);
   }
-  return {wider_than_the_gram_resolves(largest, least), noise > 0};
+  return {wider_than_the_gram_resolves(largest, least), noise > 0,
+          binades_between(largest, least_positive)};
 }
 #endif
 
@@ -207,7 +214,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   __shared__ T scales[3 * gram_block];
   __shared__ T block_off;           // the block's largest cosine of the sweep just ended
   __shared__ unsigned block_above;  // its count of pairs above tol (the hand-over's)
-  __shared__ T block_seen[3];       // what look_at_columns saw of its columns
+  __shared__ T block_seen[4];       // what look_at_columns saw of its columns
   __shared__ T block_test;          // the block's largest in the all-pairs test
   __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
   __shared__ T test_norms[2 * gram_width];
@@ -255,6 +262,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   // The sweep's pairs of columns above tol, counted by each pair's first block.
   unsigned sweep_above = 0;
   int sweep = 0, floor_sweeps = 0;
+  int binades_before = 0;  // the columns' spread after the sweep before the early hand-over's test
   bool at_the_floor = false;
   for (int step = 0;; ++step) {
     const int round = step % rounds;
@@ -301,6 +309,14 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
             look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
                 .wider)
           break;  // unconverged: the second try takes the matrix
+        if (G.P.second_try_follows && G.P.batch == 1 &&
+            unfolding_looks_at<T>(sweep, above, pairs_across, G.N)) {
+          const int binades =
+              look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
+                  .binades;
+          if (spectrum_unfolding(sweep, binades, binades_before)) break;  // the same
+          binades_before = binades;
+        }
         sweep_off = 0;
         sweep_above = 0;
       }

@@ -399,6 +399,62 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
   return least < largest * Precision<T>::epsilon;
 }
 
+// The early hand-over: a single double matrix whose spectrum the sweeps unfold slowly goes to the
+// second try after sweep 4 (a batch's matrices that go there are solved again one at a time, so
+// batches keep to the hand-over at sweep 10). On geometric and log-uniform spectra (dlatms modes 3
+// and 5) the first path's sweeps widen the columns' squared norms a few binades a sweep while
+// nearly every pair stays above tol, and converge only once the whole spectrum is spread out: 17 to
+// 23 sweeps at 100 and 256 columns, 41 at 1024 (30, then the second try's 11), where the transposed
+// triangle takes 8 to 12 and dgesvj 13 to 24. The columns after each sweep (H100, double, seed 1,
+// the cluster's fresh squared norms, binades by ilogb; docs/results/h100-svd-sweep-trace.txt):
+// after sweep 4 modes 3 and 5, at 1/sqrt(eps) and 1/eps, 100 and 256 columns, had every pair above
+// tol and their norms spread over 31 to 48 binades, widened by 3 to 7 in that sweep. Every other
+// class had pairs below tol (graded: 86% above at 256, 46% at 100), a spread of at most 16 binades
+// (random, mode 4, rank n - 1, clustered, zero columns), a spread that no longer widened (mode 1:
+// 52 and 53 binades, 0 in the sweep), or one that widened by 9 to 26 binades as columns fell
+// towards zero (rank n / 4, duplicated columns, zero rows: rank-deficient matrices). The bounds
+// below lie between the two. With it (H100, docs/results/h100-svd-early-hand-over.txt) modes 3 and
+// 5 take 13 to 15 sweeps in all from 256 columns, within dgesvj + 2, and run 1.3x to 2.4x faster at
+// 512 and 1024 columns, up to 25% faster at 256.
+constexpr int unfolding_sweep = 4;
+constexpr double unfolding_share_above_tol = 0.99;
+constexpr int unfolding_least_binades = 24;
+constexpr int unfolding_most_binades_a_sweep = 8;
+
+// The binades from the least positive squared norm to the largest (0 where none is positive).
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positive) {
+  using std::ilogb;
+  return least_positive > 0 && least_positive <= largest ? ilogb(largest) - ilogb(least_positive)
+                                                         : 0;
+}
+
+// Whether a sweep's end looks at the columns for the early hand-over: the sweep before the test
+// (its spread is kept) and the test's own, with nearly every pair above tol. Where it measured
+// faster (docs/results/h100-svd-early-hand-over.txt, H100): double matrices of at least 256
+// columns. In float the second try cost more than the sweeps it saved (mode 3 at 1/eps, 256 x 256:
+// 12 sweeps in 4.09-4.15 ms against 14 in 3.47 ms), and so it did at 100 x 100 in double, where
+// the second try's fixed cost is about 10 sweeps of the first path (mode 3: 12 sweeps in 1.62-1.99
+// ms against 18 in 1.46-1.47 ms).
+constexpr int unfolding_least_columns = 256;
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_looks_at(int sweeps, long long above_tol,
+                                                          long long pairs, int columns) {
+  return sizeof(T) == sizeof(double) && columns >= unfolding_least_columns &&
+         (sweeps == unfolding_sweep - 1 || sweeps == unfolding_sweep) &&
+         double(above_tol) >= unfolding_share_above_tol * double(pairs);
+}
+
+// The early hand-over's test after sweep unfolding_sweep (unfolding_looks_at held there): the
+// columns spread over `binades`, `binades_before` after the sweep before (0 where it was not
+// looked at).
+ROOFLAB_JACOBI_HOST_DEVICE inline bool spectrum_unfolding(int sweeps, int binades,
+                                                          int binades_before) {
+  const int widened = binades - binades_before;
+  return sweeps == unfolding_sweep && binades >= unfolding_least_binades && widened >= 1 &&
+         widened <= unfolding_most_binades_a_sweep;
+}
+
 // The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes
 // before (mine, my_index). An entry's rank is the count of entries ahead of it.
 template <class T>

@@ -60,7 +60,7 @@ GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
 struct ScratchSizes {
   std::size_t w, v, column, pos, word, integer, count;
   std::size_t total(std::size_t gram) const {
-    return w + v + 3 * column + pos + 3 * word + 9 * integer + count + gram;
+    return w + v + 3 * column + pos + 3 * word + 10 * integer + count + gram;
   }
 };
 template <class T>
@@ -96,6 +96,7 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
   G.noise = pieces.take<int>(size.integer);
   G.above_tol = pieces.take<unsigned>(size.integer);
   G.floor_sweeps = pieces.take<int>(size.integer);
+  G.unfolding_binades = pieces.take<int>(size.integer);
   unsigned* const sweep_counts = pieces.take<unsigned>(size.count);
   take_gram_scratch(gram, pieces);
   return sweep_counts;
@@ -276,10 +277,11 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   if (!tested_on_arrival) G.noise = nullptr;
   // What the kernels add to or raise (the matrices' largest entries and cosines, each sweep's count
   // of matrices still sweeping, the host-driven Gram sweeps' counts of pairs above tol for the
-  // hand-over and of sweeps at the Gram products' rounding floor) starts at 0, and so do the column
-  // positions, which the round kernels read together with a matrix's flag while a stopped matrix's
-  // are left unwritten (one that stops before its first sweep, as a matrix with NaN or Inf does,
-  // never gets any), and the Gram rounds' read-ahead: one clear where there were up to seven.
+  // hand-over, of sweeps at the Gram products' rounding floor and the early hand-over's spread)
+  // starts at 0, and so do the column positions, which the round kernels read together with a
+  // matrix's flag while a stopped matrix's are left unwritten (one that stops before its first
+  // sweep, as a matrix with NaN or Inf does, never gets any), and the Gram rounds' read-ahead: one
+  // clear where there were up to seven.
   ROOFLAB_CUDA(op, "clearing the sweeps' counts, flags and positions",
                cudaMemsetAsync(G.pos, 0, cleared_bytes(G, plan.gram_plan), stream));
   if (plan.gram && !in_one_cluster) {
@@ -287,6 +289,7 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   } else {
     G.above_tol = nullptr;
     G.floor_sweeps = nullptr;
+    G.unfolding_binades = nullptr;
   }
   const int sort_chunks = (G.positions + sort_columns - 1) / sort_columns;
   require(batch * sort_chunks < (std::int64_t(1) << 31), op, "batch", "too many matrices");

@@ -293,6 +293,46 @@ TEST(HandOver, TakesOnlyLateSweepsWithMostPairsAboveTolOnSpectraWiderThanOneOver
   EXPECT_FALSE(wider_than_the_gram_resolves(1.0f, 1e-6f));
 }
 
+// The early hand-over's bounds against the spreads and shares the classes showed after sweeps 3
+// and 4 (docs/results/h100-svd-sweep-trace.txt, 256 x 256 unless said).
+TEST(HandOver, UnfoldingSpectraGoEarlyAndEveryOtherClassStays) {
+  const long long pairs = pairs_across_blocks(256, 16);
+  const auto goes = [&](long long above3, int binades3, long long above4, int binades4) {
+    const int before =
+        unfolding_looks_at<double>(unfolding_sweep - 1, above3, pairs, 256) ? binades3 : 0;
+    return unfolding_looks_at<double>(unfolding_sweep, above4, pairs, 256) &&
+           spectrum_unfolding(unfolding_sweep, binades4, before);
+  };
+  EXPECT_TRUE(goes(pairs, 28, pairs, 32));                  // mode 3
+  EXPECT_TRUE(goes(pairs, 28, pairs, 31));                  // mode 5
+  EXPECT_TRUE(goes(pairs, 40, pairs, 47));                  // mode 3 at 1/eps, 100 x 100
+  EXPECT_TRUE(goes(pairs, 41, pairs, 46));                  // mode 5 at 1/eps
+  EXPECT_FALSE(goes(pairs, 11, pairs, 14));                 // random
+  EXPECT_FALSE(goes(pairs, 12, pairs, 15));                 // rank n - 1
+  EXPECT_FALSE(goes(pairs, 52, pairs, 52));                 // mode 1
+  EXPECT_FALSE(goes(pairs, 24, pairs, 33));                 // duplicated columns
+  EXPECT_FALSE(goes(pairs, 22, pairs, 31));                 // zero rows
+  EXPECT_FALSE(goes(pairs, 50, pairs, 76));                 // rank n / 4
+  EXPECT_FALSE(goes(pairs, 205, pairs * 859 / 1000, 208));  // graded
+  EXPECT_FALSE(goes(pairs * 977 / 1000, 208, pairs * 459 / 1000, 209));  // graded, 100 x 100
+  // Only at sweep 4, and not from a sweep 3 that did not look.
+  EXPECT_FALSE(spectrum_unfolding(unfolding_sweep + 1, 32, 28));
+  EXPECT_FALSE(spectrum_unfolding(unfolding_sweep, 32, 0));
+  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep - 2, pairs, pairs, 256));
+  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep + 1, pairs, pairs, 256));
+  EXPECT_FALSE(unfolding_looks_at<float>(unfolding_sweep, pairs, pairs, 256));   // double only
+  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep, pairs, pairs, 255));  // from 256 columns
+}
+
+TEST(HandOver, BinadesCountFromTheLeastPositiveSquaredNorm) {
+  EXPECT_EQ(binades_between(1.0, 1.0), 0);
+  EXPECT_EQ(binades_between(1.0, 0.25), 2);
+  EXPECT_EQ(binades_between(1e16, 1.0), 53);
+  EXPECT_EQ(binades_between(3.0f, 0.5f), 2);
+  EXPECT_EQ(binades_between(1.0, 0.0), 0);               // no positive one: nothing spread
+  EXPECT_EQ(binades_between(0.0, double(INFINITY)), 0);  // a zero matrix
+}
+
 TEST(GramFloor, IsSixteenTimesSqrtRowsEpsilonOfTheType) {
   EXPECT_TRUE(at_the_gram_floor<double>(16 * 32 * DBL_EPSILON, 1024));
   EXPECT_FALSE(at_the_gram_floor<double>(17 * 32 * DBL_EPSILON, 1024));
