@@ -11,11 +11,11 @@
 namespace rooflab::cpu {
 
 // The off-diagonal threshold of the paper's iteration for this input: a pair (j, k) is rotated
-// while |a_jk| or |a_kj| exceeds it, and the iteration stops when no off-diagonal element does.
-// The paper uses a fixed constant; here it is 1e-13 ||A||_F, a hundred times above the rounding
-// floor of a rotation (a few ulps of the largest eigenvalue, which is at most ||A||_F), so the
-// iteration always terminates, and low enough that the values read off the diagonal are accurate
-// to about 1e-13 of the largest eigenvalue.
+// while |a_jk| or |a_kj| exceeds it, and the iteration stops when no off-diagonal element does. The
+// paper names its threshold (offdiagonal_threshold) without printing its value; here it is 1e-13
+// ||A||_F, a hundred times above the rounding floor of a rotation (a few ulps of the largest
+// eigenvalue, which is at most ||A||_F), so the iteration always terminates, and low enough that
+// the values read off the diagonal are accurate to about 1e-13 of the largest eigenvalue.
 double paper_threshold(const Matrix& a);
 
 // The rotation of pair (j, k), j < k: tau = (a_jj - a_kk) / (2 a_jk), t = sign(tau) / (|tau| +

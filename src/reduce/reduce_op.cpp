@@ -108,16 +108,17 @@ ROOFLAB_OP(Op{
     {"--rows", "--cols"},
 });
 
-// Rung 0 — one CPU core, one loop (the loop-unrolling lab's CPU baseline), summing in double
-// (integers in wrapping unsigned arithmetic).
-ROOFLAB_VARIANT(Variant{"reduce", 0, "cpu-serial",
-                        "one CPU core, one loop (the loop-unrolling lab's baseline)", Where::cpu,
-                        false, no_limit, [](Workspace& workspace, cudaStream_t) {
-                          with_element_type(workspace, [](auto& w) {
-                            w.prepare_host();
-                            w.host_out[0] = cpu::sum_serial(w.host_in.data(), w.cols);
-                          });
-                        }});
+// Rung 0 — one CPU core, one loop (rooflab's stand-in for the loop-unrolling lab's CPU sum, which
+// it times but does not show), summing in double (integers in wrapping unsigned arithmetic).
+ROOFLAB_VARIANT(Variant{
+    "reduce", 0, "cpu-serial",
+    "one CPU core, one loop (for the loop-unrolling lab's CPU sum, whose code it does not show)",
+    Where::cpu, false, no_limit, [](Workspace& workspace, cudaStream_t) {
+      with_element_type(workspace, [](auto& w) {
+        w.prepare_host();
+        w.host_out[0] = cpu::sum_serial(w.host_in.data(), w.cols);
+      });
+    }});
 
 // Rung 1 — every CPU core, a contiguous range each: the fair CPU baseline, bounded by the host's
 // memory bandwidth rather than one core's add latency.
