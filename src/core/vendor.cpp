@@ -33,6 +33,23 @@ class HandlePerDevice {
   std::map<int, Handle> handles_;
 };
 
+using CusolverHandles =
+    HandlePerDevice<cusolverDnHandle_t, void (*)(cusolverDnHandle_t*, const char*),
+                    void (*)(cusolverDnHandle_t)>;
+
+CusolverHandles cusolver_handles() {
+  return CusolverHandles([](cusolverDnHandle_t* handle,
+                            const char* op) { ROOFLAB_CUSOLVER(op, cusolverDnCreate(handle)); },
+                         [](cusolverDnHandle_t handle) { cusolverDnDestroy(handle); });
+}
+
+// The current device's handle of `handles`, bound to `stream`.
+cusolverDnHandle_t bound(CusolverHandles& handles, cudaStream_t stream, const char* op) {
+  const cusolverDnHandle_t handle = handles.get(op);
+  ROOFLAB_CUSOLVER(op, cusolverDnSetStream(handle, stream));
+  return handle;
+}
+
 }  // namespace
 
 void check_cublas(cublasStatus_t status, const char* op, const char* call) {
@@ -58,14 +75,28 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
 }
 
 cusolverDnHandle_t cusolver_handle(cudaStream_t stream) {
-  thread_local HandlePerDevice<cusolverDnHandle_t, void (*)(cusolverDnHandle_t*, const char*),
-                               void (*)(cusolverDnHandle_t)>
-      handles([](cusolverDnHandle_t* handle,
-                 const char* op) { ROOFLAB_CUSOLVER(op, cusolverDnCreate(handle)); },
-              [](cusolverDnHandle_t handle) { cusolverDnDestroy(handle); });
-  const cusolverDnHandle_t handle = handles.get("cusolver_handle");
-  ROOFLAB_CUSOLVER("cusolver_handle", cusolverDnSetStream(handle, stream));
-  return handle;
+  thread_local CusolverHandles handles = cusolver_handles();
+  return bound(handles, stream, "cusolver_handle");
+}
+
+cudaStream_t side_stream() {
+  thread_local HandlePerDevice<cudaStream_t, void (*)(cudaStream_t*, const char*),
+                               void (*)(cudaStream_t)>
+      streams(
+          [](cudaStream_t* stream, const char* op) {
+            ROOFLAB_CUDA(op, "creating a stream",
+                         cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+          },
+          [](cudaStream_t stream) { cudaStreamDestroy(stream); });
+  return streams.get("side_stream");
+}
+
+cusolverDnHandle_t side_cusolver_handle() {
+  // The stream first: thread-local objects go in the reverse order of their construction, so the
+  // handle goes before the stream it is bound to.
+  const cudaStream_t stream = side_stream();
+  thread_local CusolverHandles handles = cusolver_handles();
+  return bound(handles, stream, "side_cusolver_handle");
 }
 
 }  // namespace rooflab

@@ -15,6 +15,13 @@ void check_cusolver(cusolverStatus_t status, const char* op, const char* call);
 cublasHandle_t cublas_handle(cudaStream_t stream);
 cusolverDnHandle_t cusolver_handle(cudaStream_t stream);
 
+// A second stream of the current device, non-blocking (it never waits on the legacy default
+// stream), and a cuSOLVER handle bound to it, also one per host thread and device: for a solver
+// call that runs beside work on the caller's stream, forked and joined with events. A handle of
+// its own, because a handle's calls share its internal workspace.
+cudaStream_t side_stream();
+cusolverDnHandle_t side_cusolver_handle();
+
 }  // namespace rooflab
 
 #define ROOFLAB_CUBLAS(op, call) ::rooflab::check_cublas((call), (op), #call)

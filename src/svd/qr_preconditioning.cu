@@ -15,6 +15,9 @@
 // matrix.
 #include "svd/cusolver_qr.hpp"
 #include "svd/global_schedule.cuh"
+#include <optional>
+
+#include "core/stream_fork.hpp"
 #include "core/vendor.hpp"
 
 namespace rooflab::jacobi {
@@ -203,6 +206,16 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
                                                                                        N, R);
     detail::check_launch(op, "qr_upper_triangle");
   }
+  // Q's formation reads only the reflectors and tau, which nothing after this point changes: it
+  // runs on a side stream beside the triangle's sweeps (which leave most SMs idle at the sizes
+  // that come here) and is joined before the product that needs it. Formed after the sweeps, it
+  // lay on the call's critical path.
+  std::optional<StreamFork> q_formation;
+  if (problem.uv) {
+    q_formation.emplace(stream, side_stream(), op);
+    ROOFLAB_CUSOLVER(op, form_q(side_cusolver_handle(), M, N, N, factored, M, tau, work.as<T>(),
+                                work_size, info));
+  }
 
   // The triangle's SVD. On R (= U_r S V_r^T) its right vectors are W's, A's V or, when A was
   // transposed, its U; on R^T (= U_2 S V_2^T) they are V_2, and W's right vectors P U_2.
@@ -228,7 +241,7 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
     detail::check_launch(op, "qr_scatter_rows");
   }
   // W's left vectors Q U_r, or Q V_2: A's U, or its V when A was transposed.
-  ROOFLAB_CUSOLVER(op, form_q(solver, M, N, N, factored, M, tau, work.as<T>(), work_size, info));
+  q_formation->join();
   T* const long_factor = transposed ? problem.V : problem.U;
   const int ld_long = transposed ? problem.ldv : problem.ldu;
   ROOFLAB_CUBLAS(op, product(cublas_handle(stream), M, N, N, factored, M,
