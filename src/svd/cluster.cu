@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   // The sweep's pairs of columns above tol, counted by each pair's first block.
   unsigned sweep_above = 0;
   int sweep = 0, floor_sweeps = 0;
-  int binades_before = 0;  // the columns' spread after the sweep before the early hand-over's test
+  int binades_first = 0;  // the columns' spread after sweep unfolding_first_look
   bool at_the_floor = false;
   for (int step = 0;; ++step) {
     const int round = step % rounds;
@@ -279,14 +279,21 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         ++sweep;
         if (!(off > G.P.tol) || sweep >= G.P.max_sweeps) break;
         T checked = off;  // the sweep's largest cosine, or the all-pairs test's where it ran
+        // The first sweep's columns: whether some are rounding noise, and their spread, which the
+        // early hand-over's test compares with.
+        static_assert(unfolding_first_look == 1, "the hand-over's first look is the noise's");
+        bool noise = false;
+        if (sweep == 1) {
+          const ColumnsSeen seen =
+              look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen);
+          noise = seen.noise;
+          binades_first = seen.binades;
+        }
         // The all-pairs test, where the sweep met only small off-diagonals (up to 7 pairs: at 8 it
         // saved random 256 x 256 matrices no sweep, H100), or where the first sweep left columns of
         // rounding noise (a rank-one matrix's): with the noise left out, the test finds what the
         // sweep left.
-        if ((off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) ||
-            (sweep == 1 &&
-             look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
-                 .noise)) {
+        if ((off <= sqrt(G.P.tol) && shape.pairs / 2 < cluster_test_products) || noise) {
           const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers, part,
                                                   test_norms, block_test, team_scratch);
           if (!(tested > G.P.tol)) {  // the test counts as the last sweep
@@ -314,8 +321,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
           const int binades =
               look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
                   .binades;
-          if (spectrum_unfolding(sweep, binades, binades_before)) break;  // the same
-          binades_before = binades;
+          if (spectrum_unfolding(sweep, binades, binades_first)) break;  // the same
         }
         sweep_off = 0;
         sweep_above = 0;

@@ -56,8 +56,8 @@ struct GlobalState {
   unsigned* above_tol = nullptr;
   long long pairs_across = 0;
   int* floor_sweeps = nullptr;
-  // Per matrix, beside above_tol: the binades its columns' norms spread over after the sweep
-  // before the early hand-over's test (0 where that sweep did not qualify to look).
+  // Per matrix, beside above_tol: the binades its columns' norms spread over after sweep
+  // unfolding_first_look, which the early hand-over's test compares with.
   int* unfolding_binades = nullptr;
   int* exponent = nullptr;
   int* active = nullptr;  // 1 while the matrix still sweeps
@@ -132,15 +132,17 @@ __device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std:
 // Whether the matrix's sweeps stall and a second try follows (still_rotating_late and
 // wider_than_the_gram_resolves, jacobi_math.hpp), or a single matrix's spectrum unfolds slowly
 // (the early hand-over, spectrum_unfolding): then it stops here, unconverged, and the second try
-// takes it. Its columns' norms are read only where the sweep and the count already qualify.
+// takes it. Its columns' norms are read only where the sweep and the count already qualify, and
+// after sweep unfolding_first_look, whose spread the early hand-over's test compares with.
 template <class T>
 __device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int sweeps) {
   if (G.above_tol == nullptr || !G.P.second_try_follows) return false;
   const long long above = G.above_tol[matrix];
   const bool late = still_rotating_late(sweeps, above, G.pairs_across);
-  const bool unfolding =
-      G.P.batch == 1 && unfolding_looks_at<T>(sweeps, above, G.pairs_across, G.N);
-  if (!late && !unfolding) return false;
+  const bool single = G.P.batch == 1;
+  const bool first_look = single && sweeps == unfolding_first_look && unfolding_applies<T>(G.N);
+  const bool unfolding = single && unfolding_looks_at<T>(sweeps, above, G.pairs_across, G.N);
+  if (!late && !first_look && !unfolding) return false;
   const T* norms = G.norms_of(matrix);
   T largest = 0, least = norms[0], least_positive = T(INFINITY);
   for (int c = 0; c < G.N; ++c) {
@@ -150,9 +152,8 @@ __device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int swe
   }
   if (late) return wider_than_the_gram_resolves(largest, least);
   const int binades = binades_between(largest, least_positive);
-  if (spectrum_unfolding(sweeps, binades, G.unfolding_binades[matrix])) return true;
-  G.unfolding_binades[matrix] = binades;
-  return false;
+  if (first_look) G.unfolding_binades[matrix] = binades;
+  return unfolding && spectrum_unfolding(sweeps, binades, G.unfolding_binades[matrix]);
 }
 
 // Whether the matrix's sweep ended at the Gram products' rounding floor (its largest cosine `off`,

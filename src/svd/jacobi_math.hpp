@@ -403,22 +403,25 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
 // batches keep to the hand-over at sweep 10). On geometric and log-uniform spectra (dlatms modes 3
 // and 5) the first path's sweeps widen the columns' squared norms a few binades a sweep while
 // nearly every pair stays above tol, and converge only once the whole spectrum is spread out: 17 to
-// 23 sweeps at 100 and 256 columns, 41 at 1024 (30, then the second try's 11), where the transposed
-// triangle takes 8 to 12 and dgesvj 13 to 24. The columns after each sweep (H100, double, seed 1,
-// the cluster's fresh squared norms, binades by ilogb; docs/results/h100-svd-sweep-trace.txt):
-// after sweep 4 modes 3 and 5, at 1/sqrt(eps) and 1/eps, 100 and 256 columns, had every pair above
-// tol and their norms spread over 31 to 48 binades, widened by 3 to 7 in that sweep. Every other
-// class had pairs below tol (graded: 86% above at 256, 46% at 100), a spread of at most 16 binades
-// (random, mode 4, rank n - 1, clustered, zero columns), a spread that no longer widened (mode 1:
-// 52 and 53 binades, 0 in the sweep), or one that widened by 9 to 26 binades as columns fell
-// towards zero (rank n / 4, duplicated columns, zero rows: rank-deficient matrices). The bounds
-// below lie between the two. With it (H100, docs/results/h100-svd-early-hand-over.txt) modes 3 and
-// 5 take 13 to 15 sweeps in all from 256 columns, within dgesvj + 2, and run 1.3x to 2.4x faster at
-// 512 and 1024 columns, up to 25% faster at 256.
+// 26 sweeps from 100 to 256 columns, 41 at 1024 (30, then the second try's 11), where the
+// transposed triangle takes 8 to 12 and dgesvj 13 to 24. The columns after each sweep (H100,
+// double, the cluster's fresh squared norms, binades by ilogb; docs/results/h100-svd-sweep-trace.txt
+// at 100 and 256 columns, h100-svd-unfolding-trace.txt at 136 to 240 over three seeds): after
+// sweep 4 modes 3 and 5, at 1/sqrt(eps) and 1/eps, had every pair above tol and their norms spread
+// over 29 to 48 binades, 1.71 to 2.05 times their spread after sweep 1. Every other class had pairs
+// below tol (graded), a spread under 24 binades (random, mode 4, rank n - 1, clustered, zero
+// columns), a spread that no longer widened (mode 1), or one that grew 3.4 to 4.8 times from sweep
+// 1 (rank n / 4, duplicated columns, zero rows): a rank-deficient matrix's null columns shrink by
+// a factor each sweep, so their spread multiplies where a slowly unfolding one adds. The bounds
+// below lie between the two. A bound on sweep 4's widening alone (8 binades) let zero rows through
+// at 160 and 200 columns, which the second try made 24% to 37% slower.
 constexpr int unfolding_sweep = 4;
+// The sweep whose spread the test's is compared with: the first, after which the cluster kernel
+// looks at its columns anyway (for rounding noise).
+constexpr int unfolding_first_look = 1;
 constexpr double unfolding_share_above_tol = 0.99;
 constexpr int unfolding_least_binades = 24;
-constexpr int unfolding_most_binades_a_sweep = 8;
+constexpr double unfolding_most_growth = 2.5;
 
 // The binades from the least positive squared norm to the largest (0 where none is positive).
 template <class T>
@@ -428,30 +431,36 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positiv
                                                          : 0;
 }
 
-// Whether a sweep's end looks at the columns for the early hand-over: the sweep before the test
-// (its spread is kept) and the test's own, with nearly every pair above tol. Where it measured
-// faster (docs/results/h100-svd-early-hand-over.txt, H100): double matrices of at least 256
-// columns. In float the second try cost more than the sweeps it saved (mode 3 at 1/eps, 256 x 256:
-// 12 sweeps in 4.09-4.15 ms against 14 in 3.47 ms), and so it did at 100 x 100 in double, where
-// the second try's fixed cost is about 10 sweeps of the first path (mode 3: 12 sweeps in 1.62-1.99
-// ms against 18 in 1.46-1.47 ms).
-constexpr int unfolding_least_columns = 256;
+// Whether the early hand-over applies to a single matrix of `columns` columns. Where it measured
+// faster (H100): double matrices of more than 128 columns, whose sweeps run in a cluster of 16
+// blocks. With Q formed beside the sweeps (qr_preconditioning.cu), modes 3 and 5 at 136 to 200
+// columns took 13 or 14 sweeps in all, 7% to 36% faster than 19 to 26 on the first path
+// (docs/results/h100-svd-hand-over-from-129.txt); at 128 and below the second try's fixed cost
+// outweighed the sweeps it saved (mode 3 at 128: 12 sweeps in 1.72-2.12 ms against 19 in
+// 1.52-1.53 ms; at 100, 12 in 1.77-1.88 against 18 in 1.46 ms). In float it cost more than the
+// sweeps it saved too (mode 3 at 1/eps, 256 x 256: 12 sweeps in 4.09-4.15 ms against 14 in 3.47
+// ms).
+constexpr int unfolding_least_columns = 129;
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {
+  return sizeof(T) == sizeof(double) && columns >= unfolding_least_columns;
+}
+
+// Whether a sweep's end looks at the columns for the early hand-over's test: sweep
+// unfolding_sweep, with nearly every pair above tol.
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_looks_at(int sweeps, long long above_tol,
                                                           long long pairs, int columns) {
-  return sizeof(T) == sizeof(double) && columns >= unfolding_least_columns &&
-         (sweeps == unfolding_sweep - 1 || sweeps == unfolding_sweep) &&
+  return unfolding_applies<T>(columns) && sweeps == unfolding_sweep &&
          double(above_tol) >= unfolding_share_above_tol * double(pairs);
 }
 
 // The early hand-over's test after sweep unfolding_sweep (unfolding_looks_at held there): the
-// columns spread over `binades`, `binades_before` after the sweep before (0 where it was not
-// looked at).
+// columns spread over `binades`, `binades_first` after sweep unfolding_first_look.
 ROOFLAB_JACOBI_HOST_DEVICE inline bool spectrum_unfolding(int sweeps, int binades,
-                                                          int binades_before) {
-  const int widened = binades - binades_before;
-  return sweeps == unfolding_sweep && binades >= unfolding_least_binades && widened >= 1 &&
-         widened <= unfolding_most_binades_a_sweep;
+                                                          int binades_first) {
+  return sweeps == unfolding_sweep && binades >= unfolding_least_binades &&
+         binades > binades_first && double(binades) < unfolding_most_growth * binades_first;
 }
 
 // The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes

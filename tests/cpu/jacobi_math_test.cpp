@@ -293,35 +293,37 @@ TEST(HandOver, TakesOnlyLateSweepsWithMostPairsAboveTolOnSpectraWiderThanOneOver
   EXPECT_FALSE(wider_than_the_gram_resolves(1.0f, 1e-6f));
 }
 
-// The early hand-over's bounds against the spreads and shares the classes showed after sweeps 3
-// and 4 (docs/results/h100-svd-sweep-trace.txt, 256 x 256 unless said).
+// The early hand-over's bounds against the spreads and shares the classes showed after sweeps 1
+// and 4 (docs/results/h100-svd-sweep-trace.txt, 256 x 256 unless said, seed 1;
+// h100-svd-unfolding-trace.txt at 136 to 240 columns, seeds 1 to 3).
 TEST(HandOver, UnfoldingSpectraGoEarlyAndEveryOtherClassStays) {
   const long long pairs = pairs_across_blocks(256, 16);
-  const auto goes = [&](long long above3, int binades3, long long above4, int binades4) {
-    const int before =
-        unfolding_looks_at<double>(unfolding_sweep - 1, above3, pairs, 256) ? binades3 : 0;
+  const auto goes = [&](int binades1, long long above4, int binades4) {
     return unfolding_looks_at<double>(unfolding_sweep, above4, pairs, 256) &&
-           spectrum_unfolding(unfolding_sweep, binades4, before);
+           spectrum_unfolding(unfolding_sweep, binades4, binades1);
   };
-  EXPECT_TRUE(goes(pairs, 28, pairs, 32));                  // mode 3
-  EXPECT_TRUE(goes(pairs, 28, pairs, 31));                  // mode 5
-  EXPECT_TRUE(goes(pairs, 40, pairs, 47));                  // mode 3 at 1/eps, 100 x 100
-  EXPECT_TRUE(goes(pairs, 41, pairs, 46));                  // mode 5 at 1/eps
-  EXPECT_FALSE(goes(pairs, 11, pairs, 14));                 // random
-  EXPECT_FALSE(goes(pairs, 12, pairs, 15));                 // rank n - 1
-  EXPECT_FALSE(goes(pairs, 52, pairs, 52));                 // mode 1
-  EXPECT_FALSE(goes(pairs, 24, pairs, 33));                 // duplicated columns
-  EXPECT_FALSE(goes(pairs, 22, pairs, 31));                 // zero rows
-  EXPECT_FALSE(goes(pairs, 50, pairs, 76));                 // rank n / 4
-  EXPECT_FALSE(goes(pairs, 205, pairs * 859 / 1000, 208));  // graded
-  EXPECT_FALSE(goes(pairs * 977 / 1000, 208, pairs * 459 / 1000, 209));  // graded, 100 x 100
-  // Only at sweep 4, and not from a sweep 3 that did not look.
-  EXPECT_FALSE(spectrum_unfolding(unfolding_sweep + 1, 32, 28));
+  EXPECT_TRUE(goes(17, pairs, 32));   // mode 3
+  EXPECT_TRUE(goes(18, pairs, 31));   // mode 5
+  EXPECT_TRUE(goes(24, pairs, 44));   // mode 3 at 1/eps
+  EXPECT_TRUE(goes(25, pairs, 46));   // mode 5 at 1/eps
+  EXPECT_TRUE(goes(17, pairs, 29));   // mode 5, 160 x 160, seed 3: the least spread and growth
+  EXPECT_TRUE(goes(21, pairs, 43));   // mode 5 at 1/eps, 160 x 160, seed 2: the most growth
+  EXPECT_FALSE(goes(6, pairs, 14));   // random
+  EXPECT_FALSE(goes(52, pairs, 52));  // mode 1
+  EXPECT_FALSE(goes(9, pairs, 33));   // duplicated columns
+  EXPECT_FALSE(goes(9, pairs, 31));   // zero rows
+  EXPECT_FALSE(goes(16, pairs, 76));  // rank n / 4
+  EXPECT_FALSE(goes(10, pairs, 34));  // zero rows, 200 x 200, seed 2: the least growth of these
+  EXPECT_FALSE(goes(201, pairs * 859 / 1000, 208));  // graded
+  // Only at sweep 4, with nearly every pair above tol, and not from a first sweep not looked at.
+  EXPECT_FALSE(spectrum_unfolding(unfolding_sweep + 1, 32, 17));
   EXPECT_FALSE(spectrum_unfolding(unfolding_sweep, 32, 0));
-  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep - 2, pairs, pairs, 256));
+  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep, pairs * 98 / 100, pairs, 256));
+  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep - 1, pairs, pairs, 256));
   EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep + 1, pairs, pairs, 256));
-  EXPECT_FALSE(unfolding_looks_at<float>(unfolding_sweep, pairs, pairs, 256));   // double only
-  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep, pairs, pairs, 255));  // from 256 columns
+  EXPECT_FALSE(unfolding_applies<float>(256));  // double only
+  EXPECT_TRUE(unfolding_applies<double>(129));  // from 129 columns
+  EXPECT_FALSE(unfolding_applies<double>(128));
 }
 
 TEST(HandOver, BinadesCountFromTheLeastPositiveSquaredNorm) {
