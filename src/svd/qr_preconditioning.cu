@@ -207,9 +207,11 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
     detail::check_launch(op, "qr_upper_triangle");
   }
   // Q's formation reads only the reflectors and tau, which nothing after this point changes: it
-  // runs on a side stream beside the triangle's sweeps (which leave most SMs idle at the sizes
-  // that come here) and is joined before the product that needs it. Formed after the sweeps, it
-  // lay on the call's critical path.
+  // runs on a side stream beside the triangle's sweeps (in a cluster or the register ring at most
+  // sizes that come here, which leave most SMs idle) and is joined before the product that needs
+  // it. Formed after the sweeps, it lay on the call's critical path: 3-9% of the call on the
+  // matrices the second try takes from 256 to 1024 columns (H100,
+  // docs/results/h100-svd-hand-over-from-129.txt, run 1).
   std::optional<StreamFork> q_formation;
   if (problem.uv) {
     q_formation.emplace(stream, side_stream(), op);
