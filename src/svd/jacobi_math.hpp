@@ -434,12 +434,12 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positiv
 // Whether the early hand-over applies to a single matrix of `columns` columns. Where it measured
 // faster (H100): double matrices of more than 128 columns, whose sweeps run in a cluster of 16
 // blocks. With Q formed beside the sweeps (qr_preconditioning.cu), modes 3 and 5 at 136 to 200
-// columns took 13 or 14 sweeps in all, 7% to 36% faster than 19 to 26 on the first path
-// (docs/results/h100-svd-hand-over-from-129.txt); at 128 and below the second try's fixed cost
-// outweighed the sweeps it saved (mode 3 at 128: 12 sweeps in 1.72-2.12 ms against 19 in
-// 1.52-1.53 ms; at 100, 12 in 1.77-1.88 against 18 in 1.46 ms). In float it cost more than the
-// sweeps it saved too (mode 3 at 1/eps, 256 x 256: 12 sweeps in 4.09-4.15 ms against 14 in 3.47
-// ms).
+// columns took 13 or 14 sweeps in all against 19 to 26 on the first path, as fast (at 1/sqrt(eps),
+// 136 and 160 columns) to 34% faster (at 1/eps) (docs/results/h100-svd-hand-over-from-129.txt, run
+// 4); at 128 and below the second try's fixed cost outweighed the sweeps it saved (mode 3 at 128:
+// 12 sweeps in 1.72-2.12 ms against 19 in 1.52-1.53 ms; at 100, 12 in 1.77-1.88 against 18 in 1.46
+// ms). In float it cost more than the sweeps it saved too (mode 3 at 1/eps, 256 x 256: 12 sweeps in
+// 4.09-4.15 ms against 14 in 3.47 ms).
 constexpr int unfolding_least_columns = 129;
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {

@@ -13,12 +13,12 @@
 // ring on A took 25 against dgesvj's 13 on a geometric spectrum (mode 3) at 100 x 100.
 // The triangle goes back to the dispatch (run_path), which picks its path as for any square
 // matrix.
-#include "svd/cusolver_qr.hpp"
-#include "svd/global_schedule.cuh"
 #include <optional>
 
 #include "core/stream_fork.hpp"
 #include "core/vendor.hpp"
+#include "svd/cusolver_qr.hpp"
+#include "svd/global_schedule.cuh"
 
 namespace rooflab::jacobi {
 namespace {
