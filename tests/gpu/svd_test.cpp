@@ -394,8 +394,8 @@ void expect_not_handed_over(const cpu::Matrix& a, const std::string& what) {
 // first path alone at 160 to 512 (dgesvj 13 to 16). From 129 columns in double they go to the
 // transposed triangle after 4 sweeps: within dgesvj's + 2 in all, on the cluster (160, 256) and on
 // the host-driven Gram sweeps (512). At 100 they stay on the first path, where it is faster, and
-// so do rank-deficient matrices whose nearly parallel columns fall to zero (zero rows at 160 and
-// 200, whose spread widens as little as mode 3's there).
+// so do rank-deficient matrices, whose spread multiplies as their null columns fall (zero rows at
+// 160 and 200, whose sweep 4 alone widens it as little as mode 3's).
 TEST_F(Svd, UnfoldingSpectraAreHandedOverAfterFourSweeps) {
   for (const int n : {160, 256, 512})
     for (const char* matrix_class : {"mode3", "mode5"}) {
