@@ -15,8 +15,13 @@ class StreamFork {
       : stream_(stream), side_(side), op_(op) {
     ROOFLAB_CUDA(op_, "creating an event",
                  cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-    ROOFLAB_CUDA(op_, "recording the fork", cudaEventRecord(event_, stream_));
-    ROOFLAB_CUDA(op_, "forking a stream", cudaStreamWaitEvent(side_, event_, 0));
+    try {  // nothing is queued on `side` yet: a failed fork only frees its event
+      ROOFLAB_CUDA(op_, "recording the fork", cudaEventRecord(event_, stream_));
+      ROOFLAB_CUDA(op_, "forking a stream", cudaStreamWaitEvent(side_, event_, 0));
+    } catch (...) {
+      cudaEventDestroy(event_);
+      throw;
+    }
   }
   ~StreamFork() {  // a destructor cannot report
     if (!joined_ && cudaEventRecord(event_, side_) == cudaSuccess)
