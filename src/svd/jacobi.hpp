@@ -162,6 +162,14 @@ bool blocked_fits(int m, int n);
 template <class T>
 bool runs_in_one_cluster(int m, int n, bool uv, int batch);
 
+// Householder QR of one M x N matrix W (M >= N, leading dimension M) in one block's shared memory
+// (src/svd/block_qr.cu), asynchronous on `stream`: W <- its factors in LAPACK geqrf's layout (R on
+// and above the diagonal, the reflectors' vectors below it, their first entry 1 not stored), tau <-
+// the reflectors' factors. block_qr_fits says whether W fits the block.
+template <class T>
+bool block_qr_fits(int M, int N);
+template <class T>
+void block_qr(T* W, int M, int N, T* tau, cudaStream_t stream);
 // The fastest path for `batch` m x n matrices (estimates from the ladders' measurements), and
 // the call that runs a problem on a path.
 template <class T>

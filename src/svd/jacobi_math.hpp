@@ -258,6 +258,24 @@ ROOFLAB_JACOBI_HOST_DEVICE inline double reflection_completion_work(int M, int N
   return M * (r * r + 2 * r * z + z);
 }
 
+// A Householder reflector H = I - tau v v^T that maps [alpha; x] to [beta; 0], v's first entry 1
+// (LAPACK's dlarfg, the QR steps' reflectors: block_qr.cu). The caller gives ||x|| as xnorm and
+// divides x by `divisor` for v's other entries (|divisor| = |alpha| + |beta| >= ||x||); it scales
+// alpha and x first where they lie near the underflow threshold, as dlarfg does. A zero x leaves
+// H = I (tau 0).
+template <class T>
+struct Reflector {
+  T beta, tau, divisor;
+};
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline Reflector<T> householder_reflector(T alpha, T xnorm) {
+  using std::copysign;
+  using std::hypot;
+  if (xnorm == 0) return {alpha, T(0), T(1)};
+  const T beta = -copysign(hypot(alpha, xnorm), alpha);
+  return {beta, (beta - alpha) / beta, alpha - beta};
+}
+
 // The scaled off-diagonal |gamma| / sqrt(alpha beta) of two columns with squared norms alpha, beta
 // and dot product gamma, as the rotation's test has it: 0 when a column is negligible (never
 // rotated). The all-pairs tests take their largest over every pair.

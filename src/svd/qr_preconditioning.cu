@@ -1,10 +1,10 @@
 // QR preconditioning (the first step of LAPACK's dgejsv, without column pivoting). A tall M x N
-// matrix W = A (A^T when m < n) is factored W = Q R by cuSOLVER's Householder QR; the Jacobi SVD
-// runs on the N x N triangle, R = U_r S V_r^T, and W's left vectors come back as Q U_r, Q's N
-// columns formed from the reflectors. The sweeps then rotate columns of N rows instead of M, and
-// an R of at most 64 columns fits the register ring. Householder QR perturbs each column by a
-// small multiple of its own norm, so column-graded matrices keep their small singular values'
-// accuracy.
+// matrix W = A (A^T when m < n) is factored W = Q R by Householder QR (in one block's shared memory
+// where W is square and fits there, block_qr.cu, else cuSOLVER's); the Jacobi SVD runs on the N x N
+// triangle, R = U_r S V_r^T, and W's left vectors come back as Q U_r, Q's N columns formed from the
+// reflectors. The sweeps then rotate columns of N rows instead of M, and an R of at most 64 columns
+// fits the register ring. Householder QR perturbs each column by a small multiple of its own norm,
+// so column-graded matrices keep their small singular values' accuracy.
 // On the transposed triangle (Path::qr_transposed_triangle) W's columns are sorted by norm first,
 // W P = Q R, and the Jacobi SVD runs on R^T = U_2 S V_2^T instead, as dgejsv does: R R^T is
 // nearer diagonal than R^T R = (W P)^T (W P), whose off-diagonal the sweeps on R or W face. W's
@@ -184,19 +184,32 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
     detail::check_launch(op, "qr_gather_columns");
   }
 
+  // The QR in one block (block_qr.cu) where W is square and fits there, else cuSOLVER's. On the
+  // second try's square triangles rung 15 took 0.89-0.90 against 1.14-1.19 ms at 100 x 100,
+  // 1.08-1.13 against 1.27-1.45 ms at 128 x 128 and 1.47-1.51 against 1.43-1.47 ms at 160 x 160
+  // (H100, docs/results/h100-svd-block-qr.txt, run 4). The block's steps are chains of a warp's
+  // work down each column, so taller matrices took longer than with cuSOLVER's (earlier versions of
+  // the kernel: rung 15 at 200 x 100 1.30-1.38 against 0.95 ms; QR preconditioning at 256 x 64
+  // 0.80 against 0.57 ms, at 1000 x 28 0.47 against 0.29 ms; runs 2 and 3).
+  const bool in_one_block = M == N && block_qr_fits<T>(M, N);
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   int factor_work = 0, form_work = 0;
-  ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, factored, M, &factor_work));
+  if (!in_one_block)
+    ROOFLAB_CUSOLVER(op, geqrf_buffer_size(solver, M, N, factored, M, &factor_work));
   if (problem.uv)
     ROOFLAB_CUSOLVER(op, form_q_buffer_size(solver, M, N, N, factored, M, tau, &form_work));
   const int work_size = std::max({factor_work, form_work, 1});
   StreamBuffer work(sizeof(T) * std::size_t(work_size), stream, op);
-  // cuSOLVER's geqr2 reads a word of its workspace or tau before writing it (not used, but
-  // initcheck reports the read): both start cleared.
-  ROOFLAB_CUDA(op, "clearing the QR's workspace",
-               cudaMemsetAsync(work.data(), 0, work.bytes(), stream));
-  ROOFLAB_CUDA(op, "clearing the QR's workspace", cudaMemsetAsync(tau, 0, column_bytes, stream));
-  ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, factored, M, tau, work.as<T>(), work_size, info));
+  if (in_one_block) {
+    block_qr(factored, M, N, tau, stream);
+  } else {
+    // cuSOLVER's geqr2 reads a word of its workspace or tau before writing it (not used, but
+    // initcheck reports the read): both start cleared.
+    ROOFLAB_CUDA(op, "clearing the QR's workspace",
+                 cudaMemsetAsync(work.data(), 0, work.bytes(), stream));
+    ROOFLAB_CUDA(op, "clearing the QR's workspace", cudaMemsetAsync(tau, 0, column_bytes, stream));
+    ROOFLAB_CUSOLVER(op, geqrf(solver, M, N, factored, M, tau, work.as<T>(), work_size, info));
+  }
   if (on_transposed_triangle) {
     qr_transposed_triangle<T><<<N, global_threads, 0, stream>>>(factored, M, N, norm2, order, R);
     detail::check_launch(op, "qr_transposed_triangle");

@@ -879,5 +879,39 @@ TEST(Completion, ReflectionsAreTakenOnlyWhereTheyCostLessThanGramSchmidt) {
       }
 }
 
+// The reflector maps [alpha; x] to [beta; 0] with |beta| = ||[alpha; x]||, beta's sign opposite
+// alpha's, tau in [1, 2] (LAPACK's dlarfg), at scales from subnormal to near overflow; a zero x
+// gives tau 0 and leaves alpha.
+TEST(HouseholderReflector, MapsTheColumnOntoItsFirstAxisAtEveryScale) {
+  std::mt19937_64 random(5);
+  std::uniform_real_distribution<double> entry(-1, 1);
+  for (const double scale : {1.0, 1e-300, 1e-310, 1e300, 1e-30}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<double> x(1 + trial % 7);
+      for (double& e : x) e = entry(random) * scale;
+      const double alpha = trial % 5 == 0 ? 0.0 : entry(random) * scale;
+      long double sum = 0;
+      for (const double e : x) sum += (long double)e * e;
+      const double xnorm = double(std::sqrt(sum));
+      const Reflector<double> r = householder_reflector(alpha, xnorm);
+      ASSERT_GE(r.tau, 1) << scale << " " << trial;
+      ASSERT_LE(r.tau, 2) << scale << " " << trial;
+      EXPECT_NEAR(std::fabs(r.beta), std::hypot(alpha, xnorm), 4e-16 * std::fabs(r.beta));
+      EXPECT_TRUE(alpha == 0 || std::signbit(r.beta) != std::signbit(alpha));
+      // H [alpha; x] with v = [1; x / divisor]: the first entry beta, the others zero, to a few
+      // ulps of beta (and of the subnormal spacing, x / divisor rounded where x is subnormal).
+      const double bound =
+          2e-15 * std::fabs(r.beta) + 4 * std::numeric_limits<double>::denorm_min();
+      long double dot = alpha;
+      for (const double e : x) dot += (long double)(e / r.divisor) * e;
+      const long double w = r.tau * dot;
+      EXPECT_NEAR(double(alpha - w), r.beta, bound);
+      for (const double e : x) EXPECT_NEAR(double(e - w * (e / r.divisor)), 0, bound);
+    }
+  }
+  const Reflector<double> identity = householder_reflector(-3.0, 0.0);
+  EXPECT_EQ(identity.tau, 0);
+  EXPECT_EQ(identity.beta, -3.0);
+}
 }  // namespace
 }  // namespace rooflab::jacobi

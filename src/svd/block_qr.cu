@@ -1,0 +1,182 @@
+// Householder QR in one block's shared memory: the QR steps' factorization (QR preconditioning
+// and the second try, qr_preconditioning.cu) of a matrix that fits there. cuSOLVER's geqrf took
+// 0.50 ms at 100 x 100 and 0.72 ms at 128 x 128 in double (H100,
+// docs/results/h100-svd-second-try-fixed-cost.txt) for work of microseconds: its panels run as
+// chains of small kernels. Here the block holds W and column j belongs to warp j mod 32. Step k
+// applies reflector k to the columns right of k, each warp to its own in one pass; the warp that
+// owns column k + 1 then forms reflector k + 1 from it, so one block barrier separates two steps
+// (LAPACK's unblocked dgeqr2, one column looked ahead). The output is geqrf's, for
+// cuSOLVER's orgqr to form Q from.
+#include <limits>
+
+#include "rooflab/error.hpp"
+#include "svd/jacobi.cuh"
+
+namespace rooflab::jacobi {
+namespace {
+
+constexpr int block_qr_threads = 1024;
+constexpr int block_qr_warps = block_qr_threads / 32;
+static_assert((block_qr_warps & (block_qr_warps - 1)) == 0, "a warp's first column uses a mask");
+// A warp's columns are updated together (apply_reflector): at most this many, N <= 256.
+constexpr int block_qr_columns_per_warp = 8;
+
+template <class T>
+std::size_t block_qr_bytes(int M, int N) {
+  return sizeof(T) * (std::size_t(M) * N + N);
+}
+
+// Reflector k from column k of A (M rows, leading dimension M), by one warp: beta to A[k, k],
+// v's other entries to A[k + 1 :, k], tau to taus[k].
+template <class T>
+__device__ void form_reflector(T* A, int M, int k, T* taus) {
+  const int lane = threadIdx.x & 31;
+  T* const column = A + std::int64_t(k) * M;
+  // Lane 0 alone reads the entry it overwrites at the end; the others get it by shuffle.
+  const T alpha = __shfl_sync(0xffffffffu, lane == 0 ? column[k] : T(0), 0);
+  T sum = 0, largest = 0;
+  for (int i = k + 1 + lane; i < M; i += 32) {
+    sum = fma(column[i], column[i], sum);
+    largest = fmax(largest, fabs(column[i]));
+  }
+  sum = group_sum(sum, 32);  // the same bits in every lane: the branches below are the warp's
+  // Where x's squares under- or overflowed (a column of rounding noise left by the steps before,
+  // on a rank-deficient matrix), alpha and x are taken scaled by the power of two that brings the
+  // larger into [1, 2), exactly, so that beta, tau and v keep their precision (dlarfg rescales
+  // too): unscaled, beta - alpha and v fell among the subnormals and Q lost its orthogonality
+  // (float rank-one integer matrices from 100 x 100: |Q^T Q - I| 1700 M eps).
+  const bool scaled = !(sum >= Precision<T>::negligible && sum <= std::numeric_limits<T>::max());
+  int exponent = 0;
+  T alpha_scaled = alpha, xnorm_scaled = sqrt(sum);
+  if (scaled) {
+    const T biggest = fmax(fabs(alpha), warp_max(largest));
+    if (sum != sum) {
+      xnorm_scaled = sum;  // NaN carried on (fmax skips it)
+    } else if (biggest == 0) {
+      xnorm_scaled = 0;
+    } else {
+      exponent = ilogb(biggest);
+      alpha_scaled = scalbn(alpha, -exponent);
+      sum = 0;
+      for (int i = k + 1 + lane; i < M; i += 32) {
+        const T x = scalbn(column[i], -exponent);
+        sum = fma(x, x, sum);
+      }
+      xnorm_scaled = sqrt(group_sum(sum, 32));
+    }
+  }
+  const Reflector<T> r = householder_reflector(alpha_scaled, xnorm_scaled);
+  // |divisor| >= |beta| >= sqrt(negligible) unscaled, >= 1 scaled (or divisor 1 where tau is 0):
+  // its inverse is finite.
+  const T inverse = T(1) / r.divisor;
+  for (int i = k + 1 + lane; i < M; i += 32)
+    column[i] = (scaled ? scalbn(column[i], -exponent) : column[i]) * inverse;
+  if (lane == 0) {
+    column[k] = scalbn(r.beta, exponent);
+    taus[k] = r.tau;
+  }
+}
+
+// Columns first, first + 32, ... (Count of them) of A <- H_k times them, H_k = I - tau v v^T with
+// v in column k (rows k on, v_k = 1), by one warp. Their dot products with v are taken in one pass
+// over v and reduced together, so that the columns' shuffles overlap. Count is a template argument:
+// with a runtime count the unrolled loops issued the instructions of the most columns a warp can
+// own, predicated off, at every step.
+template <int Count, class T>
+__device__ void apply_reflector(T* A, int M, int k, T tau, int first) {
+  const int lane = threadIdx.x & 31;
+  const T* const v = A + std::int64_t(k) * M;
+  T* const a = A + std::int64_t(first) * M;
+  const std::int64_t stride = std::int64_t(block_qr_warps) * M;
+  T dots[Count];
+#pragma unroll
+  for (int c = 0; c < Count; ++c) dots[c] = lane == 0 ? a[k + c * stride] : T(0);
+  for (int i = k + 1 + lane; i < M; i += 32) {
+    const T vi = v[i];
+#pragma unroll
+    for (int c = 0; c < Count; ++c) dots[c] = fma(vi, a[i + c * stride], dots[c]);
+  }
+#pragma unroll
+  for (int c = 0; c < Count; ++c) dots[c] = tau * group_sum(dots[c], 32);
+  if (lane == 0) {
+#pragma unroll
+    for (int c = 0; c < Count; ++c) a[k + c * stride] -= dots[c];
+  }
+  for (int i = k + 1 + lane; i < M; i += 32) {
+    const T vi = v[i];
+#pragma unroll
+    for (int c = 0; c < Count; ++c) a[i + c * stride] = fma(-dots[c], vi, a[i + c * stride]);
+  }
+}
+
+// apply_reflector on `count` columns, 1 to block_qr_columns_per_warp.
+template <class T>
+__device__ void apply_reflector(T* A, int M, int k, T tau, int first, int count) {
+  static_assert(block_qr_columns_per_warp == 8, "one case per count");
+  switch (count) {
+    case 1: return apply_reflector<1>(A, M, k, tau, first);
+    case 2: return apply_reflector<2>(A, M, k, tau, first);
+    case 3: return apply_reflector<3>(A, M, k, tau, first);
+    case 4: return apply_reflector<4>(A, M, k, tau, first);
+    case 5: return apply_reflector<5>(A, M, k, tau, first);
+    case 6: return apply_reflector<6>(A, M, k, tau, first);
+    case 7: return apply_reflector<7>(A, M, k, tau, first);
+    default: return apply_reflector<8>(A, M, k, tau, first);
+  }
+}
+
+// W (M x N, M >= N, leading dimension M) <- its QR factors in geqrf's layout, tau <- the
+// reflectors' factors. One block.
+template <class T>
+__global__ void __launch_bounds__(block_qr_threads)
+    block_householder_qr(T* W, int M, int N, T* tau) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* const A = reinterpret_cast<T*>(shared_bytes);
+  T* const taus = A + std::int64_t(M) * N;
+  const std::int64_t total = std::int64_t(M) * N;
+  for (std::int64_t e = threadIdx.x; e < total; e += blockDim.x) A[e] = W[e];
+  __syncthreads();
+  const int warp = threadIdx.x >> 5;
+  if (warp == 0) form_reflector(A, M, 0, taus);
+  __syncthreads();
+  for (int k = 0; k + 1 < N; ++k) {
+    const T t = taus[k];
+    // This warp's columns right of k, the first being k + 1 for the warp that owns it.
+    const int first = k + 1 + ((warp - k - 1) & (block_qr_warps - 1));
+    const int count = first < N ? (N - first + block_qr_warps - 1) / block_qr_warps : 0;
+    // H_k = I where tau is 0. The warp that owns column k + 1 then forms reflector k + 1 from it,
+    // which the next step waits for.
+    if (t != 0 && count > 0) apply_reflector(A, M, k, t, first, count);
+    if (first == k + 1) {
+      __syncwarp();  // column k + 1's rows were just written by other lanes
+      form_reflector(A, M, k + 1, taus);
+    }
+    __syncthreads();
+  }
+  for (std::int64_t e = threadIdx.x; e < total; e += blockDim.x) W[e] = A[e];
+  for (int c = threadIdx.x; c < N; c += blockDim.x) tau[c] = taus[c];
+}
+
+}  // namespace
+
+template <class T>
+bool block_qr_fits(int M, int N) {
+  return M >= N && N >= 1 && N <= block_qr_warps * block_qr_columns_per_warp &&
+         block_qr_bytes<T>(M, N) <= std::size_t(shared_memory_optin());
+}
+
+template <class T>
+void block_qr(T* W, int M, int N, T* tau, cudaStream_t stream) {
+  require(block_qr_fits<T>(M, N), "svd", "M, N", "the block QR takes M >= N that fit its block");
+  const int bytes = int(block_qr_bytes<T>(M, N));
+  allow_shared_memory(block_householder_qr<T>, bytes);
+  block_householder_qr<T><<<1, block_qr_threads, bytes, stream>>>(W, M, N, tau);
+  detail::check_launch("svd", "block_householder_qr");
+}
+
+template bool block_qr_fits<float>(int, int);
+template bool block_qr_fits<double>(int, int);
+template void block_qr<float>(float*, int, int, float*, cudaStream_t);
+template void block_qr<double>(double*, int, int, double*, cudaStream_t);
+
+}  // namespace rooflab::jacobi
