@@ -38,7 +38,7 @@ struct SvdInfo {
 // (argument "A"). A matrix that the first path leaves unconverged after opt.max_sweeps sweeps (30
 // or more; a smaller max_sweeps bounds the work and gets no second try), or whose sweeps stall
 // there (from sweep 10, most pairs still above tol on a spectrum wider than 1/sqrt(eps): the
-// hand-over), or, double and of more than 128 columns, whose spectrum they unfold slowly (after
+// hand-over), or, double and of more than 64 columns, whose spectrum they unfold slowly (after
 // sweep 4, nearly every pair above tol and the columns' norms spread over at least 24 binades,
 // under 2.5 times their spread after sweep 1: the early hand-over, docs/svd.md), is solved again
 // from A on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on

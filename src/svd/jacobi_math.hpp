@@ -449,16 +449,20 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positiv
                                                          : 0;
 }
 
-// Whether the early hand-over applies to a single matrix of `columns` columns. Where it measured
-// faster (H100): double matrices of more than 128 columns, whose sweeps run in a cluster of 16
-// blocks. With Q formed beside the sweeps (qr_preconditioning.cu), modes 3 and 5 at 136 to 200
-// columns took 13 or 14 sweeps in all against 19 to 26 on the first path, as fast (at 1/sqrt(eps),
-// 136 and 160 columns) to 34% faster (at 1/eps) (docs/results/h100-svd-hand-over-from-129.txt, run
-// 4); at 128 and below the second try's fixed cost outweighed the sweeps it saved (mode 3 at 128:
-// 12 sweeps in 1.72-2.12 ms against 19 in 1.52-1.53 ms; at 100, 12 in 1.77-1.88 against 18 in 1.46
-// ms). In float it cost more than the sweeps it saved too (mode 3 at 1/eps, 256 x 256: 12 sweeps in
-// 4.09-4.15 ms against 14 in 3.47 ms).
-constexpr int unfolding_least_columns = 129;
+// Whether the early hand-over applies to a single matrix of `columns` columns: double matrices of
+// more than 64 columns (square ones of at most 64 go to the register ring, which does not hand
+// over; measured from 80). With Q formed beside the sweeps (qr_preconditioning.cu) it took modes 3
+// and 5 at 136 to 200 columns to 13 or 14 sweeps in all against 19 to 26 on the first path, as fast
+// (at 1/sqrt(eps), 136 and 160 columns) to 34% faster (at 1/eps)
+// (docs/results/h100-svd-hand-over-from-129.txt, run 4). From 65 to 128 columns it paid only once
+// the triangle's QR ran in one block (block_qr.cu) instead of cuSOLVER's geqrf (0.50 ms at 100 x
+// 100): modes 3 and 5 at 80, 100 and 128 columns took 12 or 13 sweeps in all against 17 to 23,
+// within dgesvj + 2; at 1/eps 25% to 47% faster, at 1/sqrt(eps) from 14% faster to 8% slower (mode
+// 5 at 128), random matrices within 3% (docs/results/h100-svd-block-qr.txt, run 4). With geqrf mode
+// 3 at 100 had taken 1.77-1.88 ms against 1.46 (hand-over-from-129.txt, run 1). In float it cost
+// more than the sweeps it saved (mode 3 at 1/eps, 256 x 256: 12 sweeps in 4.09-4.15 ms against 14
+// in 3.47 ms).
+constexpr int unfolding_least_columns = 65;
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {
   return sizeof(T) == sizeof(double) && columns >= unfolding_least_columns;
