@@ -1,12 +1,12 @@
-// Householder QR in one block's shared memory: the QR steps' factorization (QR preconditioning
-// and the second try, qr_preconditioning.cu) of a matrix that fits there. cuSOLVER's geqrf took
-// 0.50 ms at 100 x 100 and 0.72 ms at 128 x 128 in double (H100,
+// Householder QR in one block's shared memory: the second try's factorization of a square W that
+// fits there (qr_preconditioning.cu; QR preconditioning's tall matrices keep cuSOLVER's, faster on
+// them). cuSOLVER's geqrf took 0.50 ms at 100 x 100 and 0.72 ms at 128 x 128 in double (H100,
 // docs/results/h100-svd-second-try-fixed-cost.txt) for work of microseconds: its panels run as
 // chains of small kernels. Here the block holds W and column j belongs to warp j mod 32. Step k
 // applies reflector k to the columns right of k, each warp to its own in one pass; the warp that
 // owns column k + 1 then forms reflector k + 1 from it, so one block barrier separates two steps
-// (LAPACK's unblocked dgeqr2, one column looked ahead). The output is geqrf's, for
-// cuSOLVER's orgqr to form Q from.
+// (LAPACK's unblocked dgeqr2, one column looked ahead). The output is geqrf's, for cuSOLVER's orgqr
+// to form Q from.
 #include <limits>
 
 #include "rooflab/error.hpp"
