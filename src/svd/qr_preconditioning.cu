@@ -188,9 +188,9 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
   // second try's square triangles rung 15 took 0.89-0.90 against 1.14-1.19 ms at 100 x 100,
   // 1.08-1.13 against 1.27-1.45 ms at 128 x 128 and 1.47-1.51 against 1.43-1.47 ms at 160 x 160
   // (H100, docs/results/h100-svd-block-qr.txt, run 4). The block's steps are chains of a warp's
-  // work down each column, so taller matrices took longer than with cuSOLVER's (earlier versions of
-  // the kernel: rung 15 at 200 x 100 1.30-1.38 against 0.95 ms; QR preconditioning at 256 x 64
-  // 0.80 against 0.57 ms, at 1000 x 28 0.47 against 0.29 ms; runs 2 and 3).
+  // work down each column, longer on taller W: there it was no better than cuSOLVER's on the whole
+  // (run 5: rung 15 at 130 to 200 x 100 even to 4% faster; QR preconditioning from 16% slower at
+  // 256 x 64, with a sweep more, to 14% faster in float at 300 x 64).
   const bool in_one_block = M == N && block_qr_fits<T>(M, N);
   const cusolverDnHandle_t solver = cusolver_handle(stream);
   int factor_work = 0, form_work = 0;
