@@ -34,43 +34,42 @@ __device__ void form_reflector(T* A, int M, int k, T* taus) {
   T* const column = A + std::int64_t(k) * M;
   // Lane 0 alone reads the entry it overwrites at the end; the others get it by shuffle.
   const T alpha = __shfl_sync(0xffffffffu, lane == 0 ? column[k] : T(0), 0);
-  T sum = 0, largest = 0;
-  for (int i = k + 1 + lane; i < M; i += 32) {
-    sum = fma(column[i], column[i], sum);
-    largest = fmax(largest, fabs(column[i]));
-  }
+  T sum = 0;
+  for (int i = k + 1 + lane; i < M; i += 32) sum = fma(column[i], column[i], sum);
   sum = group_sum(sum, 32);  // the same bits in every lane: the branches below are the warp's
-  // Where x's squares under- or overflowed (a column of rounding noise left by the steps before,
-  // on a rank-deficient matrix), alpha and x are taken scaled by the power of two that brings the
-  // larger into [1, 2), exactly, so that beta, tau and v keep their precision (dlarfg rescales
-  // too): unscaled, beta - alpha and v fell among the subnormals and Q lost its orthogonality
-  // (float rank-one integer matrices from 100 x 100: |Q^T Q - I| 1700 M eps).
-  const bool scaled = !(sum >= Precision<T>::negligible && sum <= std::numeric_limits<T>::max());
-  int exponent = 0;
-  T alpha_scaled = alpha, xnorm_scaled = sqrt(sum);
-  if (scaled) {
-    const T biggest = fmax(fabs(alpha), warp_max(largest));
-    if (sum != sum) {
-      xnorm_scaled = sum;  // NaN carried on (fmax skips it)
-    } else if (biggest == 0) {
-      xnorm_scaled = 0;
-    } else {
-      exponent = ilogb(biggest);
-      alpha_scaled = scalbn(alpha, -exponent);
-      sum = 0;
-      for (int i = k + 1 + lane; i < M; i += 32) {
-        const T x = scalbn(column[i], -exponent);
-        sum = fma(x, x, sum);
-      }
-      xnorm_scaled = sqrt(group_sum(sum, 32));
+  if (sum >= Precision<T>::negligible &&
+      fma(alpha, alpha, sum) <= std::numeric_limits<T>::max() / 4) {
+    const Reflector<T> r = householder_reflector(alpha, sum);
+    for (int i = k + 1 + lane; i < M; i += 32) column[i] *= r.inverse;
+    if (lane == 0) {
+      column[k] = r.beta;
+      taus[k] = r.tau;
     }
+    return;
   }
-  const Reflector<T> r = householder_reflector(alpha_scaled, xnorm_scaled);
-  // |divisor| >= |beta| >= sqrt(negligible) unscaled, >= 1 scaled (or divisor 1 where tau is 0):
-  // its inverse is finite.
-  const T inverse = T(1) / r.divisor;
-  for (int i = k + 1 + lane; i < M; i += 32)
-    column[i] = (scaled ? scalbn(column[i], -exponent) : column[i]) * inverse;
+  // Where x's squares under- or overflowed (a column of rounding noise left by the steps before,
+  // on a rank-deficient matrix), or alpha's did, alpha and x are taken scaled by the power of two
+  // that brings the largest into [1, 2), exactly, so that beta, tau and v keep their precision
+  // (dlarfg rescales too): unscaled, beta - alpha and v fell among the subnormals and Q lost its
+  // orthogonality (float rank-one integer matrices from 100 x 100: |Q^T Q - I| 1700 M eps).
+  // Non-finite entries are not scaled: they carry on into tau and v.
+  T largest = 0;
+  for (int i = k + 1 + lane; i < M; i += 32) largest = fmax(largest, fabs(column[i]));
+  const T biggest = fmax(fabs(alpha), warp_max(largest));
+  int exponent = 0;
+  T alpha_scaled = alpha, sum_scaled = sum;
+  if (biggest > 0 && biggest <= std::numeric_limits<T>::max()) {
+    exponent = ilogb(biggest);
+    alpha_scaled = scalbn(alpha, -exponent);
+    T partial = 0;
+    for (int i = k + 1 + lane; i < M; i += 32) {
+      const T x = scalbn(column[i], -exponent);
+      partial = fma(x, x, partial);
+    }
+    sum_scaled = group_sum(partial, 32);
+  }
+  const Reflector<T> r = householder_reflector(alpha_scaled, sum_scaled);
+  for (int i = k + 1 + lane; i < M; i += 32) column[i] = scalbn(column[i], -exponent) * r.inverse;
   if (lane == 0) {
     column[k] = scalbn(r.beta, exponent);
     taus[k] = r.tau;

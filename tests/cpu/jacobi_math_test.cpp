@@ -886,38 +886,46 @@ TEST(Completion, ReflectionsAreTakenOnlyWhereTheyCostLessThanGramSchmidt) {
 }
 
 // The reflector maps [alpha; x] to [beta; 0] with |beta| = ||[alpha; x]||, beta's sign opposite
-// alpha's, tau in [1, 2] (LAPACK's dlarfg), at scales from subnormal to near overflow; a zero x
-// gives tau 0 and leaves alpha.
-TEST(HouseholderReflector, MapsTheColumnOntoItsFirstAxisAtEveryScale) {
+// alpha's, tau in [1, 2] (LAPACK's dlarfg), across the range its callers keep; a zero x gives tau 0
+// and leaves alpha; NaN or infinity gives NaN.
+TEST(HouseholderReflector, MapsTheColumnOntoItsFirstAxisAcrossItsRange) {
   std::mt19937_64 random(5);
   std::uniform_real_distribution<double> entry(-1, 1);
-  for (const double scale : {1.0, 1e-300, 1e-310, 1e300, 1e-30}) {
+  // The range the callers keep: alpha^2 + ||x||^2 up to max / 4, ||x||^2 a normal number (1e-150
+  // squared is 1e-300); block_qr.cu scales the columns outside it.
+  for (const double scale : {1.0, 1e-30, 1e30, 1e-150, 1e150}) {
     for (int trial = 0; trial < 50; ++trial) {
       std::vector<double> x(1 + trial % 7);
       for (double& e : x) e = entry(random) * scale;
       const double alpha = trial % 5 == 0 ? 0.0 : entry(random) * scale;
       long double sum = 0;
       for (const double e : x) sum += (long double)e * e;
-      const double xnorm = double(std::sqrt(sum));
-      const Reflector<double> r = householder_reflector(alpha, xnorm);
+      const Reflector<double> r = householder_reflector(alpha, double(sum));
       ASSERT_GE(r.tau, 1) << scale << " " << trial;
       ASSERT_LE(r.tau, 2) << scale << " " << trial;
-      EXPECT_NEAR(std::fabs(r.beta), std::hypot(alpha, xnorm), 4e-16 * std::fabs(r.beta));
+      const long double norm = std::sqrt((long double)alpha * alpha + sum);
+      EXPECT_NEAR(std::fabs(r.beta), double(norm), 4e-16 * std::fabs(r.beta));
       EXPECT_TRUE(alpha == 0 || std::signbit(r.beta) != std::signbit(alpha));
-      // H [alpha; x] with v = [1; x / divisor]: the first entry beta, the others zero, to a few
-      // ulps of beta (and of the subnormal spacing, x / divisor rounded where x is subnormal).
-      const double bound =
-          2e-15 * std::fabs(r.beta) + 4 * std::numeric_limits<double>::denorm_min();
+      // tau and the inverse of alpha - beta as the two divisions give them, to a few ulps.
+      const long double divisor = (long double)alpha - r.beta;
+      EXPECT_NEAR(r.tau, double((r.beta - (long double)alpha) / r.beta), 4e-16 * r.tau);
+      EXPECT_NEAR(r.inverse, double(1 / divisor), 4e-16 * std::fabs(r.inverse));
+      // H [alpha; x] with v = [1; x inverse]: the first entry beta, the others zero, to a few
+      // ulps of beta.
+      const double bound = 2e-15 * std::fabs(r.beta);
       long double dot = alpha;
-      for (const double e : x) dot += (long double)(e / r.divisor) * e;
+      for (const double e : x) dot += (long double)(e * r.inverse) * e;
       const long double w = r.tau * dot;
       EXPECT_NEAR(double(alpha - w), r.beta, bound);
-      for (const double e : x) EXPECT_NEAR(double(e - w * (e / r.divisor)), 0, bound);
+      for (const double e : x) EXPECT_NEAR(double(e - w * (e * r.inverse)), 0, bound);
     }
   }
   const Reflector<double> identity = householder_reflector(-3.0, 0.0);
   EXPECT_EQ(identity.tau, 0);
   EXPECT_EQ(identity.beta, -3.0);
+  // Non-finite input carries on into tau.
+  EXPECT_TRUE(std::isnan(householder_reflector(1.0, std::numeric_limits<double>::quiet_NaN()).tau));
+  EXPECT_TRUE(std::isnan(householder_reflector(1.0, std::numeric_limits<double>::infinity()).tau));
 }
 }  // namespace
 }  // namespace rooflab::jacobi

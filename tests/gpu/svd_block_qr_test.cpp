@@ -1,7 +1,7 @@
 // The Householder QR in one block's shared memory (src/svd/block_qr.cu) against LAPACK's QR tests
 // (dqrt01's ratios, <= 35): every SVD input class, scaled as the SVD hands W over (its largest
-// entry in [1/2, 1)), columns of tiny and subnormal entries, and shapes from 1 x 1 to tall ones
-// and ones of more columns than the block has warps. Q is formed on the CPU, in long double, from
+// entry in [1/2, 1)), columns of tiny, huge and subnormal entries, and shapes from 1 x 1 to tall
+// ones and ones of more columns than the block has warps. Q is formed on the CPU, in long double, from
 // the reflectors the GPU left; tau is poisoned with NaN first.
 #include <cuda_runtime_api.h>
 
@@ -142,17 +142,20 @@ TEST_F(BlockQr, LargeShapesPassLapackQrTestsInBothPrecisions) {
   }
 }
 
-// Columns whose entries' squares underflow (1e-200, and subnormal: 1e-309 in double) and a column
-// of zeros below its diagonal entry: the reflectors' norms are computed scaled, so every column
-// still gets its reflector (in LAPACK's dgeqrf too).
-TEST_F(BlockQr, TinyAndSubnormalColumnsStillGetTheirReflectors) {
-  const int m = 40, n = 6;
+// Columns whose entries' squares underflow (1e-200, and subnormal: 1e-309 in double) or overflow
+// (1e300), a diagonal entry whose square overflows, and a column of zeros below its diagonal
+// entry: the reflectors' norms are computed scaled, so every column still gets its reflector (in
+// LAPACK's dgeqrf too).
+TEST_F(BlockQr, TinyHugeAndSubnormalColumnsStillGetTheirReflectors) {
+  const int m = 40, n = 8;
   cpu::Matrix w = scaled_as_the_svd_does(cpu::random_matrix(m, n, 11));
   for (int i = 0; i < m; ++i) {
     w(i, 1) *= 1e-200;
     w(i, 3) *= 1e-309;
     if (i > 4) w(i, 4) = 0;
+    w(i, 5) *= 1e300;
   }
+  w(7, 7) = 1e300;
   const Factored f = factor_on_gpu<double>(w);
   expect_backward_stable(w, f, std::numeric_limits<double>::epsilon(), "tiny columns");
   // LAPACK's R: the same diagonal up to signs.
