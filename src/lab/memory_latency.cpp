@@ -1,12 +1,15 @@
-// The memory-latency op: the chains, the workspace and the check. GPU rungs are in
-// memory_latency.cu.
+// The memory-latency op: the chains, the workspace, the check and the CPU rungs (the host's
+// caches and memory). GPU rungs are in memory_latency.cu.
 #include "lab/memory_latency.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <utility>
 
 #include "bench/random.hpp"
@@ -55,13 +58,89 @@ std::uint32_t walk(const std::vector<std::uint32_t>& words, std::uint32_t start,
 }  // namespace latency_lab
 
 std::int64_t l2_chain_bytes(std::int64_t l2_bytes) {
-  const std::int64_t half = l2_bytes / 2 / latency_lab::line_bytes * latency_lab::line_bytes;
-  return std::max(on_chip_chain_bytes, std::min(half, std::int64_t(4) << 20));
+  return std::max(on_chip_chain_bytes,
+                  latency_lab::odd_lines_bytes(std::min(l2_bytes / 2, std::int64_t(4) << 20)));
 }
 
 std::int64_t device_chain_bytes(std::int64_t l2_bytes) {
-  return std::max(std::int64_t(4) << 20,
-                  4 * l2_bytes / latency_lab::line_bytes * latency_lab::line_bytes);
+  return latency_lab::odd_lines_bytes(std::max(std::int64_t(4) << 20, 4 * l2_bytes));
+}
+
+namespace {
+
+// A sysfs file's first word ("1", "Data", "32K"); empty where the file cannot be read.
+std::string first_word_of(const std::string& path) {
+  std::ifstream file(path);
+  std::string word;
+  file >> word;
+  return word;
+}
+
+// A positive count with an optional K, M or G (sysfs writes cache sizes as "32K"); 0 for anything
+// else.
+std::int64_t parse_size(const std::string& text) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || value <= 0) return 0;
+  const std::string unit(end);
+  if (unit.empty()) return value;
+  if (unit == "K") return std::int64_t(value) << 10;
+  if (unit == "M") return std::int64_t(value) << 20;
+  if (unit == "G") return std::int64_t(value) << 30;
+  return 0;
+}
+
+}  // namespace
+
+HostCacheSizes host_cache_sizes_in(const std::string& cache_directory) {
+  HostCacheSizes sizes;
+  // Linux numbers the caches index0, index1, ... without gaps.
+  for (int index = 0;; ++index) {
+    const std::string entry = cache_directory + "/index" + std::to_string(index) + "/";
+    const std::string level = first_word_of(entry + "level");
+    if (level.empty()) break;
+    const std::string type = first_word_of(entry + "type");
+    if (type != "Data" && type != "Unified") continue;  // not the instruction cache
+    const std::int64_t bytes = parse_size(first_word_of(entry + "size"));
+    if (level == "1") sizes.l1d = bytes;
+    if (level == "2") sizes.l2 = bytes;
+    if (level == "3") sizes.l3 = bytes;
+  }
+  return sizes;
+}
+
+HostCacheSizes host_cache_sizes() {
+  HostCacheSizes sizes = host_cache_sizes_in("/sys/devices/system/cpu/cpu0/cache");
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+  const auto or_sysconf = [](std::int64_t& bytes, int name) {
+    if (bytes > 0) return;
+    const long reported = sysconf(name);  // 0 or -1 where the C library does not know
+    bytes = reported > 0 ? std::int64_t(reported) : 0;
+  };
+  or_sysconf(sizes.l1d, _SC_LEVEL1_DCACHE_SIZE);
+  or_sysconf(sizes.l2, _SC_LEVEL2_CACHE_SIZE);
+  or_sysconf(sizes.l3, _SC_LEVEL3_CACHE_SIZE);
+#endif
+  return sizes;
+}
+
+std::int64_t host_chain_bytes(std::int64_t level_bytes, std::int64_t max_bytes) {
+  require(level_bytes >= 1 && max_bytes >= 1, "bench memory-latency", "level_bytes",
+          "the level and the cap must be at least 1 byte");
+  return latency_lab::odd_lines_bytes(std::min(level_bytes / 2, max_bytes));
+}
+
+std::int64_t host_l3_chain_bytes(std::int64_t l3_bytes, std::int64_t l2_bytes,
+                                 std::int64_t max_bytes) {
+  if (l2_bytes > 0) max_bytes = std::min(max_bytes, host_l3_chain_l2s * l2_bytes);
+  return host_chain_bytes(l3_bytes, max_bytes);
+}
+
+std::int64_t host_max_clock_khz() {
+  const std::string text = first_word_of("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  const long long khz = std::strtoll(text.c_str(), nullptr, 10);
+  return khz > 0 ? std::int64_t(khz) : 0;
 }
 
 MemoryLatencyWorkspace::MemoryLatencyWorkspace(std::int64_t steps)
@@ -126,10 +205,17 @@ std::string MemoryLatencyWorkspace::latency_note() const {
       double(measured[0]) / double(steps), double(measured[1]) / double(steps), steps);
 }
 
-std::string MemoryLatencyWorkspace::host_latency_note() const {
-  return fmt::format("{} lines ({}) in host memory: {:.1f} ns per load (host clock over {} loads)",
-                     shape.bytes / latency_lab::line_bytes,
-                     detail::describe_bytes(std::size_t(shape.bytes)), host_ns_per_load, steps);
+std::string MemoryLatencyWorkspace::host_latency_note(const std::string& where) const {
+  std::string note =
+      fmt::format("{} lines ({}) in {}: {:.1f} ns per load (host clock over {} loads)",
+                  shape.bytes / latency_lab::line_bytes,
+                  detail::describe_bytes(std::size_t(shape.bytes)), where, host_ns_per_load, steps);
+  // At the maximum clock: a core that ran slower took fewer cycles than this says.
+  const std::int64_t khz = host_max_clock_khz();
+  if (khz > 0)
+    note += fmt::format(", about {:.0f} cycles at {:.1f} GHz, the core's maximum clock",
+                        host_ns_per_load * double(khz) * 1e-6, double(khz) * 1e-6);
+  return note;
 }
 
 namespace {
@@ -137,7 +223,7 @@ namespace {
 ROOFLAB_OP(Op{
     "memory-latency",
     "one thread follows --n dependent loads through a random cycle sized for shared memory, L1, L2 "
-    "and device memory",
+    "and device memory; one CPU core does the same through the host's caches and memory",
     [](Problem problem) {
       if (problem.n == 0) problem.n = std::int64_t(1) << 16;
       require(problem.n >= 1, "bench memory-latency", "--n", "must be at least 1");
@@ -163,23 +249,109 @@ ROOFLAB_OP(Op{
     {"--n"},
 });
 
+// Every CPU rung's timed walk: one core goes on from where the last run stopped, timed by the
+// host's steady clock.
+void walk_on_host(MemoryLatencyWorkspace& w, cudaStream_t) {
+  ++w.host_walks;
+  const auto begin = std::chrono::steady_clock::now();
+  w.host_position = latency_lab::walk(w.host_chain, w.host_position, w.steps);
+  const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - begin;
+  w.host_ns_per_load = took.count() / double(w.steps);
+}
+
 // Rung 0 — one CPU core walks the device-memory rungs' chain (4 x L2, one node per line) in host
 // memory: the host's DRAM latency, for scale (at these sizes its caches hold little of the chain).
 ROOFLAB_VARIANT(Variant{
     "memory-latency", 0, "cpu-chase", "one CPU core walks the 4 x L2 chain: host memory latency",
-    Where::cpu, false, no_limit,
-    on<MemoryLatencyWorkspace>([](MemoryLatencyWorkspace& w, cudaStream_t) {
-      ++w.host_walks;
-      const auto begin = std::chrono::steady_clock::now();
-      w.host_position = latency_lab::walk(w.host_chain, w.host_position, w.steps);
-      const std::chrono::duration<double, std::nano> took =
-          std::chrono::steady_clock::now() - begin;
-      w.host_ns_per_load = took.count() / double(w.steps);
-    }),
+    Where::cpu, false, no_limit, on<MemoryLatencyWorkspace>(walk_on_host),
     on<MemoryLatencyWorkspace>([](MemoryLatencyWorkspace& w, cudaStream_t) {
       w.use_chain(ChainShape{device_chain_bytes(w.l2_bytes), 1, false, false});
     }),
-    [](Workspace& w) { return static_cast<MemoryLatencyWorkspace&>(w).host_latency_note(); }});
+    [](Workspace& w) {
+      return static_cast<MemoryLatencyWorkspace&>(w).host_latency_note("host memory");
+    }});
+
+// Read once: the host's caches do not change while rooflab runs, and a rung's limit, prepare
+// (before every run) and note must see the same sizes.
+const HostCacheSizes& this_host_caches() {
+  static const HostCacheSizes sizes = host_cache_sizes();
+  return sizes;
+}
+
+// A CPU cache rung's chain: half the level (L3: at most 4 x L2), one node per line, within the
+// workspace's buffer (4 x the GPU's L2).
+ChainShape host_cache_shape(const MemoryLatencyWorkspace& w, const char* level,
+                            std::int64_t HostCacheSizes::*size) {
+  const HostCacheSizes& sizes = this_host_caches();
+  require(sizes.*size > 0, "bench memory-latency", level,
+          "the host reports no size for this cache (neither sysfs nor sysconf)");
+  const std::int64_t buffer = std::int64_t(w.chain.bytes());
+  const std::int64_t bytes = size == &HostCacheSizes::l3
+                                 ? host_l3_chain_bytes(sizes.l3, sizes.l2, buffer)
+                                 : host_chain_bytes(sizes.*size, buffer);
+  return ChainShape{bytes, 1, true, false};
+}
+
+// The note's "where": the level and its size, and what kept the chain below half of it.
+std::string host_cache_where(const MemoryLatencyWorkspace& w, const char* level,
+                             std::int64_t HostCacheSizes::*size) {
+  const HostCacheSizes& sizes = this_host_caches();
+  std::string where =
+      fmt::format("host {} ({}", level, detail::describe_bytes(std::size_t(sizes.*size)));
+  if (w.shape.bytes < host_chain_bytes(sizes.*size)) {
+    const std::int64_t l2_cap =
+        size == &HostCacheSizes::l3 && sizes.l2 > 0 ? host_l3_chain_l2s * sizes.l2 : 0;
+    where += l2_cap > 0 && l2_cap <= std::int64_t(w.chain.bytes())
+                 ? fmt::format("; chain at most {} x L2", host_l3_chain_l2s)
+                 : fmt::format("; chain capped at the workspace's {} buffer",
+                               detail::describe_bytes(w.chain.bytes()));
+  }
+  return where + ")";
+}
+
+Variant host_cache_rung(int rung, const char* name, const char* level,
+                        std::int64_t HostCacheSizes::*size, const char* idea) {
+  return Variant{
+      "memory-latency",
+      rung,
+      name,
+      idea,
+      Where::cpu,
+      false,
+      [level, size](const Problem&) -> std::string {
+        if (this_host_caches().*size > 0) return {};
+        return fmt::format(
+            "the host reports no {} size (neither /sys/devices/system/cpu/cpu0/cache nor sysconf)",
+            level);
+      },
+      on<MemoryLatencyWorkspace>(walk_on_host),
+      on<MemoryLatencyWorkspace>([level, size](MemoryLatencyWorkspace& w, cudaStream_t) {
+        w.use_chain(host_cache_shape(w, level, size));
+        // The warm walk: a whole cycle ends on the node it started from, so host_walks x steps
+        // still says where the timed walks must stand (and a miscounted warm walk fails the check).
+        w.host_position = latency_lab::walk(w.host_chain, w.host_position, w.cycle_length);
+      }),
+      [level, size](Workspace& workspace) {
+        const auto& w = static_cast<MemoryLatencyWorkspace&>(workspace);
+        return w.host_latency_note(host_cache_where(w, level, size));
+      }};
+}
+
+// Rung 6 — half the host's L1d: after the warm walk every load hits the core's nearest data cache
+// (the lecture puts it at 5-12 cycles).
+ROOFLAB_VARIANT(host_cache_rung(6, "cpu-l1", "L1d", &HostCacheSizes::l1d,
+                                "one CPU core walks a chain of half its L1d: host L1d hits"));
+
+// Rung 7 — half the host's L2: the chain is several times L1d and comes round in the same order, so
+// each line has left L1d before it is needed again: L1d misses, L2 hits (the lecture: 35 cycles).
+ROOFLAB_VARIANT(host_cache_rung(7, "cpu-l2", "L2", &HostCacheSizes::l2,
+                                "one CPU core walks a chain of half its L2: L1d misses, L2 hits"));
+
+// Rung 8 — half the host's L3 (the cache most processors share between cores), at most 4 x L2:
+// L2 misses, L3 hits. Some loads may also miss the TLBs; the time includes those page walks.
+ROOFLAB_VARIANT(
+    host_cache_rung(8, "cpu-l3", "L3", &HostCacheSizes::l3,
+                    "one CPU core walks a chain of min(L3/2, 4 x L2): L2 misses, L3 hits"));
 
 }  // namespace
 }  // namespace rooflab::bench

@@ -1,8 +1,9 @@
 // The memory-latency ladder (the limiting-factors lecture, the memory-basics lab): one thread, one
-// chain of dependent loads, working sets from 16 KiB to 4 x L2. Each load's address is the value
-// the previous load returned, so no two are in flight: the time per load is the latency of the
-// level that holds the chain. The kernel reads the SM's cycle counter and the GPU's nanosecond
-// timer around its timed walk; each row's note gives both per load.
+// chain of dependent loads, working sets from 127 lines (15.9 KiB) to 4 x L2, each an odd number of
+// lines so that a power-of-two --n never ends where it began (latency_lab::odd_lines_bytes). Each
+// load's address is the value the previous load returned, so no two are in flight: the time per
+// load is the latency of the level that holds the chain. The kernel reads the SM's cycle counter
+// and the GPU's nanosecond timer around its timed walk; each row's note gives both per load.
 #include <cstdint>
 
 #include "lab/memory_latency.hpp"
@@ -55,7 +56,7 @@ __global__ void chase_global(const std::uint32_t* chain, std::uint32_t* position
   *position = node;
 }
 
-// Rung 1 — the same 16 KiB chain copied into shared memory and walked there.
+// Rung 1 — the same 127-line (15.9 KiB) chain copied into shared memory and walked there.
 // A shared-memory load goes to the SM's own banks: no tag lookup, no address translation, the
 // shortest trip of any memory a program names (the memory-basics lab: less latency than global).
 constexpr int shared_chain_words = int(on_chip_chain_bytes / 4);
@@ -122,11 +123,11 @@ Variant chase_rung(int number, const char* name, const char* idea) {
 }
 
 ROOFLAB_VARIANT(chase_rung<shape_in_shared>(1, "shared",
-                                            "16 KiB chain in shared memory: the SM's own banks"));
+                                            "15.9 KiB chain in shared memory: the SM's own banks"));
 
-// Rung 2 — 16 KiB in global memory, one node per 128-byte line: after the warm walk, every load
-// hits L1 (16 KiB fits the L1 of every supported GPU), the fastest path to global memory.
-ROOFLAB_VARIANT(chase_rung<shape_in_l1>(2, "l1", "16 KiB chain, one node per line: L1 hits"));
+// Rung 2 — 127 lines (15.9 KiB) in global memory, one node per 128-byte line: after the warm walk,
+// every load hits L1 (the chain fits every supported GPU's L1), the fastest path to global memory.
+ROOFLAB_VARIANT(chase_rung<shape_in_l1>(2, "l1", "15.9 KiB chain, one node per line: L1 hits"));
 
 // Rung 3 — min(L2 / 2, 4 MiB): past every L1, inside L2. Each load misses L1 and crosses the
 // on-chip network to an L2 slice and back (on a GPU whose L2 is split in two partitions, part of

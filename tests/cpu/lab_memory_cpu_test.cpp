@@ -1,10 +1,14 @@
 // The memory experiments of the lab without a GPU: the latency chains are single cycles through
-// every line, the shared-memory patterns have the conflict degrees their rungs are named after,
-// the constant-memory reads are broadcasts or single lines as the rungs say, the ceiling model's
-// arithmetic, and every new op's ladder as registered.
+// every line, the host's cache sizes and the CPU rungs' chains fit their levels, the shared-memory
+// patterns have the conflict degrees their rungs are named after, the constant-memory reads are
+// broadcasts or single lines as the rungs say, the ceiling model's arithmetic, and every new op's
+// ladder as registered.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -15,6 +19,7 @@
 #include "lab/memory_latency.hpp"
 #include "lab/shared_memory.hpp"
 #include "rooflab/error.hpp"
+#include "scratch_directory.hpp"
 
 namespace rooflab::bench {
 namespace {
@@ -90,18 +95,165 @@ TEST(LabLatency, WalkFollowsTheWordsStepByStep) {
 }
 
 TEST(LabLatency, WorkingSetsSitInL1L2AndDeviceMemory) {
-  const std::int64_t mib = std::int64_t(1) << 20;
-  EXPECT_EQ(on_chip_chain_bytes, 16 * 1024);
-  EXPECT_EQ(l2_chain_bytes(50 * mib), 4 * mib);  // H100: 50 MiB of L2
-  EXPECT_EQ(l2_chain_bytes(mib), mib / 2);       // a 1 MiB L2 (GTX 1650)
-  EXPECT_EQ(device_chain_bytes(50 * mib), 200 * mib);
-  EXPECT_EQ(device_chain_bytes(mib), 4 * mib);
+  const std::int64_t mib = std::int64_t(1) << 20, line = latency_lab::line_bytes;
+  EXPECT_EQ(on_chip_chain_bytes, 127 * line);           // 15.9 KiB: 128 lines less one
+  EXPECT_EQ(l2_chain_bytes(50 * mib), 4 * mib - line);  // H100: 50 MiB of L2
+  EXPECT_EQ(l2_chain_bytes(mib), mib / 2 - line);       // a 1 MiB L2 (GTX 1650)
+  EXPECT_EQ(device_chain_bytes(50 * mib), 200 * mib - line);
+  EXPECT_EQ(device_chain_bytes(mib), 4 * mib - line);
   for (const std::int64_t l2 : {mib, 6 * mib, 40 * mib, 50 * mib, 60 * mib, 126 * mib}) {
-    EXPECT_EQ(l2_chain_bytes(l2) % latency_lab::line_bytes, 0) << l2;
-    EXPECT_EQ(device_chain_bytes(l2) % latency_lab::line_bytes, 0) << l2;
+    EXPECT_EQ(l2_chain_bytes(l2) % line, 0) << l2;
+    EXPECT_EQ(device_chain_bytes(l2) % line, 0) << l2;
     EXPECT_GT(l2_chain_bytes(l2), 256 * 1024) << l2;  // past the largest L1 (256 KiB)
     EXPECT_LT(l2_chain_bytes(l2), l2) << l2;
-    EXPECT_GE(device_chain_bytes(l2), 4 * l2 - latency_lab::line_bytes) << l2;
+    EXPECT_GE(device_chain_bytes(l2), 4 * l2 - line) << l2;
+    // The workspace's buffer is sized from device_chain_bytes: every GPU chain must fit in it.
+    EXPECT_LE(l2_chain_bytes(l2), device_chain_bytes(l2)) << l2;
+    EXPECT_LE(on_chip_chain_bytes, device_chain_bytes(l2)) << l2;
+  }
+}
+
+TEST(LabLatency, OddLinesBytesRoundsDownToAnOddNumberOfWholeLinesAndAtLeastOne) {
+  const std::int64_t line = latency_lab::line_bytes;
+  EXPECT_EQ(latency_lab::odd_lines_bytes(128 * line), 127 * line);
+  EXPECT_EQ(latency_lab::odd_lines_bytes(128 * line + 100), 127 * line);
+  EXPECT_EQ(latency_lab::odd_lines_bytes(127 * line), 127 * line);  // already odd: kept
+  EXPECT_EQ(latency_lab::odd_lines_bytes(127 * line + 100), 127 * line);
+  EXPECT_EQ(latency_lab::odd_lines_bytes(2 * line), line);
+  EXPECT_EQ(latency_lab::odd_lines_bytes(line - 1), line);
+  EXPECT_EQ(latency_lab::odd_lines_bytes(0), line);
+}
+
+// A cycle that divides 2^k puts a walk of 2^k loads back on the node it began from, where a kernel
+// that never walked also leaves it: the check could not fail. Every GPU chain is an odd number of
+// lines above one, walked at one node a line or (rung 5) at 32, so no power-of-two --n ends where
+// it began.
+TEST(LabLatency, EveryGpuChainIsAnOddNumberOfLinesSoNoPowerOfTwoWalkEndsWhereItBegan) {
+  struct Chain {
+    const char* rungs;
+    std::int64_t lines;
+    int nodes_per_line;
+  };
+  const std::int64_t mib = std::int64_t(1) << 20, line = latency_lab::line_bytes;
+  for (const std::int64_t l2 : {4 * mib, 6 * mib, 40 * mib, 50 * mib, 60 * mib}) {
+    const Chain chains[] = {
+        {"shared, l1", on_chip_chain_bytes / line, 1},
+        {"l2", l2_chain_bytes(l2) / line, 1},
+        {"device", device_chain_bytes(l2) / line, 1},
+        {"device-within-line", device_chain_bytes(l2) / line, latency_lab::line_words},
+    };
+    for (const Chain& chain : chains) {
+      EXPECT_EQ(chain.lines % 2, 1) << chain.rungs << ", L2 " << l2 << ": " << chain.lines;
+      EXPECT_GT(chain.lines, 1) << chain.rungs << ", L2 " << l2;
+      const std::int64_t cycle = chain.lines * chain.nodes_per_line;
+      for (int k = 10; k <= 20; ++k)
+        EXPECT_NE((std::int64_t(1) << k) % cycle, 0)
+            << chain.rungs << ", L2 " << l2 << ": 2^" << k << " loads go round a cycle of " << cycle
+            << " nodes";
+    }
+  }
+}
+
+// The CPU cache rungs' warm walk goes once round the whole cycle: it must end where it began, or
+// the check's count of timed loads would no longer say where the walk stands.
+TEST(LabLatency, AWalkOnceRoundTheCycleEndsWhereItBeganAndOneStepShortDoesNot) {
+  for (const std::int64_t lines : {1, 2, 7, 128, 4096}) {
+    const std::vector<std::uint32_t> words =
+        latency_lab::chain_words(latency_lab::random_cycle(lines, 11), 1);
+    for (const std::int64_t offset : {std::int64_t(0), std::int64_t(1), lines / 2}) {
+      const std::uint32_t start = latency_lab::walk(words, 0, offset);
+      EXPECT_EQ(latency_lab::walk(words, start, lines), start) << lines << " lines";
+      if (lines > 1) {
+        EXPECT_NE(latency_lab::walk(words, start, lines - 1), start) << lines << " lines";
+      }
+    }
+  }
+}
+
+TEST(LabLatency, HostCacheSizesAreZeroOrPositiveAndGrowWithTheLevel) {
+  const HostCacheSizes sizes = host_cache_sizes();
+  const std::string reported = "L1d " + std::to_string(sizes.l1d) + ", L2 " +
+                               std::to_string(sizes.l2) + ", L3 " + std::to_string(sizes.l3);
+  EXPECT_GE(sizes.l1d, 0) << reported;
+  EXPECT_GE(sizes.l2, 0) << reported;
+  EXPECT_GE(sizes.l3, 0) << reported;
+  // A level the host does not report (0) says nothing about the order.
+  const auto ordered = [](std::int64_t lower, std::int64_t higher) {
+    return lower == 0 || higher == 0 || lower <= higher;
+  };
+  EXPECT_TRUE(ordered(sizes.l1d, sizes.l2)) << reported;
+  EXPECT_TRUE(ordered(sizes.l2, sizes.l3)) << reported;
+  EXPECT_TRUE(ordered(sizes.l1d, sizes.l3)) << reported;
+}
+
+void write_cache_entry(const ScratchDirectory& scratch, int index, const std::string& level,
+                       const std::string& type, const std::string& size) {
+  const std::string entry = scratch.file("index" + std::to_string(index));
+  std::filesystem::create_directories(entry);
+  std::ofstream(entry + "/level") << level << "\n";
+  std::ofstream(entry + "/type") << type << "\n";
+  std::ofstream(entry + "/size") << size << "\n";
+}
+
+TEST(LabLatency, HostCacheSizesFromSysfsTakeDataAndUnifiedCachesNotInstruction) {
+  ScratchDirectory scratch("rooflab_host_caches");
+  write_cache_entry(scratch, 0, "1", "Data", "48K");
+  write_cache_entry(scratch, 1, "1", "Instruction", "64K");  // larger: picking it would show
+  write_cache_entry(scratch, 2, "2", "Unified", "2048K");
+  write_cache_entry(scratch, 3, "3", "Unified", "105M");
+  const HostCacheSizes sizes = host_cache_sizes_in(scratch.file(""));
+  EXPECT_EQ(sizes.l1d, 48 * 1024);
+  EXPECT_EQ(sizes.l2, 2048 * 1024);
+  EXPECT_EQ(sizes.l3, std::int64_t(105) << 20);
+  const HostCacheSizes none = host_cache_sizes_in(scratch.file("no-such-directory"));
+  EXPECT_EQ(none.l1d, 0);
+  EXPECT_EQ(none.l2, 0);
+  EXPECT_EQ(none.l3, 0);
+}
+
+TEST(LabLatency, HostChainIsHalfTheLevelInAnOddNumberOfWholeLinesAndAtLeastOneLine) {
+  const std::int64_t kib = 1024, mib = kib * kib, line = latency_lab::line_bytes;
+  EXPECT_EQ(host_chain_bytes(32 * kib), 16 * kib - line);  // 127 lines, not 128
+  EXPECT_EQ(host_chain_bytes(48 * kib), 24 * kib - line);
+  EXPECT_EQ(host_chain_bytes(2 * mib), mib - line);
+  EXPECT_EQ(host_chain_bytes(3 * line * 2), 3 * line);  // already odd: kept
+  EXPECT_EQ(host_chain_bytes(1), line);
+  EXPECT_EQ(host_chain_bytes(300), line);
+  for (const std::int64_t level :
+       {std::int64_t(1), std::int64_t(255), std::int64_t(256), std::int64_t(1000), 48 * kib,
+        1280 * kib, 1280 * kib + 1, 3 * mib + 1000, 105 * mib, 256 * mib}) {
+    const std::int64_t bytes = host_chain_bytes(level);
+    EXPECT_EQ(bytes % line, 0) << level;
+    EXPECT_EQ(bytes / line % 2, 1) << level;
+    EXPECT_GE(bytes, line) << level;
+    EXPECT_LE(bytes, std::max<std::int64_t>(level / 2, line)) << level;
+    EXPECT_GT(bytes, level / 2 - 2 * line) << level;  // less than two lines short of half
+    // 2^16 loads never end on the node they began from.
+    EXPECT_TRUE(bytes == line || (std::int64_t(1) << 16) % (bytes / line) != 0) << level;
+  }
+  EXPECT_THROW(host_chain_bytes(0), Error);
+}
+
+TEST(LabLatency, HostChainIsCappedAtTheWorkspacesBuffer) {
+  const std::int64_t mib = std::int64_t(1) << 20, line = latency_lab::line_bytes;
+  EXPECT_EQ(host_chain_bytes(512 * mib, 200 * mib), 200 * mib - line);
+  EXPECT_EQ(host_chain_bytes(32 * mib, 200 * mib), host_chain_bytes(32 * mib));
+  EXPECT_EQ(host_chain_bytes(32 * mib, 1000), 7 * line);
+  EXPECT_EQ(host_chain_bytes(32 * mib, 200), line);
+}
+
+TEST(LabLatency, HostL3ChainIsHalfTheL3ButAtMostFourL2s) {
+  const std::int64_t kib = 1024, mib = kib * kib, line = latency_lab::line_bytes;
+  const std::int64_t buffer = 240 * mib;
+  EXPECT_EQ(host_l3_chain_bytes(300 * mib, 2 * mib, buffer), 8 * mib - line);  // a server L3
+  EXPECT_EQ(host_l3_chain_bytes(32 * mib, mib, buffer), 4 * mib - line);
+  EXPECT_EQ(host_l3_chain_bytes(4 * mib, mib, buffer), 2 * mib - line);  // half is the smaller
+  EXPECT_EQ(host_l3_chain_bytes(32 * mib, 0, buffer), 16 * mib - line);  // L2 unknown: half
+  EXPECT_EQ(host_l3_chain_bytes(300 * mib, 2 * mib, 4 * mib), 4 * mib - line);  // the buffer
+  for (const std::int64_t l2 : {256 * kib, mib, 2 * mib, 3 * mib}) {
+    const std::int64_t bytes = host_l3_chain_bytes(256 * mib, l2, buffer);
+    EXPECT_GT(bytes, 2 * l2) << l2;  // past L2 even if only the node's half of a line is cached
+    EXPECT_EQ(bytes / line % 2, 1) << l2;
   }
 }
 
@@ -210,7 +362,7 @@ TEST(LabRegistry, TheMemoryExperimentsAreRegisteredWithTheirRungs) {
                                 "stride-8", "stride-16", "stride-32", "stride-33"}));
   EXPECT_EQ(rung_names("memory-latency"),
             (std::vector<std::string>{"cpu-chase", "shared", "l1", "l2", "device",
-                                      "device-within-line"}));
+                                      "device-within-line", "cpu-l1", "cpu-l2", "cpu-l3"}));
   EXPECT_EQ(rung_names("synchronization"),
             (std::vector<std::string>{"cpu-parallel", "cas-lock", "cas-loop", "atomic-add",
                                       "ticket-fence", "ticket-fence-system"}));
@@ -231,6 +383,24 @@ TEST(LabRegistry, LatencyRungsBuildTheirChainFirstAndEveryRowExplainsItself) {
     EXPECT_EQ(bool(variant->note), variant->where == Where::gpu) << variant->name;
   for (const Variant* variant : registry().variants("memcpy-sync"))
     EXPECT_TRUE(bool(variant->note)) << variant->name;
+}
+
+TEST(LabRegistry, HostCacheRungsRunOnOneCoreAndAreSkippedOnlyWhereTheHostReportsNoSize) {
+  const HostCacheSizes sizes = host_cache_sizes();
+  const std::map<std::string, std::pair<int, std::int64_t>> expected{
+      {"cpu-l1", {6, sizes.l1d}}, {"cpu-l2", {7, sizes.l2}}, {"cpu-l3", {8, sizes.l3}}};
+  int found = 0;
+  for (const Variant* variant : registry().variants("memory-latency")) {
+    const auto level = expected.find(variant->name);
+    if (level == expected.end()) continue;
+    ++found;
+    EXPECT_EQ(variant->rung, level->second.first) << variant->name;
+    EXPECT_EQ(variant->where, Where::cpu) << variant->name;
+    ASSERT_TRUE(bool(variant->limit)) << variant->name;
+    const std::string why = variant->limit(Problem{});
+    EXPECT_EQ(why.empty(), level->second.second > 0) << variant->name << ": " << why;
+  }
+  EXPECT_EQ(found, 3);
 }
 
 TEST(LabOps, OnlyTheLockRungHasASizeLimitAndItCountsBlocks) {
