@@ -419,9 +419,10 @@ __device__ void fill_completion_slots(const Team& team, const T* sigma, int N, i
 // The completion by Householder reflections (completion_by_reflections), first half: the `kept`
 // columns of sigma > 0 (orthonormal) are copied to Y (M x kept, leading dimension ldy, in global
 // memory) by their completion_slot (`slot`, N ints) and factored there, reflection k being
-// I - v_k v_k^T / (beta_k (beta_k - alpha_k)) with v_k in Y's column k from row k on and its
-// coefficient in coefficients[k]. The k-th step needs the k - 1 before it: the team steps through
-// them together. Y and the coefficients are visible to the team on return.
+// I - tau_k v_k v_k^T, v_k in Y's column k from row k on with its first entry 1 and tau_k in
+// coefficients[k] (householder_reflector, as the block QR forms them; the columns are orthonormal,
+// so every beta^2 is about 1, within its range). The k-th step needs the k - 1 before it: the team
+// steps through them together. Y and the coefficients are visible to the team on return.
 template <class T, class Team>
 __device__ void factor_kept_columns(const Team& team, const T* W, std::int64_t ldw, int M, int N,
                                     const T* sigma, int kept, const int* slot, T* coefficients,
@@ -440,12 +441,12 @@ __device__ void factor_kept_columns(const Team& team, const T* W, std::int64_t l
     const T alpha = v[k];
     T local = 0;
     for (int i = k + 1 + team.rank(); i < M; i += team.size()) local = fma(v[i], v[i], local);
-    const T norm = sqrt(fma(alpha, alpha, team.sum(local)));
-    const T beta = alpha >= 0 ? -norm : norm;  // v_k = y - beta e_k cancels nothing
-    team.sync();                               // every thread has read alpha
+    const Reflector<T> r = householder_reflector(alpha, team.sum(local));
+    team.sync();  // every thread has read alpha
+    for (int i = k + 1 + team.rank(); i < M; i += team.size()) v[i] *= r.inverse;
     if (team.rank() == 0) {
-      v[k] = alpha - beta;
-      coefficients[k] = norm > 0 ? T(1) / (beta * (beta - alpha)) : T(0);
+      v[k] = 1;
+      coefficients[k] = r.tau;
     }
     team.sync();
     const T coefficient = coefficients[k];
