@@ -13,6 +13,13 @@
 #include "rooflab/cuda_check.hpp"
 
 namespace rooflab::bench {
+
+int affordable_reps(double one_run_ms, const RunOptions& options) {
+  const double budget_ms = options.seconds_per_variant * 1e3;
+  const int fit = one_run_ms > 0 ? int(budget_ms / one_run_ms) : options.reps;
+  return std::min(options.reps, std::max(3, fit));
+}
+
 namespace {
 
 struct Timing {
@@ -24,13 +31,6 @@ struct Timing {
     return sorted.size() % 2 ? sorted[half] : 0.5 * (sorted[half - 1] + sorted[half]);
   }
 };
-
-// Repetitions that fit the time budget, judged from one run; at least 3 for a median.
-int affordable_reps(double one_run_ms, const RunOptions& options) {
-  const double budget_ms = options.seconds_per_variant * 1e3;
-  const int fit = one_run_ms > 0 ? int(budget_ms / one_run_ms) : options.reps;
-  return std::max(3, std::min(options.reps, fit));
-}
 
 class Stream {
  public:

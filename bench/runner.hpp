@@ -24,6 +24,11 @@ struct RunOptions {
   double seconds_per_variant = 4;  // time budget for one variant's timed repetitions
 };
 
+// The timed repetitions of a variant whose first timed run took one_run_ms: as many as fit
+// seconds_per_variant, at least 3 for a median, and never more than `reps` asks (--reps 1 on a
+// rung of a minute a run times it once).
+int affordable_reps(double one_run_ms, const RunOptions& options);
+
 enum class Status { ok, failed, skipped };
 const char* status_name(Status status);
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "bench/format.hpp"
+#include "bench/runner.hpp"
 
 namespace rooflab::bench {
 namespace {
@@ -76,6 +77,21 @@ TEST(HostTransferCeiling, IsTheMeasuredPinnedHostToDeviceRate) {
   derive_rates(rows, Model{55e6, 0, Ceiling::host_transfer_bandwidth}, environment);
   EXPECT_NEAR(rows[0].percent_of_ceiling, 100.0, 1e-9);
   EXPECT_EQ(rows[0].ceiling, "host-transfer bandwidth");
+}
+
+// The time budget cuts the repetitions to what fits, but not below 3 for a median, and never past
+// what --reps asks: a slow rung with --reps 1 is timed once.
+TEST(Repetitions, FitTheBudgetKeepThreeForAMedianAndNeverExceedWhatWasAsked) {
+  RunOptions options;                               // 20 repetitions, 4 s a variant
+  EXPECT_EQ(affordable_reps(1.0, options), 20);     // 20 of 1 ms fit
+  EXPECT_EQ(affordable_reps(400.0, options), 10);   // 4 s of 400 ms runs
+  EXPECT_EQ(affordable_reps(59000.0, options), 3);  // over budget: three for a median
+  EXPECT_EQ(affordable_reps(0.0, options), 20);     // too fast to time: as asked
+  options.reps = 1;
+  EXPECT_EQ(affordable_reps(59000.0, options), 1);  // --reps 1 on a minute a run
+  EXPECT_EQ(affordable_reps(1.0, options), 1);
+  options.reps = 2;
+  EXPECT_EQ(affordable_reps(59000.0, options), 2);
 }
 
 }  // namespace
