@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "bench/random.hpp"
+#include "bench/sizes.hpp"
 #include "core/device_query.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
@@ -76,18 +77,16 @@ std::string first_word_of(const std::string& path) {
   return word;
 }
 
-// A positive count with an optional K, M or G (sysfs writes cache sizes as "32K"); 0 for anything
-// else.
-std::int64_t parse_size(const std::string& text) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || value <= 0) return 0;
-  const std::string unit(end);
-  if (unit.empty()) return value;
-  if (unit == "K") return std::int64_t(value) << 10;
-  if (unit == "M") return std::int64_t(value) << 20;
-  if (unit == "G") return std::int64_t(value) << 30;
-  return 0;
+// A cache's size from sysfs, which writes it as "32K" (K = 1024, as parse_size reads it); 0 where
+// the file is missing or says something else.
+std::int64_t cache_size_in(const std::string& path) {
+  const std::string text = first_word_of(path);
+  if (text.empty()) return 0;
+  try {
+    return parse_size(text, "size", "bench memory-latency");
+  } catch (const Error&) {
+    return 0;
+  }
 }
 
 }  // namespace
@@ -101,7 +100,7 @@ HostCacheSizes host_cache_sizes_in(const std::string& cache_directory) {
     if (level.empty()) break;
     const std::string type = first_word_of(entry + "type");
     if (type != "Data" && type != "Unified") continue;  // not the instruction cache
-    const std::int64_t bytes = parse_size(first_word_of(entry + "size"));
+    const std::int64_t bytes = cache_size_in(entry + "size");
     if (level == "1") sizes.l1d = bytes;
     if (level == "2") sizes.l2 = bytes;
     if (level == "3") sizes.l3 = bytes;
