@@ -337,17 +337,18 @@ Variant host_cache_rung(int rung, const char* name, const char* level,
 }
 
 // Rung 6 — half the host's L1d: after the warm walk every load hits the core's nearest data cache
-// (the lecture puts it at 5-12 cycles).
+// (the lecture puts L1 and L2 together at 5-12 cycles, 44:57-45:12).
 ROOFLAB_VARIANT(host_cache_rung(6, "cpu-l1", "L1d", &HostCacheSizes::l1d,
                                 "one CPU core walks a chain of half its L1d: host L1d hits"));
 
 // Rung 7 — half the host's L2: the chain is several times L1d and comes round in the same order, so
-// each line has left L1d before it is needed again: L1d misses, L2 hits (the lecture: 35 cycles).
+// each line has left L1d before it is needed again: L1d misses, L2 hits (the lecture: 5-12 cycles).
 ROOFLAB_VARIANT(host_cache_rung(7, "cpu-l2", "L2", &HostCacheSizes::l2,
                                 "one CPU core walks a chain of half its L2: L1d misses, L2 hits"));
 
 // Rung 8 — half the host's L3 (the cache most processors share between cores), at most 4 x L2:
-// L2 misses, L3 hits. Some loads may also miss the TLBs; the time includes those page walks.
+// L2 misses, L3 hits (the lecture: 35 cycles). Some loads may also miss the TLBs; the time
+// includes those page walks.
 ROOFLAB_VARIANT(
     host_cache_rung(8, "cpu-l3", "L3", &HostCacheSizes::l3,
                     "one CPU core walks a chain of min(L3/2, 4 x L2): L2 misses, L3 hits"));
