@@ -47,10 +47,11 @@ __global__ void reduce_rows_thread_per_row(const float* in, std::int64_t rows, s
 }
 
 // Rung 2 — a block per row (the Harris's reduction document's ready-to-use batched reduction).
-// The Harris's reduction document's template: one block per row, each thread first folding
-// fold_num elements (the caller's choice there; here 256 threads, each taking every 256th
-// element), then the complete-unroll tree. The document's template has
-// limits (a power-of-two block size that must divide its data, sizes it leaves to other code); here
+// The Harris's reduction document's template: one block per row, each thread first folding its
+// share at load (fold_num times, the caller's choice there; here 256 threads, each taking every
+// 256th element), then the complete-unroll tree. The document's template has limits (a
+// power-of-two block size, and a size requirement on it whose formula is lost from the text, most
+// likely the data length divisible by it; sizes it leaves to other code); here
 // any cols (threads past the end fold nothing) and any rows (the grid strides over them). Coalesced
 // and busy for long rows, but a short row leaves most of its block idle and a few rows leave most
 // of the GPU idle.
