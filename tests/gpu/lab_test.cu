@@ -55,6 +55,12 @@ const Variant& rung(const std::string& op, const std::string& name) {
   throw std::runtime_error("no rung " + op + "/" + name);
 }
 
+// True where the variant's limit skips it at this problem (in reports, saying why): a size
+// beyond the rung, a host cache the host does not report.
+bool skipped_at(const Variant& variant, const Problem& problem) {
+  return variant.limit && !variant.limit(problem).empty();
+}
+
 // As the runner validates: fresh inputs, the variant's prepare, one run, the check. Every rung
 // that can run the problem, except one that fails by design (tested on its own).
 void expect_every_rung_validates(const std::string& op, const Problem& problem,
@@ -62,8 +68,7 @@ void expect_every_rung_validates(const std::string& op, const Problem& problem,
   const std::string description = registry().op(op).describe(problem);
   for (const Variant* variant : registry().variants(op)) {
     if (!variant->expected_failure.empty()) continue;
-    if (variant->limit && !variant->limit(problem).empty())
-      continue;  // skipped, saying why, in reports
+    if (skipped_at(*variant, problem)) continue;
     workspace.refill(seed);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     if (variant->prepare) variant->prepare(workspace, nullptr);
@@ -360,7 +365,7 @@ TEST_F(MemoryLatencyLadder, ARunThatDidNotWalkFailsTheCheck) {
   const Problem problem = resolved("memory-latency", steps);
   MemoryLatencyWorkspace workspace(steps);
   for (const Variant* variant : registry().variants("memory-latency")) {
-    if (variant->limit && !variant->limit(problem).empty()) continue;  // a cache the host hides
+    if (skipped_at(*variant, problem)) continue;
     workspace.refill(41);
     variant->prepare(workspace, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << variant->name;
@@ -374,7 +379,7 @@ TEST_F(MemoryLatencyLadder, RepeatedRunsContinueTheWalkAndStillCheck) {
   const Problem problem = resolved("memory-latency", 777);
   MemoryLatencyWorkspace workspace(777);
   for (const Variant* variant : registry().variants("memory-latency")) {
-    if (variant->limit && !variant->limit(problem).empty()) continue;  // a cache the host hides
+    if (skipped_at(*variant, problem)) continue;
     workspace.refill(31);
     for (int run = 0; run < 3; ++run) {
       variant->prepare(workspace, nullptr);  // builds once, then leaves the walk where it is
@@ -392,7 +397,7 @@ TEST_F(MemoryLatencyLadder, NotesGiveCyclesAndNanosecondsPerLoad) {
   const Problem problem = resolved("memory-latency", 4096);
   MemoryLatencyWorkspace workspace(4096);
   for (const Variant* variant : registry().variants("memory-latency")) {
-    if (variant->limit && !variant->limit(problem).empty()) continue;  // a cache the host hides
+    if (skipped_at(*variant, problem)) continue;
     workspace.refill(5);
     variant->prepare(workspace, nullptr);
     variant->run(workspace, nullptr);
