@@ -40,7 +40,9 @@ struct SvdInfo {
 // there (from sweep 10, most pairs still above tol on a spectrum wider than 1/sqrt(eps): the
 // hand-over), or, double and of more than 64 columns, whose spectrum they unfold slowly (after
 // sweep 4, nearly every pair above tol and the columns' norms spread over at least 24 binades,
-// under 2.5 times their spread after sweep 1: the early hand-over, docs/svd.md), is solved again
+// under 2.5 times their spread after sweep 1: the early hand-over, docs/svd.md), or, double and of
+// 56 to 64 columns in the register ring, likewise after sweep 2 (no zero column, a spread of at
+// least 20 binades, 1.1 to 1.8 times sweep 1's), is solved again
 // from A on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on
 // R^T, as LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not
 // converged then either -> SvdInfo.converged = false. U and V may be null when opt.compute_uv is

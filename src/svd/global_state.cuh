@@ -141,7 +141,8 @@ __device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int swe
   const bool late = still_rotating_late(sweeps, above, G.pairs_across);
   const bool single = G.P.batch == 1;
   const bool first_look = single && sweeps == unfolding_first_look && unfolding_applies<T>(G.N);
-  const bool unfolding = single && unfolding_looks_at<T>(sweeps, above, G.pairs_across, G.N);
+  const bool unfolding = single && unfolding_applies<T>(G.N) &&
+                         unfolding_looks_at<GramUnfolding>(sweeps, above, G.pairs_across);
   if (!late && !first_look && !unfolding) return false;
   const T* norms = G.norms_of(matrix);
   T largest = 0, least = norms[0], least_positive = T(INFINITY);
@@ -153,7 +154,7 @@ __device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int swe
   if (late) return wider_than_the_gram_resolves(largest, least);
   const int binades = binades_between(largest, least_positive);
   if (first_look) G.unfolding_binades[matrix] = binades;
-  return unfolding && spectrum_unfolding(sweeps, binades, G.unfolding_binades[matrix]);
+  return unfolding && spectrum_unfolding<GramUnfolding>(binades, G.unfolding_binades[matrix]);
 }
 
 // Whether the matrix's sweep ended at the Gram products' rounding floor (its largest cosine `off`,

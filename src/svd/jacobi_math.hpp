@@ -444,13 +444,22 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
 // a factor each sweep, so their spread multiplies where a slowly unfolding one adds. The bounds
 // below lie between the two. A bound on sweep 4's widening alone (8 binades) let zero rows through
 // at 160 and 200 columns, which the second try made 24% to 37% slower.
-constexpr int unfolding_sweep = 4;
+//
+// An early hand-over's test (a type, whose constants device code reads): the sweep whose end it
+// looks at, and the bounds on the columns' spread then: at least least_binades, and more than,
+// at least least_growth times and less than most_growth times their spread after sweep
+// unfolding_first_look. The Gram schedule's also wants nearly every pair above tol then
+// (unfolding_looks_at).
+struct GramUnfolding {
+  static constexpr int sweep = 4;
+  static constexpr int least_binades = 24;
+  static constexpr double least_growth = 1;
+  static constexpr double most_growth = 2.5;
+};
 // The sweep whose spread the test's is compared with: the first, after which the cluster kernel
 // looks at its columns anyway (for rounding noise).
 constexpr int unfolding_first_look = 1;
 constexpr double unfolding_share_above_tol = 0.99;
-constexpr int unfolding_least_binades = 24;
-constexpr double unfolding_most_growth = 2.5;
 
 // The binades from the least positive squared norm to the largest (0 where none is positive).
 template <class T>
@@ -460,9 +469,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positiv
                                                          : 0;
 }
 
-// Whether the early hand-over applies to a single matrix of `columns` columns: double matrices of
-// more than 64 columns (square ones of at most 64 go to the register ring, which does not hand
-// over; measured from 80). With Q formed beside the sweeps (qr_preconditioning.cu) it took modes 3
+// Whether the Gram schedule's early hand-over applies to a single matrix of `columns` columns:
+// double matrices of more than 64 columns (square ones of at most 64 go to the register ring, whose
+// test is ring_spectrum_unfolding; measured from 80). With Q formed beside the sweeps (qr_preconditioning.cu) it took modes 3
 // and 5 at 136 to 200 columns to 13 or 14 sweeps in all against 19 to 26 on the first path, as fast
 // (at 1/sqrt(eps), 136 and 160 columns) to 34% faster (at 1/eps)
 // (docs/results/h100-svd-hand-over-from-129.txt, run 4). From 65 to 128 columns it paid only once
@@ -479,21 +488,61 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {
   return sizeof(T) == sizeof(double) && columns >= unfolding_least_columns;
 }
 
-// Whether a sweep's end looks at the columns for the early hand-over's test: sweep
-// unfolding_sweep, with nearly every pair above tol.
+// The register ring's early hand-over (ring_sweeps, register_ring.cu): a single double matrix of
+// 56 to 64 columns goes to the second try after sweep 2. In the sequential model of the ring
+// (docs/results/cpu-svd-ring-unfolding-model.txt, every class at 16 to 64 columns, seeds 1 to 3)
+// modes 3 and 5 took 11 to 30 sweeps where dgesvj took 7 to 17, and 8 to 12 in all when handed over
+// after sweep 2 (10 to 12 after sweep 4, 3 more than dgesvj at 25 columns). After sweep 2 none of
+// their columns was zero, and their squared norms spread over 21 to 53 binades, 1.18 to 1.8 times
+// their spread after sweep 1 (at most 1.67 from 48 columns). Of the other classes: random, rank
+// n - 1 and mode 4 spread over at most 11 binades; mode 1 over 52 or 53, not wider than after sweep
+// 1; graded columns over 200 and a binade or two more (1.01 times); rank n / 4 over 38 to 87, 2.1
+// to 3.1 times sweep 1's; zero rows over 18 to 30, 1.5 to 2.7 times (1.91 to 2.2 from 48 columns);
+// rank 2 and duplicated columns had zero columns (cleared as rounding noise). The zero columns stand
+// in for the Gram schedule's share of pairs above tol, which the ring would count in every round
+// (that count made random matrices 1% to 3% slower).
+// In the library call (H100, docs/results/h100-svd-ring-hand-over.txt, the ring alone against the
+// hand-over) the second try's fixed cost (its QR, its launches, the wait for the first try's
+// status: 150 to 250 us) was more than the sweeps it saved below 48 columns: modes 3 and 5 at
+// 1/sqrt(eps) and 1/eps took 1.1x to 1.7x the ring's time at 32 columns, 0.9x to 1.2x at 40, 0.8x
+// to 1.1x at 48 and 0.6x to 0.9x at 64; graded matrices, which the ring takes in 8 or 9 sweeps,
+// 1.3x to 2.8x handed over. From 56 columns (0.65x to 0.85x at 56, run 7) it leaves mode 5 at 48
+// (1.0x to 1.11x handed over) and random matrices of 50 columns (a target size) in the ring, where
+// the test would cost 7 to 10 us (random 56 and 64 x 64: 2.1% and 2.5%, run 8).
+struct RingUnfolding {
+  static constexpr int sweep = 2;
+  static constexpr int least_binades = 20;
+  static constexpr double least_growth = 1.1;
+  static constexpr double most_growth = 1.8;
+};
+constexpr int ring_unfolding_least_columns = 56;
 template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_looks_at(int sweeps, long long above_tol,
-                                                          long long pairs, int columns) {
-  return unfolding_applies<T>(columns) && sweeps == unfolding_sweep &&
-         double(above_tol) >= unfolding_share_above_tol * double(pairs);
+ROOFLAB_JACOBI_HOST_DEVICE constexpr bool ring_unfolding_applies(int columns) {
+  return sizeof(T) == sizeof(double) && columns >= ring_unfolding_least_columns;
 }
 
-// The early hand-over's test after sweep unfolding_sweep (unfolding_looks_at held there): the
-// columns spread over `binades`, `binades_first` after sweep unfolding_first_look.
-ROOFLAB_JACOBI_HOST_DEVICE inline bool spectrum_unfolding(int sweeps, int binades,
-                                                          int binades_first) {
-  return sweeps == unfolding_sweep && binades >= unfolding_least_binades &&
-         binades > binades_first && double(binades) < unfolding_most_growth * binades_first;
+// Whether a sweep's end looks at the columns for an early hand-over's test: the test's sweep,
+// with nearly every pair above tol.
+template <class Test>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_looks_at(int sweeps, long long above_tol,
+                                                          long long pairs) {
+  return sweeps == Test::sweep && double(above_tol) >= unfolding_share_above_tol * double(pairs);
+}
+
+// An early hand-over's test where unfolding_looks_at held: the columns spread over `binades`,
+// `binades_first` after sweep unfolding_first_look.
+template <class Test>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool spectrum_unfolding(int binades, int binades_first) {
+  return binades >= Test::least_binades && binades > binades_first &&
+         double(binades) >= Test::least_growth * binades_first &&
+         double(binades) < Test::most_growth * binades_first;
+}
+
+// The register ring's test after sweep RingUnfolding::sweep: no column cleared as rounding noise,
+// and the columns' spread as spectrum_unfolding takes it.
+ROOFLAB_JACOBI_HOST_DEVICE inline bool ring_spectrum_unfolding(int binades, int binades_first,
+                                                               bool noise_cleared) {
+  return !noise_cleared && spectrum_unfolding<RingUnfolding>(binades, binades_first);
 }
 
 // The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes

@@ -41,7 +41,8 @@ constexpr int ring_max_warps = 4;
 template <int... Rows>
 struct RingRowCounts {};
 constexpr int ring_most_rows = 16;
-using RingRows = RingRowCounts<7, 8, 10, 13, ring_most_rows>;
+constexpr int ring_second_most_rows = 13;
+using RingRows = RingRowCounts<7, 8, 10, ring_second_most_rows, ring_most_rows>;
 static_assert(ring_max_rows <= ring_max_warps * ring_most_rows,
               "4 warps of the largest count hold every row");
 constexpr int ring_max_columns = register_ring_max_columns;  // two positions per lane
@@ -50,9 +51,9 @@ constexpr unsigned full_mask = 0xffffffffu;
 
 // Shared memory after the on-chip layout: the partial sums (per round parity, pair and warp:
 // alpha, beta, gamma), once a sweep one squared norm per warp and position, each column's error
-// scale (jacobi_math.hpp, RoundingNoise) by column id, the column id at each position and the last
-// sweep's largest off-diagonal. A pair's partials from all warps lie side by
-// side, ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks); the two
+// scale (jacobi_math.hpp, RoundingNoise) by column id, the last sweep's largest off-diagonal and
+// the column id at each position. A pair's partials from all warps lie side by side,
+// ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks); the two
 // parities alternate, so a warp writes the next round's partials while a slower one still reads
 // this round's.
 constexpr int ring_partial_stride = 3 * ring_max_warps + 1;
@@ -383,10 +384,38 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
   return team.max(off);
 }
 
+// The early hand-over's look at the columns after sweep `sweeps` (1 or RingUnfolding::sweep), each
+// warp alike: the binades their squared norms spread over (binades_between), kept after sweep
+// unfolding_first_look, and after sweep RingUnfolding::sweep whether the sweeps stop there
+// (ring_spectrum_unfolding, jacobi_math.hpp). Out of line: inlined, its code made the ring's
+// kernel slower on every matrix (H100, docs/results/h100-svd-ring-hand-over.txt).
+template <class T>
+__device__ __noinline__ bool ring_unfolding_seen(const T* norms, int N, int sweeps,
+                                                 int& binades_first) {
+  const int lane = threadIdx.x & 31;
+  T largest = 0, least = T(INFINITY);
+  bool zero = false;
+  for (int c = lane; c < N; c += 32) {
+    largest = fmax(largest, norms[c]);
+    if (norms[c] > 0)
+      least = fmin(least, norms[c]);
+    else
+      zero = true;
+  }
+  const int binades = binades_between(warp_max(largest), -warp_max(-least));  // the least positive
+  if (sweeps == unfolding_first_look) {
+    binades_first = binades;
+    return false;
+  }
+  return ring_spectrum_unfolding(binades, binades_first, __any_sync(0xffffffffu, zero));
+}
+
 // Sweeps of the ring until one finds every pair orthogonal to tol or max_sweeps have run; W and V
-// (shared memory, by column) hold the result on return, and norms the squared column norms.
-// Long (about 85 lines): the loop over sweeps holds the lane's columns in registers throughout.
-template <int Rows, class T>
+// (shared memory, by column) hold the result on return, and norms the squared column norms. Where
+// HandsOver, a spectrum that the sweeps unfold slowly (ring_spectrum_unfolding, jacobi_math.hpp)
+// stops them after sweep RingUnfolding::sweep, unconverged: the second try takes the matrix.
+// Long (about 100 lines): the loop over sweeps holds the lane's columns in registers throughout.
+template <int Rows, bool HandsOver, class T>
 __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* smem,
                                        const OnChipLayout& L, const RingScratch<T>& scratch,
                                        bool uv, T tol, int max_sweeps) {
@@ -406,6 +435,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   T lane_off =
       0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
   RoundRotations<T> pending;  // V's rotations from the last round, not yet applied
+  int binades_first = 0;      // the columns' spread after sweep unfolding_first_look
   for (;;) {
     ring_publish(lane, W, L.ldw, V, L.ldv, M, N, n_pad, uv, row0, lane_index, warp, scratch);
     __syncthreads();
@@ -434,6 +464,13 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
     }
     __syncthreads();
     if (outcome.converged || outcome.sweeps >= max_sweeps) break;
+    if constexpr (HandsOver) {
+      if (outcome.sweeps >= unfolding_first_look && outcome.sweeps <= RingUnfolding::sweep &&
+          ring_unfolding_seen(norms, N, outcome.sweeps, binades_first)) {
+        __syncthreads();  // every warp has read the norms that finish_on_chip overwrites
+        break;            // unconverged: the second try overwrites the outputs
+      }
+    }
     // After a sweep that met only small off-diagonals, one test of every pair on the columns just
     // published may find them converged: it stands for the sweep that would rotate nothing.
     if (outcome.sweeps > 0 && outcome.off <= all_pairs_test_threshold(tol)) {
@@ -475,7 +512,7 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   return outcome;
 }
 
-template <class T, int Rows>
+template <class T, int Rows, bool HandsOver>
 __global__ void __launch_bounds__(ring_max_warps * 32, 1)
     svd_register_ring(Problem<T> P, OnChipLayout L, int lanes, Report report) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -485,7 +522,7 @@ __global__ void __launch_bounds__(ring_max_warps * 32, 1)
     int exponent = 0;
     if (load_on_chip(team, smem, L, P, matrix, report, exponent)) {
       const SweepOutcome<T> outcome =
-          ring_sweeps<Rows>(team, smem, L, scratch, P.uv, P.tol, P.max_sweeps);
+          ring_sweeps<Rows, HandsOver>(team, smem, L, scratch, P.uv, P.tol, P.max_sweeps);
       finish_on_chip(team, smem, L, P, matrix, lanes, exponent, outcome, report);
     }
     __syncthreads();
@@ -501,6 +538,13 @@ bool fits_in_registers(int m, int n, bool uv) {
          L.bytes + ring_scratch_bytes<T>() <= shared_memory_optin();
 }
 
+// The early hand-over has a kernel of its own (HandsOver), for the matrices it looks at: single
+// double ones of ring_unfolding_least_columns columns or more, whose rows take the largest count a
+// warp. Its test in the one kernel, never run for the others, still made them 1.3% to 1.8% slower;
+// apart, they take the time they took before it (H100, docs/results/h100-svd-ring-hand-over.txt,
+// runs 7 and 8).
+static_assert(ring_max_warps * ring_second_most_rows < ring_unfolding_least_columns,
+              "a matrix the hand-over looks at has ring_most_rows rows a warp");
 template <class T, int Rows>
 void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report& report,
                  cudaStream_t stream) {
@@ -508,10 +552,14 @@ void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report&
   int power = 32;  // finish_on_chip's groups: lanes per pair for a power-of-two team within ours
   while (2 * power <= threads) power *= 2;
   const int bytes = L.bytes + ring_scratch_bytes<T>();
-  allow_shared_memory(svd_register_ring<T, Rows>, bytes);
+  auto kernel = svd_register_ring<T, Rows, false>;
+  if constexpr (Rows == ring_most_rows && ring_unfolding_applies<T>(ring_max_columns)) {
+    if (problem.second_try_follows && problem.batch == 1 && ring_unfolding_applies<T>(L.N))
+      kernel = svd_register_ring<T, Rows, true>;
+  }
+  allow_shared_memory(kernel, bytes);
   const auto blocks = unsigned(std::min<std::int64_t>(problem.batch, std::int64_t(1) << 30));
-  svd_register_ring<T, Rows>
-      <<<blocks, threads, bytes, stream>>>(problem, L, lanes_per_pair(power, L.n_pad), report);
+  kernel<<<blocks, threads, bytes, stream>>>(problem, L, lanes_per_pair(power, L.n_pad), report);
   detail::check_launch("svd", "svd_register_ring");
 }
 

@@ -299,8 +299,9 @@ TEST(HandOver, TakesOnlyLateSweepsWithMostPairsAboveTolOnSpectraWiderThanOneOver
 TEST(HandOver, UnfoldingSpectraGoEarlyAndEveryOtherClassStays) {
   const long long pairs = pairs_across_blocks(256, 16);
   const auto goes = [&](int binades1, long long above4, int binades4) {
-    return unfolding_looks_at<double>(unfolding_sweep, above4, pairs, 256) &&
-           spectrum_unfolding(unfolding_sweep, binades4, binades1);
+    return unfolding_applies<double>(256) &&
+           unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep, above4, pairs) &&
+           spectrum_unfolding<GramUnfolding>(binades4, binades1);
   };
   EXPECT_TRUE(goes(17, pairs, 32));   // mode 3
   EXPECT_TRUE(goes(18, pairs, 31));   // mode 5
@@ -322,14 +323,40 @@ TEST(HandOver, UnfoldingSpectraGoEarlyAndEveryOtherClassStays) {
   EXPECT_FALSE(goes(9, pairs, 40));   // duplicated columns
   EXPECT_FALSE(goes(10, pairs, 46));  // zero rows
   // Only at sweep 4, with nearly every pair above tol, and not from a first sweep not looked at.
-  EXPECT_FALSE(spectrum_unfolding(unfolding_sweep + 1, 32, 17));
-  EXPECT_FALSE(spectrum_unfolding(unfolding_sweep, 32, 0));
-  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep, pairs * 98 / 100, pairs, 256));
-  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep - 1, pairs, pairs, 256));
-  EXPECT_FALSE(unfolding_looks_at<double>(unfolding_sweep + 1, pairs, pairs, 256));
+  EXPECT_FALSE(spectrum_unfolding<GramUnfolding>(32, 0));
+  EXPECT_FALSE(unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep, pairs * 98 / 100, pairs));
+  EXPECT_FALSE(unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep - 1, pairs, pairs));
+  EXPECT_FALSE(unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep + 1, pairs, pairs));
   EXPECT_FALSE(unfolding_applies<float>(256));  // double only
   EXPECT_TRUE(unfolding_applies<double>(65));   // from 65 columns
   EXPECT_FALSE(unfolding_applies<double>(64));
+}
+
+// The register ring's hand-over after sweep 2 against the spreads the classes showed after sweeps 1
+// and 2 in the sequential model of the ring (docs/results/cpu-svd-ring-unfolding-model.txt, 16 to 64
+// columns, seeds 1 to 3).
+TEST(HandOver, TheRingHandsOverUnfoldingSpectraAfterTwoSweeps) {
+  const auto goes = [](int binades1, int binades2, bool zero_column = false) {
+    return ring_spectrum_unfolding(binades2, binades1, zero_column);
+  };
+  EXPECT_TRUE(goes(19, 29));          // mode 3, 25 x 25
+  EXPECT_TRUE(goes(17, 21));          // mode 3, 64 x 64, seed 3: the least spread
+  EXPECT_TRUE(goes(15, 21));          // mode 5, 48 x 48, seed 3: the least first spread
+  EXPECT_TRUE(goes(22, 26));          // mode 3, 16 x 16, seed 2: the least growth (1.18)
+  EXPECT_TRUE(goes(30, 53));          // mode 5 at 1/eps, 16 x 16, seed 2: the most growth
+  EXPECT_FALSE(goes(6, 10));          // random
+  EXPECT_FALSE(goes(8, 11));          // rank n - 1
+  EXPECT_FALSE(goes(52, 52));         // mode 1
+  EXPECT_FALSE(goes(202, 203));       // graded: 1.005 times
+  EXPECT_FALSE(goes(22, 46));         // rank n / 4, 25 x 25: the least growth of these (2.09)
+  EXPECT_FALSE(goes(10, 19));         // zero rows, 25 x 25
+  EXPECT_FALSE(goes(1, 2));           // clustered
+  EXPECT_FALSE(goes(16, 31, true));   // duplicated columns, 25 x 25, seed 2: one zero column
+  EXPECT_FALSE(goes(72, 108, true));  // rank 2
+  EXPECT_TRUE(ring_unfolding_applies<double>(56));
+  EXPECT_TRUE(ring_unfolding_applies<double>(64));
+  EXPECT_FALSE(ring_unfolding_applies<double>(55));  // the second try pays less or not below
+  EXPECT_FALSE(ring_unfolding_applies<float>(64));   // double only
 }
 
 TEST(HandOver, BinadesCountFromTheLeastPositiveSquaredNorm) {

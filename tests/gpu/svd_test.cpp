@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/svd_matrices.hpp"
@@ -350,13 +351,15 @@ TEST_F(Svd, LargeQrOnTheTransposedTriangleSweepsWithinDgesvjPlusTwo) {
   }
 }
 
-// rooflab::svd on a matrix whose first try stalls or unfolds its spectrum slowly: LAPACK's tests,
-// converged, both tries' sweeps counted and within LAPACK dgesvj's + 2 on the same matrix.
-void expect_handed_over_within_dgesvj(const cpu::Matrix& a, const std::string& what) {
+// rooflab::svd on a matrix whose first try stalls or unfolds its spectrum slowly, handed over after
+// `first_sweeps` sweeps: LAPACK's tests, converged, both tries' sweeps counted and within LAPACK
+// dgesvj's + 2 on the same matrix.
+void expect_handed_over_within_dgesvj(const cpu::Matrix& a, const std::string& what,
+                                      int first_sweeps = jacobi::GramUnfolding::sweep) {
   SvdInfo info;
   expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
   EXPECT_TRUE(info.converged) << what;
-  EXPECT_GT(info.sweeps, jacobi::unfolding_sweep) << what;  // both tries counted
+  EXPECT_GT(info.sweeps, first_sweeps) << what;  // both tries counted
   const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
   EXPECT_LE(info.sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
 }
@@ -380,9 +383,10 @@ TEST_F(Svd, StalledMatricesAreHandedOverToTheTransposedTriangle) {
 
 // rooflab::svd on a matrix that is not handed over: LAPACK's tests, converged, in the first path's
 // sweeps alone.
-void expect_not_handed_over(const cpu::Matrix& a, const std::string& what) {
+void expect_not_handed_over(const cpu::Matrix& a, const std::string& what,
+                            jacobi::Path first_path = jacobi::Path::gram) {
   SvdInfo first, info;
-  run_svd<double>(a, {}, 0, &first, jacobi::Path::gram);
+  run_svd<double>(a, {}, 0, &first, first_path);
   expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info), what);
   EXPECT_TRUE(first.converged) << what;
   EXPECT_TRUE(info.converged) << what;
@@ -405,6 +409,29 @@ TEST_F(Svd, UnfoldingSpectraAreHandedOverAfterFourSweeps) {
   for (const int n : {100, 160, 200})
     expect_not_handed_over(cpu::svd_test_matrix<double>("zero-rows", n, n, 1),
                            name("zero-rows", n, n, 1));
+}
+
+// The register ring's hand-over (ring_spectrum_unfolding, jacobi_math.hpp): geometric and
+// log-uniform spectra took 19 to 30 sweeps in the sequential model of the ring at 64 columns
+// (dgesvj 12 to 17). A single double matrix of 56 to 64 columns goes to the transposed triangle
+// after sweep 2: within dgesvj's + 2 in all, square, tall and wide. Random, graded,
+// rank-deficient, mode 1 and clustered matrices stay in the ring, and so does every matrix under 56
+// columns, where the second try pays less or costs more than the sweeps it saves.
+TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
+  const std::pair<int, int> shapes[] = {{56, 56}, {64, 64}, {64, 56}, {60, 64}};
+  for (const auto& [m, n] : shapes) {
+    ASSERT_EQ(jacobi::production_path<double>(m, n, 1, true), jacobi::Path::register_ring);
+    for (const char* matrix_class : {"mode3", "mode5", "mode3-eps", "mode5-eps"})
+      expect_handed_over_within_dgesvj(cpu::svd_test_matrix<double>(matrix_class, m, n, 1),
+                                       name(matrix_class, m, n, 1), jacobi::RingUnfolding::sweep);
+  }
+  for (const char* matrix_class : {"random", "graded", "rank-quarter", "rank-minus-1",
+                                   "duplicated-columns", "zero-rows", "mode1", "clustered"})
+    expect_not_handed_over(cpu::svd_test_matrix<double>(matrix_class, 64, 64, 1),
+                           name(matrix_class, 64, 64, 1), jacobi::Path::register_ring);
+  for (const char* matrix_class : {"mode3", "mode5-eps"})
+    expect_not_handed_over(cpu::svd_test_matrix<double>(matrix_class, 48, 48, 1),
+                           name(matrix_class, 48, 48, 1), jacobi::Path::register_ring);
 }
 
 // dlatms mode 1 at condition 1/eps: sigma = 1, eps, ..., eps. The first sweeps leave its columns of
