@@ -368,6 +368,25 @@ TEST_F(SvdBatched, StalledMatricesAreSolvedAgainOneAtATime) {
                     });
 }
 
+// A batch of one goes through the register ring's hand-over as rooflab::svd does (a log-uniform
+// spectrum at condition 1/eps, 64 x 64: 12 sweeps in all on an H100 against 26 in the ring alone),
+// and is solved again from its status: LAPACK's tests, converged, both tries' sweeps counted.
+TEST_F(SvdBatched, ABatchOfOneTakesTheRegisterRingsHandOver) {
+  const std::vector<cpu::Matrix> matrices = {cpu::svd_test_matrix<double>("mode5-eps", 64, 64, 1)};
+  ASSERT_EQ(jacobi::production_path<double>(64, 64, 1, true), jacobi::Path::register_ring);
+  std::vector<SvdInfo> info(1);
+  const auto run = run_batch<double>(
+      matrices, [&](const double* A, int m, int n, int batch, double* S, double* U, double* V) {
+        svd_batched<double>(A, m, n, batch, S, U, V, info.data());
+      });
+  const std::string what = name("batch of one mode5-eps", 64, 64, 1);
+  expect_accurate<double>(matrices[0], factors_of(run, 64, 64, 0), what);
+  EXPECT_TRUE(info[0].converged) << what;
+  EXPECT_GT(info[0].sweeps, jacobi::RingUnfolding::sweep) << what;  // both tries counted
+  const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(matrices[0]);
+  EXPECT_LE(info[0].sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+}
+
 TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
   const std::vector<cpu::Matrix> matrices = mixed_batch(24, 24, 6, 8000);
   SvdOptions one_sweep;
