@@ -387,8 +387,9 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
 // The early hand-over's look at the columns after sweep `sweeps` (1 or RingUnfolding::sweep), each
 // warp alike: the binades their squared norms spread over (binades_between), kept after sweep
 // unfolding_first_look, and after sweep RingUnfolding::sweep whether the sweeps stop there
-// (ring_spectrum_unfolding, jacobi_math.hpp). Out of line: inlined, its code made the ring's
-// kernel slower on every matrix (H100, docs/results/h100-svd-ring-hand-over.txt).
+// (ring_spectrum_unfolding, jacobi_math.hpp). Out of line: inlined in the sweeps' loop, it cost a
+// matrix it looks at about 8 us more (random 25 and 64 x 64: 132 against 124 us, 419 against 409;
+// H100, docs/results/h100-svd-ring-hand-over.txt, run 3).
 template <class T>
 __device__ __noinline__ bool ring_unfolding_seen(const T* norms, int N, int sweeps,
                                                  int& binades_first) {
