@@ -538,11 +538,11 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool spectrum_unfolding(int binades, int binad
          double(binades) < Test::most_growth * binades_first;
 }
 
-// The register ring's test after sweep RingUnfolding::sweep: no column cleared as rounding noise,
-// and the columns' spread as spectrum_unfolding takes it.
+// The register ring's test after sweep RingUnfolding::sweep: no zero column (cleared as rounding
+// noise, or zero from the start), and the columns' spread as spectrum_unfolding takes it.
 ROOFLAB_JACOBI_HOST_DEVICE inline bool ring_spectrum_unfolding(int binades, int binades_first,
-                                                               bool noise_cleared) {
-  return !noise_cleared && spectrum_unfolding<RingUnfolding>(binades, binades_first);
+                                                               bool zero_column) {
+  return !zero_column && spectrum_unfolding<RingUnfolding>(binades, binades_first);
 }
 
 // The order of a sort by decreasing key, ties by index: whether the entry (key, index) comes
