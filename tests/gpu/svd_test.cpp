@@ -418,30 +418,44 @@ TEST_F(Svd, UnfoldingSpectraAreHandedOverAfterFourSweeps) {
 // class stays in the ring at 56 and 64 columns (its spectrum narrow, not widening, or with zero
 // columns; the scaled ones are brought into range by a power of two before the sweeps), and so
 // does every matrix under 56 columns, where the second try pays less or costs more than the sweeps
-// it saves.
+// it saves. A shape whose matrix the ring's shared memory cannot hold on this device (64 x 64 on
+// 64 KB a block, sm_75) goes to another path, as the dispatch sends it, and is left out.
 TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
   struct Case {
     int m, n, seed;
   };
-  const Case cases[] = {{56, 56, 1}, {56, 56, 2}, {56, 56, 3}, {64, 64, 1},
-                        {64, 64, 2}, {64, 64, 3}, {64, 56, 1}, {60, 64, 1}};
-  for (const auto& [m, n, seed] : cases) {
+  const auto in_the_ring = [](const Case& shape) {
+    return route_runs_here<double>(
+        RouteShape{"the ring's hand-over", jacobi::Path::register_ring, shape.m, shape.n});
+  };
+  const auto held = [&](const auto& shapes) {
+    std::vector<Case> kept;
+    for (const Case& shape : shapes)
+      if (in_the_ring(shape)) kept.push_back(shape);
+    return kept;
+  };
+  const Case unfolding[] = {{56, 56, 1}, {56, 56, 2}, {56, 56, 3}, {64, 64, 1},
+                            {64, 64, 2}, {64, 64, 3}, {64, 56, 1}, {60, 64, 1}};
+  const std::vector<Case> handed_over = held(unfolding);
+  if (handed_over.empty()) GTEST_SKIP() << "the register ring holds no double 56 x 56 matrix here";
+  for (const auto& [m, n, seed] : handed_over) {
     ASSERT_EQ(jacobi::production_path<double>(m, n, 1, true), jacobi::Path::register_ring);
     for (const char* matrix_class : {"mode3", "mode5", "mode3-eps", "mode5-eps"})
       expect_handed_over_within_dgesvj(cpu::svd_test_matrix<double>(matrix_class, m, n, seed),
                                        name(matrix_class, m, n, seed),
                                        jacobi::RingUnfolding::sweep);
   }
+  const Case others[] = {{64, 64, 1}, {64, 64, 2}, {56, 56, 1}};
+  const std::vector<Case> stays = held(others);
   for (const char* matrix_class :
        {"random",       "zero",         "identity",     "diagonal",       "rank-1",
         "rank-2",       "rank-quarter", "rank-minus-1", "rank-1-integer", "duplicated-columns",
         "zero-columns", "zero-rows",    "mode1",        "mode2",          "mode4",
         "mode1-eps",    "mode2-eps",    "mode4-eps",    "scaled-tiny",    "scaled-huge",
         "graded",       "clustered"})
-    for (const Case& stays : {Case{64, 64, 1}, Case{64, 64, 2}, Case{56, 56, 1}})
-      expect_not_handed_over(
-          cpu::svd_test_matrix<double>(matrix_class, stays.m, stays.n, stays.seed),
-          name(matrix_class, stays.m, stays.n, stays.seed), jacobi::Path::register_ring);
+    for (const auto& [m, n, seed] : stays)
+      expect_not_handed_over(cpu::svd_test_matrix<double>(matrix_class, m, n, seed),
+                             name(matrix_class, m, n, seed), jacobi::Path::register_ring);
   for (const char* matrix_class : {"mode3", "mode5-eps"})
     expect_not_handed_over(cpu::svd_test_matrix<double>(matrix_class, 48, 48, 1),
                            name(matrix_class, 48, 48, 1), jacobi::Path::register_ring);
