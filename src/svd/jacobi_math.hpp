@@ -379,8 +379,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T all_pairs_test_threshold(T tol) {
 // sweep 10 and their norms spread 7e9 to 3e10, and ran out of sweeps from 512 (the second try then
 // took 10 to 12 more). After sweep 10 every other class measured had at most 64% of its pairs
 // above tol (random, clustered, graded, duplicated columns, rank n/4, modes 1, 2 and 4 at 1/eps;
-// float's modes at 1/eps 65-72%) or its norms spread under 6e6 (modes 3 and 5 at 1/sqrt(eps), 92-95%
-// of pairs, 25 to 41 sweeps in all).
+// float's modes at 1/eps 65-72%) or its norms spread under 6e6 (modes 3 and 5 at 1/sqrt(eps),
+// 92-95% of pairs, 25 to 41 sweeps in all).
 constexpr int hand_over_first_sweep = 10;
 constexpr double hand_over_share_above_tol = 0.9;
 
@@ -434,16 +434,17 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
 // nearly every pair stays above tol, and converge only once the whole spectrum is spread out: 17 to
 // 26 sweeps from 100 to 256 columns, 41 at 1024 (30, then the second try's 11), where the
 // transposed triangle takes 8 to 12 and dgesvj 13 to 24. The columns after each sweep (H100,
-// double, the cluster's fresh squared norms, binades by ilogb; docs/results/h100-svd-sweep-trace.txt
-// at 100 and 256 columns, h100-svd-unfolding-trace.txt at 136 to 240 over three seeds): after
-// sweep 4 modes 3 and 5, at 1/sqrt(eps) and 1/eps, had every pair above tol and their norms spread
-// over 29 to 48 binades, 1.71 to 2.05 times their spread after sweep 1. Every other class had pairs
-// below tol (graded), a spread under 24 binades (random, mode 4, rank n - 1, clustered, zero
-// columns), a spread that no longer widened (mode 1), or one that grew 3.4 to 4.8 times from sweep
-// 1 (rank n / 4, duplicated columns, zero rows): a rank-deficient matrix's null columns shrink by
-// a factor each sweep, so their spread multiplies where a slowly unfolding one adds. The bounds
-// below lie between the two. A bound on sweep 4's widening alone (8 binades) let zero rows through
-// at 160 and 200 columns, which the second try made 24% to 37% slower.
+// double, the cluster's fresh squared norms, binades by ilogb;
+// docs/results/h100-svd-sweep-trace.txt at 100 and 256 columns, h100-svd-unfolding-trace.txt at 136
+// to 240 over three seeds): after sweep 4 modes 3 and 5, at 1/sqrt(eps) and 1/eps, had every pair
+// above tol and their norms spread over 29 to 48 binades, 1.71 to 2.05 times their spread after
+// sweep 1. Every other class had pairs below tol (graded), a spread under 24 binades (random, mode
+// 4, rank n - 1, clustered, zero columns), a spread that no longer widened (mode 1), or one that
+// grew 3.4 to 4.8 times from sweep 1 (rank n / 4, duplicated columns, zero rows): a rank-deficient
+// matrix's null columns shrink by a factor each sweep, so their spread multiplies where a slowly
+// unfolding one adds. The bounds below lie between the two. A bound on sweep 4's widening alone (8
+// binades) let zero rows through at 160 and 200 columns, which the second try made 24% to 37%
+// slower.
 //
 // An early hand-over's test (a type, whose constants device code reads): the sweep whose end it
 // looks at, and the bounds on the columns' spread then: at least least_binades, and more than,
@@ -471,9 +472,10 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positiv
 
 // Whether the Gram schedule's early hand-over applies to a single matrix of `columns` columns:
 // double matrices of more than 64 columns (square ones of at most 64 go to the register ring, whose
-// test is ring_spectrum_unfolding; measured from 80). With Q formed beside the sweeps (qr_preconditioning.cu) it took modes 3
-// and 5 at 136 to 200 columns to 13 or 14 sweeps in all against 19 to 26 on the first path, as fast
-// (at 1/sqrt(eps), 136 and 160 columns) to 34% faster (at 1/eps)
+// test is ring_spectrum_unfolding; measured from 80). With Q formed beside the sweeps
+// (qr_preconditioning.cu) it took modes 3 and 5 at 136 to 200 columns to 13 or 14 sweeps in all
+// against 19 to 26 on the first path, as fast (at 1/sqrt(eps), 136 and 160 columns) to 34% faster
+// (at 1/eps)
 // (docs/results/h100-svd-hand-over-from-129.txt, run 4). From 65 to 128 columns it paid only once
 // the triangle's QR ran in one block (block_qr.cu) instead of cuSOLVER's geqrf (0.50 ms at 100 x
 // 100): modes 3 and 5 at 80, 100 and 128 columns took 12 or 13 sweeps in all against 17 to 23,
@@ -498,9 +500,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {
 // n - 1 and mode 4 spread over at most 11 binades; mode 1 over 52 or 53, not wider than after sweep
 // 1; graded columns over 200 and a binade or two more (1.01 times); rank n / 4 over 38 to 87, 2.1
 // to 3.1 times sweep 1's; zero rows over 18 to 30, 1.5 to 2.7 times (1.91 to 2.2 from 48 columns);
-// rank 2 and duplicated columns had zero columns (cleared as rounding noise). The zero columns stand
-// in for the Gram schedule's share of pairs above tol, which the ring would count in every round
-// (that count made random matrices 1% to 3% slower).
+// rank 2 and duplicated columns had zero columns (cleared as rounding noise). The zero columns
+// stand in for the Gram schedule's share of pairs above tol, which the ring would count in every
+// round (that count made random matrices 1% to 3% slower).
 // In the library call (H100, docs/results/h100-svd-ring-hand-over.txt, the ring alone against the
 // hand-over) the second try's fixed cost (its QR, its launches, the wait for the first try's
 // status: 150 to 250 us) was more than the sweeps it saved below 48 columns: modes 3 and 5 at
