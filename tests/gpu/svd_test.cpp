@@ -415,10 +415,10 @@ TEST_F(Svd, UnfoldingSpectraAreHandedOverAfterFourSweeps) {
 // log-uniform spectra took 19 to 30 sweeps in the sequential model of the ring at 64 columns
 // (dgesvj 12 to 17). A single double matrix of 56 to 64 columns goes to the transposed triangle
 // after sweep 2: within dgesvj's + 2 in all, square (seeds 1 to 3), tall and wide. Every other
-// class stays in the ring at 56 and 64 columns (its spectrum narrow, not widening, or with zero
-// columns; the scaled ones are brought into range by a power of two before the sweeps), and so
-// does every matrix under 56 columns, where the second try pays less or costs more than the sweeps
-// it saves. A shape whose matrix the ring's shared memory cannot hold on this device (64 x 64 on
+// class stays in the ring at 56 and 64 columns (its spectrum narrow, widening too little or too
+// fast, or with zero columns; the scaled ones are brought into range by a power of two before the
+// sweeps), and so does every matrix under 56 columns, where the second try pays less or costs more
+// than the sweeps it saves. A shape whose matrix the ring's shared memory cannot hold on this device (64 x 64 on
 // 64 KB a block, sm_75) goes to another path, as the dispatch sends it, and is left out.
 TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
   struct Case {
