@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
             look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
                 .wider)
           break;  // unconverged: the second try takes the matrix
-        if (G.P.second_try_follows && G.P.batch == 1 && unfolding_applies<T>(G.N) &&
+        if (G.P.second_try_follows && G.P.batch == 1 && unfolding_applies<GramUnfolding, T>(G.N) &&
             unfolding_looks_at<GramUnfolding>(sweep, above, pairs_across)) {
           const int binades =
               look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)

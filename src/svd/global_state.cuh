@@ -140,8 +140,9 @@ __device__ bool hands_over(const GlobalState<T>& G, std::int64_t matrix, int swe
   const long long above = G.above_tol[matrix];
   const bool late = still_rotating_late(sweeps, above, G.pairs_across);
   const bool single = G.P.batch == 1;
-  const bool first_look = single && sweeps == unfolding_first_look && unfolding_applies<T>(G.N);
-  const bool unfolding = single && unfolding_applies<T>(G.N) &&
+  const bool first_look =
+      single && sweeps == unfolding_first_look && unfolding_applies<GramUnfolding, T>(G.N);
+  const bool unfolding = single && unfolding_applies<GramUnfolding, T>(G.N) &&
                          unfolding_looks_at<GramUnfolding>(sweeps, above, G.pairs_across);
   if (!late && !first_look && !unfolding) return false;
   const T* norms = G.norms_of(matrix);

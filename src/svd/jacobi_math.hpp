@@ -446,12 +446,26 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
 // binades) let zero rows through at 160 and 200 columns, which the second try made 24% to 37%
 // slower.
 //
-// An early hand-over's test (a type, whose constants device code reads): the sweep whose end it
-// looks at, and the bounds on the columns' spread then: at least least_binades, and more than,
-// at least least_growth times and less than most_growth times their spread after sweep
-// unfolding_first_look. The Gram schedule's also wants nearly every pair above tol then
-// (unfolding_looks_at).
+// The Gram schedule's test looks at double matrices of more than 64 columns (square ones of at most
+// 64 go to the register ring, whose test is ring_spectrum_unfolding; measured from 80). With Q
+// formed beside the sweeps (qr_preconditioning.cu) it took modes 3 and 5 at 136 to 200 columns to
+// 13 or 14 sweeps in all against 19 to 26 on the first path, as fast (at 1/sqrt(eps), 136 and 160
+// columns) to 34% faster (at 1/eps) (docs/results/h100-svd-hand-over-from-129.txt, run 4). From 65
+// to 128 columns it paid only once the triangle's QR ran in one block (block_qr.cu) instead of
+// cuSOLVER's geqrf (0.50 ms at 100 x 100): modes 3 and 5 at 80, 100 and 128 columns took 12 or 13
+// sweeps in all against 17 to 23, within dgesvj + 2; at 1/eps 25% to 47% faster, at 1/sqrt(eps)
+// from 14% faster to 8% slower (mode 5 at 128), random matrices within 3%
+// (docs/results/h100-svd-block-qr.txt, run 4). With geqrf mode 3 at 100 had taken 1.77-1.88 ms
+// against 1.46 (hand-over-from-129.txt, run 1). In float it cost more than the sweeps it saved
+// (mode 3 at 1/eps, 256 x 256: 12 sweeps in 4.09-4.15 ms against 14 in 3.47 ms).
+//
+// An early hand-over's test (a type, whose constants device code reads): the fewest columns of the
+// single double matrices it looks at (unfolding_applies), the sweep whose end it looks at, and the
+// bounds on the columns' spread then: at least least_binades, and more than, at least least_growth
+// times and less than most_growth times their spread after sweep unfolding_first_look. The Gram
+// schedule's also wants nearly every pair above tol then (unfolding_looks_at).
 struct GramUnfolding {
+  static constexpr int least_columns = 65;
   static constexpr int sweep = 4;
   static constexpr int least_binades = 24;
   static constexpr double least_growth = 1;
@@ -468,26 +482,6 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int binades_between(T largest, T least_positiv
   using std::ilogb;
   return least_positive > 0 && least_positive <= largest ? ilogb(largest) - ilogb(least_positive)
                                                          : 0;
-}
-
-// Whether the Gram schedule's early hand-over applies to a single matrix of `columns` columns:
-// double matrices of more than 64 columns (square ones of at most 64 go to the register ring, whose
-// test is ring_spectrum_unfolding; measured from 80). With Q formed beside the sweeps
-// (qr_preconditioning.cu) it took modes 3 and 5 at 136 to 200 columns to 13 or 14 sweeps in all
-// against 19 to 26 on the first path, as fast (at 1/sqrt(eps), 136 and 160 columns) to 34% faster
-// (at 1/eps)
-// (docs/results/h100-svd-hand-over-from-129.txt, run 4). From 65 to 128 columns it paid only once
-// the triangle's QR ran in one block (block_qr.cu) instead of cuSOLVER's geqrf (0.50 ms at 100 x
-// 100): modes 3 and 5 at 80, 100 and 128 columns took 12 or 13 sweeps in all against 17 to 23,
-// within dgesvj + 2; at 1/eps 25% to 47% faster, at 1/sqrt(eps) from 14% faster to 8% slower (mode
-// 5 at 128), random matrices within 3% (docs/results/h100-svd-block-qr.txt, run 4). With geqrf mode
-// 3 at 100 had taken 1.77-1.88 ms against 1.46 (hand-over-from-129.txt, run 1). In float it cost
-// more than the sweeps it saved (mode 3 at 1/eps, 256 x 256: 12 sweeps in 4.09-4.15 ms against 14
-// in 3.47 ms).
-constexpr int unfolding_least_columns = 65;
-template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {
-  return sizeof(T) == sizeof(double) && columns >= unfolding_least_columns;
 }
 
 // The register ring's early hand-over (ring_sweeps, register_ring.cu): a single double matrix of
@@ -512,15 +506,17 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool unfolding_applies(int columns) {
 // (1.0x to 1.11x handed over) and random matrices of 50 columns (a target size) in the ring, where
 // the test would cost 7 to 10 us (random 56 and 64 x 64: 2.1% and 2.5%, run 8).
 struct RingUnfolding {
+  static constexpr int least_columns = 56;
   static constexpr int sweep = 2;
   static constexpr int least_binades = 20;
   static constexpr double least_growth = 1.1;
   static constexpr double most_growth = 1.8;
 };
-constexpr int ring_unfolding_least_columns = 56;
-template <class T>
-ROOFLAB_JACOBI_HOST_DEVICE constexpr bool ring_unfolding_applies(int columns) {
-  return sizeof(T) == sizeof(double) && columns >= ring_unfolding_least_columns;
+
+// Whether an early hand-over's test looks at a single matrix of `columns` columns of T.
+template <class Test, class T>
+ROOFLAB_JACOBI_HOST_DEVICE constexpr bool unfolding_applies(int columns) {
+  return sizeof(T) == sizeof(double) && columns >= Test::least_columns;
 }
 
 // Whether a sweep's end looks at the columns for an early hand-over's test: the test's sweep,

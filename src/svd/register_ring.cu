@@ -540,11 +540,11 @@ bool fits_in_registers(int m, int n, bool uv) {
 }
 
 // The early hand-over has a kernel of its own (HandsOver), for the matrices it looks at: single
-// double ones of ring_unfolding_least_columns columns or more, whose rows take the largest count a
+// double ones of RingUnfolding::least_columns columns or more, whose rows take the largest count a
 // warp. Its test in the one kernel, never run for the others, still made them 1.3% to 1.8% slower;
 // apart, they take the time they took before it (H100, docs/results/h100-svd-ring-hand-over.txt,
 // runs 7 and 8).
-static_assert(ring_max_warps * ring_second_most_rows < ring_unfolding_least_columns,
+static_assert(ring_max_warps * ring_second_most_rows < RingUnfolding::least_columns,
               "a matrix the hand-over looks at has ring_most_rows rows a warp");
 template <class T, int Rows>
 void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report& report,
@@ -554,8 +554,9 @@ void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report&
   while (2 * power <= threads) power *= 2;
   const int bytes = L.bytes + ring_scratch_bytes<T>();
   auto kernel = svd_register_ring<T, Rows, false>;
-  if constexpr (Rows == ring_most_rows && ring_unfolding_applies<T>(ring_max_columns)) {
-    if (problem.second_try_follows && problem.batch == 1 && ring_unfolding_applies<T>(L.N))
+  if constexpr (Rows == ring_most_rows && unfolding_applies<RingUnfolding, T>(ring_max_columns)) {
+    if (problem.second_try_follows && problem.batch == 1 &&
+        unfolding_applies<RingUnfolding, T>(L.N))
       kernel = svd_register_ring<T, Rows, true>;
   }
   allow_shared_memory(kernel, bytes);

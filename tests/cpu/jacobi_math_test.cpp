@@ -299,7 +299,7 @@ TEST(HandOver, TakesOnlyLateSweepsWithMostPairsAboveTolOnSpectraWiderThanOneOver
 TEST(HandOver, UnfoldingSpectraGoEarlyAndEveryOtherClassStays) {
   const long long pairs = pairs_across_blocks(256, 16);
   const auto goes = [&](int binades1, long long above4, int binades4) {
-    return unfolding_applies<double>(256) &&
+    return unfolding_applies<GramUnfolding, double>(256) &&
            unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep, above4, pairs) &&
            spectrum_unfolding<GramUnfolding>(binades4, binades1);
   };
@@ -327,9 +327,9 @@ TEST(HandOver, UnfoldingSpectraGoEarlyAndEveryOtherClassStays) {
   EXPECT_FALSE(unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep, pairs * 98 / 100, pairs));
   EXPECT_FALSE(unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep - 1, pairs, pairs));
   EXPECT_FALSE(unfolding_looks_at<GramUnfolding>(GramUnfolding::sweep + 1, pairs, pairs));
-  EXPECT_FALSE(unfolding_applies<float>(256));  // double only
-  EXPECT_TRUE(unfolding_applies<double>(65));   // from 65 columns
-  EXPECT_FALSE(unfolding_applies<double>(64));
+  EXPECT_FALSE((unfolding_applies<GramUnfolding, float>(256)));  // double only
+  EXPECT_TRUE((unfolding_applies<GramUnfolding, double>(65)));   // from 65 columns
+  EXPECT_FALSE((unfolding_applies<GramUnfolding, double>(64)));
 }
 
 // The register ring's hand-over after sweep 2 against the spreads the classes showed after sweeps 1
@@ -353,10 +353,11 @@ TEST(HandOver, TheRingHandsOverUnfoldingSpectraAfterTwoSweeps) {
   EXPECT_FALSE(goes(1, 2));           // clustered
   EXPECT_FALSE(goes(16, 31, true));   // duplicated columns, 25 x 25, seed 2: one zero column
   EXPECT_FALSE(goes(72, 108, true));  // rank 2
-  EXPECT_TRUE(ring_unfolding_applies<double>(56));
-  EXPECT_TRUE(ring_unfolding_applies<double>(64));
-  EXPECT_FALSE(ring_unfolding_applies<double>(55));  // the second try pays less or not below
-  EXPECT_FALSE(ring_unfolding_applies<float>(64));   // double only
+  EXPECT_TRUE((unfolding_applies<RingUnfolding, double>(56)));
+  EXPECT_TRUE((unfolding_applies<RingUnfolding, double>(64)));
+  // Below 56 columns the second try pays less than the sweeps it saves, or not at all.
+  EXPECT_FALSE((unfolding_applies<RingUnfolding, double>(55)));
+  EXPECT_FALSE((unfolding_applies<RingUnfolding, float>(64)));  // double only
 }
 
 TEST(HandOver, BinadesCountFromTheLeastPositiveSquaredNorm) {
