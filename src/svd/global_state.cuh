@@ -125,7 +125,7 @@ __device__ __forceinline__ void chain_small_kernel() {
 template <class T>
 __device__ void sweep_start(const GlobalState<T>& G, const BlockTeam& team, std::int64_t matrix) {
   if (!G.active[matrix]) return;
-  rank_sort_descending(team, G.norms_of(matrix), G.positions, G.pos_of(matrix));
+  rank_sort_descending(team, G.norms_of(matrix), G.positions, Placement::sorted, G.pos_of(matrix));
   if (team.rank() == 0) G.off_bits[matrix] = 0;
 }
 

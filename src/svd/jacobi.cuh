@@ -559,10 +559,12 @@ __device__ T* w_output(const Problem<T>& P, std::int64_t matrix, std::int64_t& l
   return transposed ? P.V + matrix * P.v_stride : P.U + matrix * P.u_stride;
 }
 
-// Sorts columns by decreasing key into order[0..count): order[rank] = column, ties by index.
-// O(count^2 / threads): the on-chip matrices have at most a few hundred columns.
+// Sorts columns by decreasing key, ties by index, into order[0..count) as `placement` puts their
+// ranks: order[ring_position(placement, rank, count)] = column. O(count^2 / threads): the on-chip
+// matrices have at most a few hundred columns.
 template <class T, class Team>
-__device__ void rank_sort_descending(const Team& team, const T* key, int count, int* order) {
+__device__ void rank_sort_descending(const Team& team, const T* key, int count, Placement placement,
+                                     int* order) {
   for (int c = team.rank(); c < count; c += team.size()) {
     const T mine = key[c];
     int rank = 0;
@@ -570,7 +572,7 @@ __device__ void rank_sort_descending(const Team& team, const T* key, int count, 
       const T theirs = key[other];
       rank += ahead_when_descending(theirs, other, mine, c);
     }
-    order[rank] = c;
+    order[ring_position(placement, rank, count)] = c;
   }
 }
 
@@ -586,7 +588,9 @@ struct SweepOutcome {
 // rotations into the first v_rows rows of V's columns when uv: initial norms, then per sweep a
 // sort by tracked norm and n_pad rounds of the odd-even ring, until a sweep finds every pair
 // orthogonal to tol or max_sweeps have run. norms, error_scales and pos hold n_pad entries; the
-// error scales start from the initial norms when `fresh_scales`, else they are the caller's. Every
+// error scales start from the initial norms when `fresh_scales`, else they are the caller's. With
+// fresh scales the columns are as loaded, and graded ones go on the ring zigzag
+// (placement_as_loaded); a caller's columns, mid-solve, go sorted. Every
 // thread of the team calls it; W, V, norms, error_scales and pos must be visible to the team (a
 // sync before).
 template <class T, class Team>
@@ -612,11 +616,12 @@ __device__ SweepOutcome<T> team_sweeps(const Team& team, T* W, int ldw, int rows
     }
   }
   team.sync();
+  const Placement placement = fresh_scales ? placement_as_loaded(norms, cols) : Placement::sorted;
 
   SweepOutcome<T> outcome;
   while (outcome.sweeps < max_sweeps && !outcome.converged) {
     ++outcome.sweeps;
-    rank_sort_descending(team, norms, n_pad, pos);
+    rank_sort_descending(team, norms, n_pad, placement, pos);
     team.sync();
     T local_off = 0;
     for (int round = 0; round < n_pad; ++round) {
@@ -723,7 +728,7 @@ __device__ void finish_on_chip(const Team& team, unsigned char* smem, const OnCh
     T* Y = w_output(P, matrix, ldy);
     complete_zero_columns(team, W, L.ldw, M, N, norms, pos, coefficients, Y, ldy, lanes);
   }
-  rank_sort_descending(team, norms, N, pos);
+  rank_sort_descending(team, norms, N, Placement::sorted, pos);
   team.sync();
 
   const std::int64_t k = N;

@@ -562,6 +562,52 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int first_position(int round, int pair) {
   return 2 * pair + (round & 1);
 }
 
+// Where a sweep's sort puts its columns on the odd-even ring, by rank (decreasing norm, padding
+// last). Sorted (de Rijk): rank r at position r. Zigzag: ranks 0 and 1 at positions 0 and 1, then
+// n_pad - 1, 2, n_pad - 2, 3, ... at positions 2, 3, 4, 5, ...: in the rounds every column then
+// meets the others in increasing rank order but for one wrap (n_pad - 2 inversions in all, against
+// n_pad (n_pad - 2) / 2 when sorted), nearly the order of dgesvj's row-cyclic sweeps over sorted
+// columns. No placement has fewer inversions (all tried at n_pad = 4, 6 and 8).
+enum class Placement { sorted, zigzag };
+
+ROOFLAB_JACOBI_HOST_DEVICE inline int ring_position(Placement placement, int rank, int n_pad) {
+  if (placement == Placement::sorted || rank < 2) return rank;
+  return rank <= n_pad / 2 ? 2 * rank - 1 : 2 * (n_pad - rank);
+}
+
+// Graded columns, A = B D with D spanning many binades, keep their order of size through the
+// sweeps, and a column's largest rotations are with the columns nearest its size: met in rank order
+// (zigzag) they converge as in dgesvj, met sorted they take 3 or 4 sweeps more. In the sequential
+// model of the ring (docs/results/cpu-svd-ring-placement-model.txt; double, 16 to 64 columns, seeds
+// 1 to 3) zigzag took the graded class (D from 1 to 1e-30) to 4 to 6 sweeps against sorted's 7 to 9
+// and dgesvj's 3 to 5, and the graded versions of ten other classes (random, clustered, modes 1, 3,
+// 4 and 5, ranks n/4 and n - 1, duplicated columns, zero rows) to within dgesvj + 2 on 79 of 80
+// matrices against 36 sorted; on the second try's R^T, whose columns spread as the singular values
+// do, modes 3 and 5 at 48 to 100 columns took 7 to 9 sweeps against 9 to 11 sorted (never more, 16
+// to 100 columns, seeds 1 and 2). On ungraded matrices zigzag costs clustered spectra 1 to 4
+// sweeps, so it is taken only where the columns as loaded spread over at least graded_least_binades
+// in squared norm. The bench's classes spread over at most 21 binades (rank one, where a column's
+// entry of y is small) but the graded one, over 79 (float) to 200 (double), at 16 to 256 columns,
+// seeds 1 to 3; in the model any bound from 15 to 30 picked the graded class alone, 10 modes 1 and
+// 5 at 1/eps too.
+constexpr int graded_least_binades = 30;
+
+// The placement of columns whose squared norms as loaded spread over `binades` (binades_between).
+ROOFLAB_JACOBI_HOST_DEVICE inline Placement placement_for_spread(int binades) {
+  return binades >= graded_least_binades ? Placement::zigzag : Placement::sorted;
+}
+
+// The placement of columns with these squared norms as loaded.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline Placement placement_as_loaded(const T* norms, int N) {
+  T largest = 0;
+  for (int c = 0; c < N; ++c) largest = norms[c] > largest ? norms[c] : largest;
+  T least_positive = largest;
+  for (int c = 0; c < N; ++c)
+    if (norms[c] > 0 && norms[c] < least_positive) least_positive = norms[c];
+  return placement_for_spread(binades_between(largest, least_positive));
+}
+
 // The circle method (round-robin tournament) for an even number n of players: players 0..n-2 sit
 // on a circle and n-1 in the middle; in round r (0 <= r < n - 1) players i and j meet when
 // i + j = r (mod n - 1), and the one player m with 2m = r meets the middle. Every two players meet

@@ -548,6 +548,52 @@ TEST(ThreadSlice, HoldsTheLayoutInAnOddNumberOfElementsWithoutBankConflicts) {
   EXPECT_EQ(thread_slice_bytes(32, 4, 8, true), 1272);
 }
 
+// The odd-even ring's rounds over n_pad positions holding ranks as `placement` puts them: for each
+// rank, the ranks it meets in order. Every two must meet exactly once.
+std::vector<std::vector<int>> partners_in_rounds(Placement placement, int n_pad) {
+  std::vector<int> at(n_pad, -1);
+  for (int rank = 0; rank < n_pad; ++rank) {
+    const int position = ring_position(placement, rank, n_pad);
+    EXPECT_GE(position, 0);
+    EXPECT_LT(position, n_pad);
+    if (position < 0 || position >= n_pad) continue;
+    EXPECT_EQ(at[position], -1) << n_pad << ": two ranks at position " << position;
+    at[position] = rank;
+  }
+  std::vector<std::vector<int>> partners(n_pad);
+  for (int round = 0; round < n_pad; ++round)
+    for (int pair = 0; pair < pairs_in_round(round, n_pad); ++pair) {
+      const int i = first_position(round, pair);
+      if (at[i] < 0 || at[i + 1] < 0) continue;
+      partners[at[i]].push_back(at[i + 1]);
+      partners[at[i + 1]].push_back(at[i]);
+      std::swap(at[i], at[i + 1]);
+    }
+  return partners;
+}
+
+// Zigzag is a placement (each rank on its own position), every two columns still meet once a
+// sweep, and each column meets the others in increasing rank order but for one wrap: n_pad - 2
+// steps down in all, against n_pad (n_pad - 2) / 2 when sorted.
+TEST(RingPosition, ZigzagMeetsThePartnersInRankOrderButForOneWrap) {
+  for (int n_pad = 2; n_pad <= 130; n_pad += 2)
+    for (const Placement placement : {Placement::sorted, Placement::zigzag}) {
+      const std::vector<std::vector<int>> partners = partners_in_rounds(placement, n_pad);
+      int steps_down = 0;
+      for (int rank = 0; rank < n_pad; ++rank) {
+        std::vector<int> met = partners[rank];
+        for (std::size_t k = 1; k < met.size(); ++k) steps_down += met[k] < met[k - 1];
+        std::sort(met.begin(), met.end());
+        std::vector<int> others;
+        for (int other = 0; other < n_pad; ++other)
+          if (other != rank) others.push_back(other);
+        EXPECT_EQ(met, others) << n_pad << " rank " << rank;
+      }
+      EXPECT_EQ(steps_down, placement == Placement::zigzag ? n_pad - 2 : n_pad * (n_pad - 2) / 2)
+          << n_pad;
+    }
+}
+
 TEST(LanesPerPair, GroupsArePowersOfTwoWithinAWarpAndCoverTheRound) {
   for (int threads = 32; threads <= 1024; threads *= 2)
     for (int n_pad = 2; n_pad <= 400; n_pad += 2) {
@@ -652,12 +698,16 @@ ModelResult sequential_model(const cpu::Matrix& a) {
     norms[c] = column_dot(w, c, c);
     error_scales[c] = initial_error_scale(norms[c], N);
   }
+  const Placement placement = placement_as_loaded(norms.data(), N);
   ModelResult result;
   for (bool& converged = result.converged; !converged && result.sweeps < 30;) {
     ++result.sweeps;
-    std::vector<int> pos(n_pad);
-    std::iota(pos.begin(), pos.end(), 0);
-    std::stable_sort(pos.begin(), pos.end(), [&](int x, int y) { return norms[x] > norms[y]; });
+    std::vector<int> ranked(n_pad), pos(n_pad);
+    std::iota(ranked.begin(), ranked.end(), 0);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [&](int x, int y) { return norms[x] > norms[y]; });
+    for (int rank = 0; rank < n_pad; ++rank)
+      pos[ring_position(placement, rank, n_pad)] = ranked[rank];
     double off = 0;
     for (int round = 0; round < n_pad; ++round)
       for (int pair = 0; pair < pairs_in_round(round, n_pad); ++pair) {
@@ -715,6 +765,29 @@ void expect_lapack_accurate(const cpu::Matrix& a, const ModelResult& model,
   EXPECT_LE(accuracy.worst(), 35) << what;
   EXPECT_TRUE(accuracy.s_descending_nonnegative) << what;
   EXPECT_TRUE(model.converged) << what;
+}
+
+// Only columns that spread over at least graded_least_binades as loaded go zigzag: the graded class
+// in both precisions, no other class of the bench's (jacobi_math.hpp gives their spreads).
+TEST(RingPosition, OnlyGradedColumnsGoZigzag) {
+  for (const auto& [m, n] : {std::pair{16, 16}, {25, 25}, {64, 64}, {64, 40}, {100, 100}})
+    for (const cpu::SvdMatrixClass& matrix_class : cpu::svd_matrix_classes())
+      for (const bool single : {true, false}) {
+        const cpu::Matrix a = single ? cpu::svd_test_matrix<float>(matrix_class.name, m, n, 1)
+                                     : cpu::svd_test_matrix<double>(matrix_class.name, m, n, 1);
+        std::vector<double> norms(n);
+        for (int c = 0; c < n; ++c) norms[c] = column_dot(a, c, c);
+        const bool graded = std::string(matrix_class.name) == "graded";
+        EXPECT_EQ(placement_as_loaded(norms.data(), n),
+                  graded ? Placement::zigzag : Placement::sorted)
+            << matrix_class.name << " " << m << " x " << n << (single ? " float" : " double");
+      }
+  const double spread[] = {1, 0.5, 0x1p-30, 0};  // 30 binades apart, a zero column aside
+  EXPECT_EQ(placement_as_loaded(spread, 4), Placement::zigzag);
+  EXPECT_EQ(placement_as_loaded(spread, 3), Placement::zigzag);
+  EXPECT_EQ(placement_as_loaded(spread, 2), Placement::sorted);
+  const double zeros[] = {0, 0};
+  EXPECT_EQ(placement_as_loaded(zeros, 2), Placement::sorted);
 }
 
 TEST(JacobiModel, SortedOddEvenSweepsPassLapackAccuracyTestsInFewSweeps) {

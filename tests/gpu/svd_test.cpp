@@ -461,6 +461,57 @@ TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
                            name(matrix_class, 48, 48, 1), jacobi::Path::register_ring);
 }
 
+// `a` graded: the columns of a tall or square matrix (the rows of a wide one, the columns the
+// sweeps see) scaled from 1 down to 1e-30, geometrically.
+cpu::Matrix graded_version(cpu::Matrix a) {
+  const int lines = std::min(a.m, a.n);
+  for (int j = 0; j < a.n; ++j)
+    for (int i = 0; i < a.m; ++i)
+      a(i, j) *= std::pow(1e-30, double(a.m >= a.n ? j : i) / std::max(1, lines - 1));
+  return a;
+}
+
+// Graded columns go on the ring zigzag (placement_as_loaded, jacobi_math.hpp): within LAPACK
+// dgesvj's + 2 sweeps on the same matrix, in the register ring and in one warp's and one block's
+// shared memory, on the graded class (seeds 1 to 3) and on graded versions of other classes (seed
+// 1); square, tall and wide. Sorted, the ring took 7 to 9 sweeps on the graded class where dgesvj
+// takes 3 to 5 (the sequential model, docs/results/cpu-svd-ring-placement-model.txt). Where
+// dgesvj runs out of sweeps (zero rows), converged is the bar. The graded class of a wide shape
+// is not bounded here: the sweeps see its transpose, whose rows are graded (docs/svd.md, limits).
+TEST_F(Svd, GradedColumnsSweepWithinDgesvjPlusTwoOnChip) {
+  const RouteShape shapes[] = {{"ring", jacobi::Path::register_ring, 16, 16},
+                               {"ring", jacobi::Path::register_ring, 25, 25},
+                               {"ring", jacobi::Path::register_ring, 48, 48},
+                               {"ring", jacobi::Path::register_ring, 64, 64},
+                               {"ring", jacobi::Path::register_ring, 64, 40},
+                               {"ring", jacobi::Path::register_ring, 40, 64},
+                               {"warp", jacobi::Path::warp_per_matrix, 24, 20},
+                               {"block", jacobi::Path::block_per_matrix, 90, 70}};
+  const auto expect_within_dgesvj = [](const cpu::Matrix& a, const RouteShape& shape,
+                                       const std::string& what) {
+    SvdInfo info;
+    expect_accurate<double>(a, run_svd<double>(a, {}, 0, &info, shape.route), what);
+    EXPECT_TRUE(info.converged) << what;
+    const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(a);
+    if (dgesvj.converged) {
+      EXPECT_LE(info.sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+    }
+  };
+  for (const RouteShape& shape : shapes) {
+    if (!route_runs_here<double>(shape)) continue;
+    const std::string where = std::string(shape.what) + " ";
+    for (const std::uint64_t seed : {1, 2, 3})
+      if (shape.m >= shape.n)
+        expect_within_dgesvj(cpu::svd_test_matrix<double>("graded", shape.m, shape.n, seed), shape,
+                             name(where + "graded", shape.m, shape.n, seed));
+    for (const char* matrix_class : {"random", "clustered", "mode1", "mode3", "mode5",
+                                     "rank-quarter", "duplicated-columns", "zero-rows"})
+      expect_within_dgesvj(
+          graded_version(cpu::svd_test_matrix<double>(matrix_class, shape.m, shape.n, 1)), shape,
+          name(where + "graded " + matrix_class, shape.m, shape.n, 1));
+  }
+}
+
 // dlatms mode 1 at condition 1/eps: sigma = 1, eps, ..., eps. The first sweeps leave its columns of
 // size eps beside the large one, about sqrt(N) eps of their starting norm; the noise factor
 // max(32, N) clears them (jacobi_math.hpp, RoundingNoise). With 32 at every size the library
