@@ -588,8 +588,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int ring_position(Placement placement, int ran
 // sweeps, so it is taken only where the columns as loaded spread over at least graded_least_binades
 // in squared norm. The bench's classes spread over at most 21 binades (rank one, where a column's
 // entry of y is small) but the graded one, over 79 (float) to 200 (double), at 16 to 256 columns,
-// seeds 1 to 3; in the model any bound from 15 to 30 picked the graded class alone, 10 modes 1 and
-// 5 at 1/eps too.
+// seeds 1 to 3; in the model any bound from 15 to 60 picked the graded class alone, 10 mode 1 at
+// both conditions and mode 5 at 1/eps too.
 constexpr int graded_least_binades = 30;
 
 // The placement of columns whose squared norms as loaded spread over `binades` (binades_between).
