@@ -498,8 +498,8 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
       }
     }
     // The spread comes from the norms' sums: a loop over the norms here, or a call out of line,
-    // made random 25 x 25 matrices 1.6% and 5.3% slower (118.3-118.6 and 122.6-123.2 against
-    // 116.4-116.9 us; H200, docs/results/h200-svd-graded-placement.txt).
+    // made random 25 x 25 matrices about 1.5% and 5% slower (118.3-118.6 and 122.6-123.2 against
+    // 116.4-116.9 us; H200, docs/results/h200-svd-graded-placement.txt, run 1).
     if (outcome.sweeps == 0 && scratch.exponents[0] >= scratch.exponents[1])
       placement = placement_for_spread(scratch.exponents[0] - scratch.exponents[1]);
     rank_sort_descending(team, norms, n_pad, placement, order);  // de Rijk, by decreasing norm
