@@ -189,7 +189,7 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool jacobi_rotation(T alpha, T beta, T gamma,
 // kappa(B) passes 1 / (f eps), beyond the condition for which relative accuracy is promised
 // (100 n eps kappa(B) of it is then more than 1). The rotations keep sum_j E_j (c^2 + s^2 = 1), so
 // the columns cleared change A by at most f eps ||A||_F in all, inside LAPACK's residual test.
-// In the sequential model of the method (tests/cpu/jacobi_math_test.cpp) an integer rank-one 100 x
+// In the sequential model of the method (tests/cpu/jacobi_model_test.cpp) an integer rank-one 100 x
 // 100 matrix converges in 2 sweeps with every sigma but the first zero (17 sweeps without), and in
 // a CPU experiment a rank-5 one took 6 sweeps (14 without). With f = 32 at every size, dlatms mode
 // 1 at condition 1/eps (sigma = 1, eps, ..., eps) kept at 256 x 256 a third of its columns of size

@@ -9,8 +9,8 @@
 // W P = Q R, and the Jacobi SVD runs on R^T = U_2 S V_2^T instead, as dgejsv does: R R^T is
 // nearer diagonal than R^T R = (W P)^T (W P), whose off-diagonal the sweeps on R or W face. W's
 // left vectors are then Q V_2 and its right ones P U_2. In the sequential model
-// (tests/cpu/jacobi_math_test.cpp) every class took at most dgesvj's sweeps + 2 this way, where the
-// ring on A took 25 against dgesvj's 13 on a geometric spectrum (mode 3) at 100 x 100.
+// (tests/cpu/jacobi_model_test.cpp) every class took at most dgesvj's sweeps + 2 this way, where
+// the ring on A took 25 against dgesvj's 13 on a geometric spectrum (mode 3) at 100 x 100.
 // The triangle goes back to the dispatch (run_path), which picks its path as for any square
 // matrix.
 #include <optional>

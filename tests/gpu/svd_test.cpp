@@ -328,7 +328,7 @@ TEST_F(Svd, QrOnTheTransposedTrianglePassesLapackTestsOnAwkwardMatrices) {
 // random matrix's. Clustered values are solved and checked, not bounded: R^T does not cut their
 // sweeps (100 x 100: 12 on an H100's cluster schedule, 13 on the three Gram kernels a round that
 // GPUs before sm_90 run, against dgesvj's 10; 13 on A), docs/svd.md, "Limits". The sequential
-// model's (tests/cpu/jacobi_math_test.cpp) on the GPU's block ring.
+// model's (tests/cpu/jacobi_model_test.cpp) on the GPU's block ring.
 TEST_F(Svd, LargeQrOnTheTransposedTriangleSweepsWithinDgesvjPlusTwo) {
   for (const int n : {100, 256}) {
     SvdInfo random_info;
