@@ -69,13 +69,16 @@ Matrix random_matrix(int m, int n, std::uint64_t seed) {
   return a;
 }
 
-Matrix graded_matrix(int m, int n, std::uint64_t seed, double decades) {
-  Matrix a = random_matrix(m, n, seed);
-  for (int j = 0; j < n; ++j) {
-    const double scale = n > 1 ? std::pow(10.0, -decades * j / (n - 1)) : 1.0;
-    for (int i = 0; i < m; ++i) a(i, j) *= scale;
+Matrix graded_columns(Matrix a, double decades) {
+  for (int j = 0; j < a.n; ++j) {
+    const double scale = a.n > 1 ? std::pow(10.0, -decades * j / (a.n - 1)) : 1.0;
+    for (int i = 0; i < a.m; ++i) a(i, j) *= scale;
   }
   return a;
+}
+
+Matrix graded_matrix(int m, int n, std::uint64_t seed, double decades) {
+  return graded_columns(random_matrix(m, n, seed), decades);
 }
 
 Matrix rank_deficient_matrix(int m, int n, int rank, std::uint64_t seed) {

@@ -18,7 +18,9 @@ struct Matrix {
 Matrix zeros(int m, int n);
 // Entries uniform in [-1, 1) from the counter-based stream `seed` (core/random_stream.hpp).
 Matrix random_matrix(int m, int n, std::uint64_t seed);
-// B * D with D = diag(10^(-decades * j / (n - 1))): columns graded from 1 down to 10^-decades.
+// a * D with D = diag(10^(-decades * j / (n - 1))): a's columns scaled from 1 down to 10^-decades.
+Matrix graded_columns(Matrix a, double decades);
+// B * D for a random B (graded_columns): columns graded from 1 down to 10^-decades.
 // One-sided Jacobi keeps high relative accuracy in the small singular values of such matrices.
 Matrix graded_matrix(int m, int n, std::uint64_t seed, double decades = 10);
 // X * Y^T with X m x rank and Y n x rank random: exactly rank `rank` (up to rounding).
