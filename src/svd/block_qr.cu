@@ -7,9 +7,8 @@
 // owns column k + 1 then forms reflector k + 1 from it, so one block barrier separates two steps
 // (LAPACK's unblocked dgeqr2, one column looked ahead). The output is geqrf's, for cuSOLVER's orgqr
 // to form Q from.
-#include <limits>
-
 #include "rooflab/error.hpp"
+#include "svd/householder.cuh"
 #include "svd/jacobi.cuh"
 
 namespace rooflab::jacobi {
@@ -24,56 +23,6 @@ constexpr int block_qr_columns_per_warp = 8;
 template <class T>
 std::size_t block_qr_bytes(int M, int N) {
   return sizeof(T) * (std::size_t(M) * N + N);
-}
-
-// Reflector k from column k of A (M rows, leading dimension M), by one warp: beta to A[k, k],
-// v's other entries to A[k + 1 :, k], tau to taus[k].
-template <class T>
-__device__ void form_reflector(T* A, int M, int k, T* taus) {
-  const int lane = threadIdx.x & 31;
-  T* const column = A + std::int64_t(k) * M;
-  // Lane 0 alone reads the entry it overwrites at the end; the others get it by shuffle.
-  const T alpha = __shfl_sync(0xffffffffu, lane == 0 ? column[k] : T(0), 0);
-  T sum = 0;
-  for (int i = k + 1 + lane; i < M; i += 32) sum = fma(column[i], column[i], sum);
-  sum = group_sum(sum, 32);  // the same bits in every lane: the branches below are the warp's
-  if (sum >= Precision<T>::negligible &&
-      fma(alpha, alpha, sum) <= std::numeric_limits<T>::max() / 4) {
-    const Reflector<T> r = householder_reflector(alpha, sum);
-    for (int i = k + 1 + lane; i < M; i += 32) column[i] *= r.inverse;
-    if (lane == 0) {
-      column[k] = r.beta;
-      taus[k] = r.tau;
-    }
-    return;
-  }
-  // Where x's squares under- or overflowed (a column of rounding noise left by the steps before,
-  // on a rank-deficient matrix), or alpha's did, alpha and x are taken scaled by the power of two
-  // that brings the largest into [1, 2), exactly, so that beta, tau and v keep their precision
-  // (dlarfg rescales too): unscaled, beta - alpha and v fell among the subnormals and Q lost its
-  // orthogonality (float rank-one integer matrices from 100 x 100: |Q^T Q - I| 1700 M eps).
-  // Non-finite entries are not scaled: they carry on into tau and v.
-  T largest = 0;
-  for (int i = k + 1 + lane; i < M; i += 32) largest = fmax(largest, fabs(column[i]));
-  const T biggest = fmax(fabs(alpha), warp_max(largest));
-  int exponent = 0;
-  T alpha_scaled = alpha, sum_scaled = sum;
-  if (biggest > 0 && biggest <= std::numeric_limits<T>::max()) {
-    exponent = ilogb(biggest);
-    alpha_scaled = scalbn(alpha, -exponent);
-    T partial = 0;
-    for (int i = k + 1 + lane; i < M; i += 32) {
-      const T x = scalbn(column[i], -exponent);
-      partial = fma(x, x, partial);
-    }
-    sum_scaled = group_sum(partial, 32);
-  }
-  const Reflector<T> r = householder_reflector(alpha_scaled, sum_scaled);
-  for (int i = k + 1 + lane; i < M; i += 32) column[i] = scalbn(column[i], -exponent) * r.inverse;
-  if (lane == 0) {
-    column[k] = scalbn(r.beta, exponent);
-    taus[k] = r.tau;
-  }
 }
 
 // Columns first, first + 32, ... (Count of them) of A <- H_k times them, H_k = I - tau v v^T with
@@ -136,7 +85,7 @@ __global__ void __launch_bounds__(block_qr_threads)
   for (std::int64_t e = threadIdx.x; e < total; e += blockDim.x) A[e] = W[e];
   __syncthreads();
   const int warp = threadIdx.x >> 5;
-  if (warp == 0) form_reflector(A, M, 0, taus);
+  if (warp == 0) form_reflector(A, M, 0, &taus[0]);
   __syncthreads();
   for (int k = 0; k + 1 < N; ++k) {
     const T t = taus[k];
@@ -148,7 +97,7 @@ __global__ void __launch_bounds__(block_qr_threads)
     if (t != 0 && count > 0) apply_reflector(A, M, k, t, first, count);
     if (first == k + 1) {
       __syncwarp();  // column k + 1's rows were just written by other lanes
-      form_reflector(A, M, k + 1, taus);
+      form_reflector(A + std::int64_t(k + 1) * M, M, k + 1, &taus[k + 1]);
     }
     __syncthreads();
   }

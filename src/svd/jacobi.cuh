@@ -580,8 +580,9 @@ template <class T>
 struct SweepOutcome {
   int sweeps = 0;
   bool converged = false;
-  T off = 0;        // the last sweep's largest scaled off-diagonal
-  T first_off = 0;  // the first sweep's: 0 when the columns were orthogonal on arrival
+  T off = 0;                 // the last sweep's largest scaled off-diagonal
+  T first_off = 0;           // the first sweep's: 0 when the columns were orthogonal on arrival
+  bool handed_over = false;  // stopped by the register ring's early hand-over (register_ring.cu)
 };
 
 // Sweeps of one team over `cols` columns of W (rows long, in shared memory), accumulating the

@@ -513,6 +513,28 @@ struct RingUnfolding {
   static constexpr double most_growth = 1.8;
 };
 
+// The register ring's restart in its own kernel (register_ring.cu): a double matrix of
+// least_columns to RingUnfolding::least_columns - 1 columns, single or in a batch, that the test
+// after sweep RingUnfolding::sweep finds unfolding is loaded again and solved on its transposed
+// triangle by the same block, without the second try's launches. On an H200 modes 3 and 5 took 8
+// or 9 sweeps in all at 32 to 48 columns where the ring alone took 17 to 24 (dgesvj 10 to 16), in
+// 0.64x to 0.88x the time; at 16 and 25 columns the in-kernel QR and Q (53,000 and 33,000 cycles at
+// 25 x 25) cost as much as the sweeps saved (mode 3 at 16: 0.76x as fast), and from 56 the second
+// try (block_qr.cu and cuBLAS) was faster than them (mode 3 at 64: 610 against 723 us)
+// (docs/results/h200-svd-ring-restart.txt). The kernel that looks made random matrices of 32 to 48
+// columns 1% to 4% slower; it is not used below 32.
+struct RingRestart {
+  static constexpr int least_columns = 32;
+};
+
+// Whether the register ring's kernel restarts a matrix of `columns` columns of T on its transposed
+// triangle (RingRestart), where that kernel's shared memory fits.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE constexpr bool ring_restarts(int columns) {
+  return sizeof(T) == sizeof(double) && columns >= RingRestart::least_columns &&
+         columns < RingUnfolding::least_columns;
+}
+
 // Whether an early hand-over's test looks at a single matrix of `columns` columns of T.
 template <class Test, class T>
 ROOFLAB_JACOBI_HOST_DEVICE constexpr bool unfolding_applies(int columns) {

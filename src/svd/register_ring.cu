@@ -13,12 +13,18 @@
 // rotates its rows. So a round costs one block barrier and three words per pair and warp of
 // shared-memory traffic, where the one-kernel rung moves every element of W and V through shared
 // memory every round; the columns leave registers only once a sweep, to be sorted by norm.
+//
+// Spectra that the sweeps unfold slowly (geometric and log-uniform ones) are handed over after
+// sweep 2 (ring_spectrum_unfolding, jacobi_math.hpp): from 32 to 55 columns in double the kernel
+// restarts such a matrix itself on its transposed triangle (ring_on_transposed_triangle), single
+// or in a batch; a single one from 56 columns goes to the second try (qr_preconditioning.cu).
 #include <algorithm>
 #include <climits>
 
 #include "core/device_info.hpp"
 #include "rooflab/cuda_check.hpp"
 #include "rooflab/error.hpp"
+#include "svd/householder.cuh"
 #include "svd/jacobi.cuh"
 
 namespace rooflab::jacobi {
@@ -54,7 +60,8 @@ constexpr unsigned full_mask = 0xffffffffu;
 // alpha, beta, gamma), once a sweep one squared norm per warp and position, each column's error
 // scale (jacobi_math.hpp, RoundingNoise) by column id, the last sweep's largest off-diagonal,
 // the column id at each position, and the largest and least exponent (ilogb) of a positive squared
-// norm as loaded. A pair's partials from all warps lie side by side,
+// norm as loaded and after the early hand-over's sweeps (note_unfolding). A pair's partials from
+// all warps lie side by side,
 // ring_partial_stride apart (odd, so that the lanes' loads fall on distinct banks); the two
 // parities alternate, so a warp writes the next round's partials while a slower one still reads
 // this round's.
@@ -79,11 +86,42 @@ struct RingScratch {
         exponents(ids + ring_max_columns) {}
 };
 
+// The exponents: as loaded (2 words), then the early hand-over's (note_unfolding: 5).
+constexpr int ring_exponent_words = 7;
+
 template <class T>
 constexpr int ring_scratch_bytes() {
   return int(sizeof(T)) *
              (2 * ring_partials_per_parity + ring_norm_partials + ring_max_columns + 1) +
-         4 * (ring_max_columns + 2);
+         4 * (ring_max_columns + ring_exponent_words);
+}
+
+// The restart on the transposed triangle (ring_on_transposed_triangle) takes more shared memory
+// after the ring's scratch: Z (as W, M x N: R^T, then W's left vectors), T (N x N: W's right
+// vectors) and the QR's factors (SortedQr: taus, scales, column order and two flags).
+struct TriangleLayout {
+  int z_offset = 0, t_offset = 0, taus_offset = 0, scales_offset = 0, order_offset = 0,
+      flag_offset = 0, ldt = 0, bytes = 0;
+};
+
+template <class T>
+__host__ __device__ TriangleLayout triangle_layout(const OnChipLayout& L) {
+  TriangleLayout t;
+  int offset = (L.bytes + ring_scratch_bytes<T>() + 15) / 16 * 16;
+  const auto take = [&offset](int bytes) {
+    const int at = offset;
+    offset += (bytes + 15) / 16 * 16;
+    return at;
+  };
+  t.ldt = L.N | 1;
+  t.z_offset = take(int(sizeof(T)) * L.ldw * L.N);
+  t.t_offset = take(int(sizeof(T)) * t.ldt * L.N);
+  t.taus_offset = take(int(sizeof(T)) * L.n_pad);
+  t.scales_offset = take(int(sizeof(T)) * L.n_pad);
+  t.order_offset = take(4 * L.n_pad);
+  t.flag_offset = take(8);
+  t.bytes = offset;
+  return t;
 }
 
 // Odd leading dimensions: the sort's loads and stores walk one row across 32 columns of arbitrary
@@ -388,37 +426,34 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
   return team.max(off);
 }
 
-// The early hand-over's look at the columns after sweep `sweeps` (1 or RingUnfolding::sweep), each
-// warp alike: the binades their squared norms spread over (binades_between), kept after sweep
-// unfolding_first_look, and after sweep RingUnfolding::sweep whether the sweeps stop there
-// (ring_spectrum_unfolding, jacobi_math.hpp). Out of line: inlined in the sweeps' loop, it cost a
-// matrix it looks at about 8 us more (random 25 and 64 x 64: 132 against 124 us, 419 against 409;
-// H100, docs/results/h100-svd-ring-hand-over.txt, run 3).
+// The early hand-over's look at the columns after sweeps unfolding_first_look and
+// RingUnfolding::sweep: each column's squared norm as the sweep's publication computes it, into the
+// largest and least exponent (ilogb) of a positive one (two words a sweep) and, after the second, a
+// flag for a zero one (word 4; ring_spectrum_unfolding, jacobi_math.hpp). In the publication's own
+// loop: with a loop over the norms after it, out of line, the kernel that restarts took random
+// matrices of 16 to 48 columns 2% to 5% longer than the plain one, with this 1% to 4% (H200,
+// docs/results/h200-svd-ring-restart.txt).
 template <class T>
-__device__ __noinline__ bool ring_unfolding_seen(const T* norms, int N, int sweeps,
-                                                 int& binades_first) {
-  const int lane = threadIdx.x & 31;
-  T largest = 0, least = T(INFINITY);
-  bool zero = false;
-  for (int c = lane; c < N; c += 32) {
-    largest = fmax(largest, norms[c]);
-    if (norms[c] > 0)
-      least = fmin(least, norms[c]);
-    else
-      zero = true;
+__device__ __forceinline__ void note_unfolding(int* words, int sweeps, T norm2) {
+  if (norm2 > 0) {
+    const int exponent = ilogb(norm2);
+    atomicMax(&words[2 * (sweeps - unfolding_first_look)], exponent);
+    atomicMin(&words[2 * (sweeps - unfolding_first_look) + 1], exponent);
+  } else if (sweeps == RingUnfolding::sweep) {
+    words[4] = 1;
   }
-  const int binades = binades_between(warp_max(largest), -warp_max(-least));  // the least positive
-  if (sweeps == unfolding_first_look) {
-    binades_first = binades;
-    return false;
-  }
-  return ring_spectrum_unfolding(binades, binades_first, __any_sync(0xffffffffu, zero));
+}
+
+// The binades a sweep's noted exponents span (binades_between's).
+__device__ __forceinline__ int noted_binades(const int* words) {
+  return words[0] >= words[1] ? words[0] - words[1] : 0;
 }
 
 // Sweeps of the ring until one finds every pair orthogonal to tol or max_sweeps have run; W and V
 // (shared memory, by column) hold the result on return, and norms the squared column norms. Where
 // HandsOver, a spectrum that the sweeps unfold slowly (ring_spectrum_unfolding, jacobi_math.hpp)
-// stops them after sweep RingUnfolding::sweep, unconverged: the second try takes the matrix.
+// stops them after sweep RingUnfolding::sweep, unconverged and handed over: the kernel restarts
+// on the transposed triangle, or the second try takes the matrix.
 // Long (about 100 lines): the loop over sweeps holds the lane's columns in registers throughout.
 template <int Rows, bool HandsOver, class T>
 __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* smem,
@@ -435,8 +470,11 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   for (int e = threadIdx.x; e < 2 * ring_partials_per_parity; e += blockDim.x)
     scratch.partials[e] = T(0);  // a missing warp's partials stay zero
   if (threadIdx.x == 0) {
-    scratch.exponents[0] = INT_MIN;
-    scratch.exponents[1] = INT_MAX;
+    for (int w = 0; w < 6; w += 2) {
+      scratch.exponents[w] = INT_MIN;
+      scratch.exponents[w + 1] = INT_MAX;
+    }
+    scratch.exponents[6] = 0;
   }
   LaneColumns<T, Rows> lane;
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index, scratch);
@@ -444,7 +482,6 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   T lane_off =
       0;  // the largest scaled off-diagonal of this lane's pairs this sweep (warp 0's read)
   RoundRotations<T> pending;                // V's rotations from the last round, not yet applied
-  int binades_first = 0;                    // the columns' spread after sweep unfolding_first_look
   Placement placement = Placement::sorted;  // of the columns as loaded, for every sweep
   for (;;) {
     ring_publish(lane, W, L.ldw, V, L.ldv, M, N, n_pad, uv, row0, lane_index, warp, scratch);
@@ -476,14 +513,21 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
       } else {
         norms[id] = sum;
       }
+      if constexpr (HandsOver) {
+        if (id < N && outcome.sweeps >= unfolding_first_look &&
+            outcome.sweeps <= RingUnfolding::sweep)
+          note_unfolding(scratch.exponents + 2, outcome.sweeps, norms[id]);
+      }
     }
     __syncthreads();
     if (outcome.converged || outcome.sweeps >= max_sweeps) break;
     if constexpr (HandsOver) {
-      if (outcome.sweeps >= unfolding_first_look && outcome.sweeps <= RingUnfolding::sweep &&
-          ring_unfolding_seen(norms, N, outcome.sweeps, binades_first)) {
-        __syncthreads();  // every warp has read the norms that finish_on_chip overwrites
-        break;            // unconverged: the second try overwrites the outputs
+      const int* const noted = scratch.exponents + 2;
+      if (outcome.sweeps == RingUnfolding::sweep &&
+          ring_spectrum_unfolding(noted_binades(noted + 2), noted_binades(noted), noted[4] != 0)) {
+        __syncthreads();  // every warp has read the words that the next load sets again
+        outcome.handed_over = true;
+        break;
       }
     }
     // After a sweep that met only small off-diagonals, one test of every pair on the columns just
@@ -532,7 +576,93 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   return outcome;
 }
 
-template <class T, int Rows, bool HandsOver>
+// The restart: the ring on R^T instead of W, as LAPACK's dgejsv preconditions (the second try,
+// qr_preconditioning.cu, does the same through separate kernels), for a matrix loaded again after
+// the hand-over: W's columns sorted by norm, W P = Q R in shared memory (block_sorted_qr), the
+// sweeps on X = R^T = U_2 S V_2^T, and W = (Q V_2) S (P U_2)^T. R R^T is nearer diagonal than
+// W^T W: in the sequential model of the method the sorted QR first took 7 to 11 sweeps on modes 3
+// and 5 at 16 to 64 columns where the ring on A took 10 to 30
+// (docs/results/cpu-svd-ring-hand-over-model.txt). The sweeps run on X's N rows. W's left vectors
+// are then Q [V_2 S; 0] (Z, normalized by finish_on_chip with the zero sigmas' columns completed),
+// its right ones P U_2 (T, U_2 = X / S with its zero columns completed here).
+template <int Rows, class T>
+__device__ SweepOutcome<T> ring_on_transposed_triangle(const BlockTeam& team, unsigned char* smem,
+                                                       const OnChipLayout& L,
+                                                       const RingScratch<T>& scratch,
+                                                       const Problem<T>& P, std::int64_t matrix,
+                                                       int lanes, int max_sweeps,
+                                                       OnChipLayout& finished_on) {
+  const TriangleLayout tri = triangle_layout<T>(L);
+  const int M = L.M, N = L.N, ldw = L.ldw;
+  T* W = reinterpret_cast<T*>(smem + L.w_offset);
+  T* V = reinterpret_cast<T*>(smem + L.v_offset);
+  T* norms = reinterpret_cast<T*>(smem + L.norms_offset);
+  T* Z = reinterpret_cast<T*>(smem + tri.z_offset);
+  T* right = reinterpret_cast<T*>(smem + tri.t_offset);
+  int* order = reinterpret_cast<int*>(smem + tri.order_offset);
+  const SortedQr<T> qr{order, reinterpret_cast<T*>(smem + tri.taus_offset),
+                       reinterpret_cast<T*>(smem + tri.scales_offset),
+                       reinterpret_cast<int*>(smem + tri.flag_offset)};
+  // Two adjacent lanes a column below: the even rows to one, the odd to the other. Every lane
+  // takes part in the pairs' shuffles (a pair past N with no rows).
+  const int pair_column = threadIdx.x >> 1, p = threadIdx.x & 1, pairs = blockDim.x >> 1;
+  for (int c0 = 0; c0 < N; c0 += pairs) {
+    const int c = min(c0 + pair_column, N - 1), rows = c0 + pair_column < N ? M : 0;
+    T sum = 0;
+    for (int i = p; i < rows; i += 2) sum = fma(W[i + c * ldw], W[i + c * ldw], sum);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    if (p == 0 && rows > 0) norms[c] = sum;
+  }
+  __syncthreads();
+  rank_sort_descending(team, norms, N, Placement::sorted, order);
+  __syncthreads();
+  block_sorted_qr(W, ldw, M, N, qr);
+  block_transposed_triangle(W, ldw, N, order, norms, Z, ldw);
+  __syncthreads();
+
+  OnChipLayout on_x = L;  // the sweeps' W is X, N x N in Z
+  on_x.M = N;
+  on_x.w_offset = tri.z_offset;
+  const SweepOutcome<T> outcome =
+      ring_sweeps<Rows, false>(team, smem, on_x, scratch, P.uv, P.tol, max_sweeps);
+  finished_on = on_x;
+  if (!P.uv) return outcome;  // the sigmas are X's column norms
+
+  // U_2 = X / S, its zero columns completed (scratch: W's left vectors' output, written last).
+  for (int c0 = 0; c0 < N; c0 += pairs) {
+    const int c = min(c0 + pair_column, N - 1), rows = c0 + pair_column < N ? N : 0;
+    T sum = 0;
+    for (int i = p; i < rows; i += 2) sum = fma(Z[i + c * ldw], Z[i + c * ldw], sum);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    const T sigma = sum >= Precision<T>::negligible ? sqrt(sum) : T(0);
+    for (int i = p; i < rows && sigma > 0; i += 2) Z[i + c * ldw] /= sigma;
+    if (p == 0 && rows > 0) norms[c] = sigma;
+  }
+  __syncthreads();
+  std::int64_t ldy = 0;
+  T* const Y = w_output(P, matrix, ldy);
+  complete_zero_columns(team, Z, ldw, N, N, norms, reinterpret_cast<int*>(smem + L.pos_offset),
+                        reinterpret_cast<T*>(smem + L.coefficients_offset), Y, ldy, lanes);
+  for (int c = pair_column; c < N; c += pairs)
+    for (int k = p; k < N; k += 2) right[order[k] + c * tri.ldt] = Z[k + c * ldw];  // P U_2
+  __syncthreads();
+  for (int c = pair_column; c < N; c += pairs) {
+    const T sigma = norms[c];
+    for (int i = p; i < M; i += 2) Z[i + c * ldw] = i < N ? V[i + c * L.ldv] * sigma : T(0);
+  }  // [V_2 S; 0], each pair on the column it reflects below
+  block_apply_q(W, ldw, M, N, qr, Z, ldw);
+  __syncthreads();
+  finished_on = L;
+  finished_on.w_offset = tri.z_offset;
+  finished_on.v_offset = tri.t_offset;
+  finished_on.ldv = tri.ldt;
+  return outcome;
+}
+
+// The kernel. Where HandsOver and OnTriangle, a matrix handed over after RingUnfolding::sweep
+// sweeps is loaded again and solved on its transposed triangle (ring_on_transposed_triangle), in
+// the same block; its sweeps count both.
+template <class T, int Rows, bool HandsOver, bool OnTriangle>
 __global__ void __launch_bounds__(ring_max_warps * 32, 1)
     svd_register_ring(Problem<T> P, OnChipLayout L, int lanes, Report report) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -541,9 +671,19 @@ __global__ void __launch_bounds__(ring_max_warps * 32, 1)
   for (std::int64_t matrix = blockIdx.x; matrix < P.batch; matrix += gridDim.x) {
     int exponent = 0;
     if (load_on_chip(team, smem, L, P, matrix, report, exponent)) {
-      const SweepOutcome<T> outcome =
+      OnChipLayout finished_on = L;
+      SweepOutcome<T> outcome =
           ring_sweeps<Rows, HandsOver>(team, smem, L, scratch, P.uv, P.tol, P.max_sweeps);
-      finish_on_chip(team, smem, L, P, matrix, lanes, exponent, outcome, report);
+      if constexpr (OnTriangle) {
+        if (outcome.handed_over) {
+          load_on_chip(team, smem, L, P, matrix, report, exponent);  // finite: loaded before
+          const int before = outcome.sweeps;
+          outcome = ring_on_transposed_triangle<Rows>(team, smem, L, scratch, P, matrix, lanes,
+                                                      P.max_sweeps - before, finished_on);
+          outcome.sweeps += before;
+        }
+      }
+      finish_on_chip(team, smem, finished_on, P, matrix, lanes, exponent, outcome, report);
     }
     __syncthreads();
   }
@@ -558,11 +698,19 @@ bool fits_in_registers(int m, int n, bool uv) {
          L.bytes + ring_scratch_bytes<T>() <= shared_memory_optin();
 }
 
-// The early hand-over has a kernel of its own (HandsOver), for the matrices it looks at: single
-// double ones of RingUnfolding::least_columns columns or more, whose rows take the largest count a
-// warp. Its test in the one kernel, never run for the others, still made them 1.3% to 1.8% slower;
-// apart, they take the time they took before it (H100, docs/results/h100-svd-ring-hand-over.txt,
-// runs 7 and 8).
+// Whether the ring's kernel restarts a matrix it hands over on its transposed triangle
+// (ring_restarts, jacobi_math.hpp): where that kernel's shared memory fits.
+template <class T>
+bool ring_restarts_here(const OnChipLayout& L) {
+  return ring_restarts<T>(L.N) && triangle_layout<T>(L).bytes <= shared_memory_optin();
+}
+
+// The early hand-over has kernels of their own (HandsOver), for the matrices it looks at: double
+// ones the kernel restarts (ring_restarts_here), and single double ones of
+// RingUnfolding::least_columns columns or more, whose rows take the largest count a warp, for the
+// second try. Its test in the one kernel, never run for the others, still made them 1.3% to 1.8%
+// slower; apart, they take the time they took before it (H100,
+// docs/results/h100-svd-ring-hand-over.txt, runs 7 and 8).
 static_assert(ring_max_warps * ring_second_most_rows < RingUnfolding::least_columns,
               "a matrix the hand-over looks at has ring_most_rows rows a warp");
 template <class T, int Rows>
@@ -571,12 +719,19 @@ void launch_ring(const Problem<T>& problem, const OnChipLayout& L, const Report&
   const int threads = (L.M + Rows - 1) / Rows * 32;
   int power = 32;  // finish_on_chip's groups: lanes per pair for a power-of-two team within ours
   while (2 * power <= threads) power *= 2;
-  const int bytes = L.bytes + ring_scratch_bytes<T>();
-  auto kernel = svd_register_ring<T, Rows, false>;
+  int bytes = L.bytes + ring_scratch_bytes<T>();
+  auto kernel = svd_register_ring<T, Rows, false, false>;
+  if constexpr (sizeof(T) == sizeof(double) &&
+                ring_max_warps * Rows >= RingRestart::least_columns) {
+    if (ring_restarts_here<T>(L)) {
+      kernel = svd_register_ring<T, Rows, true, true>;
+      bytes = triangle_layout<T>(L).bytes;
+    }
+  }
   if constexpr (Rows == ring_most_rows && unfolding_applies<RingUnfolding, T>(ring_max_columns)) {
     if (problem.second_try_follows && problem.batch == 1 &&
         unfolding_applies<RingUnfolding, T>(L.N))
-      kernel = svd_register_ring<T, Rows, true>;
+      kernel = svd_register_ring<T, Rows, true, false>;
   }
   allow_shared_memory(kernel, bytes);
   const auto blocks = unsigned(std::min<std::int64_t>(problem.batch, std::int64_t(1) << 30));

@@ -356,6 +356,16 @@ TEST(HandOver, TheRingHandsOverUnfoldingSpectraAfterTwoSweeps) {
   // Below 56 columns the second try pays less than the sweeps it saves, or not at all.
   EXPECT_FALSE((unfolding_applies<RingUnfolding, double>(55)));
   EXPECT_FALSE((unfolding_applies<RingUnfolding, float>(64)));  // double only
+  // From 32 to 55 columns the ring's kernel restarts them itself; the two ranges do not meet.
+  EXPECT_TRUE(ring_restarts<double>(RingRestart::least_columns));
+  EXPECT_TRUE(ring_restarts<double>(55));
+  EXPECT_FALSE(ring_restarts<double>(RingRestart::least_columns - 1));
+  EXPECT_FALSE(ring_restarts<double>(56));
+  EXPECT_FALSE(ring_restarts<float>(48));  // double only
+  for (int columns = 1; columns <= 64; ++columns)
+    EXPECT_FALSE(ring_restarts<double>(columns) &&
+                 (unfolding_applies<RingUnfolding, double>(columns)))
+        << columns;
 }
 
 TEST(HandOver, BinadesCountFromTheLeastPositiveSquaredNorm) {

@@ -390,6 +390,38 @@ TEST_F(SvdBatched, ABatchOfOneTakesTheRegisterRingsHandOver) {
   EXPECT_LE(info[0].sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
 }
 
+// A batch in the register ring restarts its unfolding matrices in the kernel (RingRestart,
+// jacobi_math.hpp) while the others keep their sweeps: modes 3 and 5 at 1/sqrt(eps) and 1/eps among
+// random, rank-deficient and graded matrices, 40 x 40 and 48 x 36: LAPACK's tests on every matrix,
+// converged, the restarted ones within dgesvj's + 2 sweeps in all.
+TEST_F(SvdBatched, UnfoldingMatricesRestartInTheRingsKernel) {
+  for (const auto& [m, n] : {std::pair{40, 40}, std::pair{48, 36}}) {
+    if (!route_runs_here<double>(RouteShape{"batch restart", jacobi::Path::register_ring, m, n}))
+      continue;
+    const char* classes[] = {"mode3",     "random", "mode5",     "rank-minus-1",
+                             "mode3-eps", "graded", "mode5-eps", "zero-rows"};
+    std::vector<cpu::Matrix> matrices;
+    for (const char* matrix_class : classes)
+      matrices.push_back(cpu::svd_test_matrix<double>(matrix_class, m, n, 3));
+    const int batch = int(matrices.size());
+    ASSERT_EQ(jacobi::production_path<double>(m, n, batch, true), jacobi::Path::register_ring);
+    std::vector<SvdInfo> info(batch);
+    const auto run = run_batch<double>(matrices, [&](const double* A, int rows, int cols, int count,
+                                                     double* S, double* U, double* V) {
+      svd_batched<double>(A, rows, cols, count, S, U, V, info.data());
+    });
+    for (int b = 0; b < batch; ++b) {
+      const std::string what = name(classes[b], m, n, 3);
+      expect_accurate<double>(matrices[b], factors_of(run, m, n, b), what);
+      EXPECT_TRUE(info[b].converged) << what;
+      if (std::string(classes[b]).rfind("mode", 0) == 0) {
+        const cpu::JacobiSweeps dgesvj = cpu::lapack_jacobi_sweeps(matrices[b]);
+        EXPECT_LE(info[b].sweeps, dgesvj.sweeps + 2) << what << ", dgesvj " << dgesvj.sweeps;
+      }
+    }
+  }
+}
+
 TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
   const std::vector<cpu::Matrix> matrices = mixed_batch(24, 24, 6, 8000);
   SvdOptions one_sweep;

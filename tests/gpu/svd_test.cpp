@@ -417,9 +417,10 @@ TEST_F(Svd, UnfoldingSpectraAreHandedOverAfterFourSweeps) {
 // after sweep 2: within dgesvj's + 2 in all, square (seeds 1 to 3), tall and wide. Every other
 // class stays in the ring at 56 and 64 columns (its spectrum narrow, widening too little or too
 // fast, or with zero columns; the scaled ones are brought into range by a power of two before the
-// sweeps), and so does every matrix under 56 columns, where the second try pays less or costs more
-// than the sweeps it saves. A shape whose matrix the ring's shared memory cannot hold on this device (64 x 64 on
-// 64 KB a block, sm_75) goes to another path, as the dispatch sends it, and is left out.
+// sweeps). Under 56 columns the second try pays less or costs more than the sweeps it saves (from
+// 32 the ring's kernel restarts instead: RingRestartsUnfoldingSpectraInItsKernel). A shape whose
+// matrix the ring's shared memory cannot hold on this device (64 x 64 on 64 KB a block, sm_75) goes
+// to another path, as the dispatch sends it, and is left out.
 TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
   struct Case {
     int m, n, seed;
@@ -456,9 +457,34 @@ TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
     for (const auto& [m, n, seed] : stays)
       expect_not_handed_over(cpu::svd_test_matrix<double>(matrix_class, m, n, seed),
                              name(matrix_class, m, n, seed), jacobi::Path::register_ring);
-  for (const char* matrix_class : {"mode3", "mode5-eps"})
-    expect_not_handed_over(cpu::svd_test_matrix<double>(matrix_class, 48, 48, 1),
-                           name(matrix_class, 48, 48, 1), jacobi::Path::register_ring);
+}
+
+// The ring's restart in its own kernel (RingRestart, jacobi_math.hpp): a double matrix of 32 to 55
+// columns that the hand-over's test finds unfolding after sweep 2 is solved on its transposed
+// triangle by the same block (the QR in shared memory, register_ring.cu). Geometric and
+// log-uniform spectra took 17 to 24 sweeps in the ring alone at 32 to 48 columns on an H200
+// (dgesvj 10 to 16); restarted, within dgesvj's + 2 in all, square (seeds 1 and 2), tall and wide,
+// alone and in a batch, with LAPACK's tests on the factors. Under 32 columns the kernel does not
+// look (RingRestart), and the ring's own sweeps stand.
+TEST_F(Svd, RingRestartsUnfoldingSpectraInItsKernel) {
+  struct Case {
+    int m, n, seed;
+  };
+  const Case restarted[] = {{32, 32, 1}, {40, 40, 1}, {48, 48, 1}, {48, 48, 2},
+                            {55, 55, 1}, {60, 40, 1}, {36, 48, 1}};
+  for (const auto& [m, n, seed] : restarted) {
+    if (!route_runs_here<double>(
+            RouteShape{"the ring's restart", jacobi::Path::register_ring, m, n}))
+      continue;
+    ASSERT_TRUE(jacobi::ring_restarts<double>(std::min(m, n))) << m << " x " << n;
+    for (const char* matrix_class : {"mode3", "mode5", "mode3-eps", "mode5-eps"})
+      expect_handed_over_within_dgesvj(cpu::svd_test_matrix<double>(matrix_class, m, n, seed),
+                                       name(matrix_class, m, n, seed),
+                                       jacobi::RingUnfolding::sweep);
+  }
+  EXPECT_FALSE(jacobi::ring_restarts<double>(jacobi::RingRestart::least_columns - 1));
+  EXPECT_FALSE(jacobi::ring_restarts<double>(jacobi::RingUnfolding::least_columns));
+  EXPECT_FALSE(jacobi::ring_restarts<float>(48));
 }
 
 // `a` graded over 30 decades (cpu::graded_columns): the columns of a tall or square matrix, the
