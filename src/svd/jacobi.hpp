@@ -136,11 +136,15 @@ void run_on_chip(const Problem<T>& problem, OnChipTeam team, const Report& repor
                  cudaStream_t stream);
 
 // The register ring (src/svd/register_ring.cu): a block per matrix, W and V in registers, for at
-// most 64 columns of at most 64 rows. fits_in_registers says whether an m x n matrix qualifies.
+// most 64 columns of at most 64 rows. fits_in_registers says whether an m x n matrix qualifies,
+// ring_restarts_here whether the ring's kernel restarts it on its transposed triangle once handed
+// over (ring_restarts, jacobi_math.hpp, where that kernel's shared memory fits this device).
 constexpr int register_ring_max_columns = 64;
 constexpr int register_ring_max_rows = 64;
 template <class T>
 bool fits_in_registers(int m, int n, bool uv);
+template <class T>
+bool ring_restarts_here(int m, int n, bool uv);
 template <class T>
 void run_in_registers(const Problem<T>& problem, const Report& report, cudaStream_t stream);
 

@@ -705,6 +705,11 @@ bool ring_restarts_here(const OnChipLayout& L) {
   return ring_restarts<T>(L.N) && triangle_layout<T>(L).bytes <= shared_memory_optin();
 }
 
+template <class T>
+bool ring_restarts_here(int m, int n, bool uv) {
+  return fits_in_registers<T>(m, n, uv) && ring_restarts_here<T>(ring_layout(m, n, sizeof(T), uv));
+}
+
 // The early hand-over has kernels of their own (HandsOver), for the matrices it looks at: double
 // ones the kernel restarts (ring_restarts_here), and single double ones of
 // RingUnfolding::least_columns columns or more, whose rows take the largest count a warp, for the
@@ -760,6 +765,8 @@ void run_in_registers(const Problem<T>& problem, const Report& report, cudaStrea
 
 template bool fits_in_registers<float>(int, int, bool);
 template bool fits_in_registers<double>(int, int, bool);
+template bool ring_restarts_here<float>(int, int, bool);
+template bool ring_restarts_here<double>(int, int, bool);
 template void run_in_registers<float>(const Problem<float>&, const Report&, cudaStream_t);
 template void run_in_registers<double>(const Problem<double>&, const Report&, cudaStream_t);
 

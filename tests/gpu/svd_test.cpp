@@ -465,26 +465,31 @@ TEST_F(Svd, RingHandsOverUnfoldingSpectraAfterTwoSweeps) {
 // log-uniform spectra took 17 to 24 sweeps in the ring alone at 32 to 48 columns on an H200
 // (dgesvj 10 to 16); restarted, within dgesvj's + 2 in all, square (seeds 1 and 2), tall and wide,
 // alone and in a batch, with LAPACK's tests on the factors. Under 32 columns the kernel does not
-// look (RingRestart), and the ring's own sweeps stand.
+// look (RingRestart), and the ring's own sweeps stand. A shape whose restart the device's shared
+// memory cannot hold (from 41 x 41 on Turing's 64 KB a block) keeps the ring's sweeps and is left
+// out.
 TEST_F(Svd, RingRestartsUnfoldingSpectraInItsKernel) {
+  EXPECT_FALSE(jacobi::ring_restarts<double>(jacobi::RingRestart::least_columns - 1));
+  EXPECT_FALSE(jacobi::ring_restarts<double>(jacobi::RingUnfolding::least_columns));
+  EXPECT_FALSE(jacobi::ring_restarts<float>(48));
   struct Case {
     int m, n, seed;
   };
   const Case restarted[] = {{32, 32, 1}, {40, 40, 1}, {48, 48, 1}, {48, 48, 2},
                             {55, 55, 1}, {60, 40, 1}, {36, 48, 1}};
+  int checked = 0;
   for (const auto& [m, n, seed] : restarted) {
     if (!route_runs_here<double>(
-            RouteShape{"the ring's restart", jacobi::Path::register_ring, m, n}))
+            RouteShape{"the ring's restart", jacobi::Path::register_ring, m, n}) ||
+        !jacobi::ring_restarts_here<double>(m, n, true))
       continue;
-    ASSERT_TRUE(jacobi::ring_restarts<double>(std::min(m, n))) << m << " x " << n;
+    ++checked;
     for (const char* matrix_class : {"mode3", "mode5", "mode3-eps", "mode5-eps"})
       expect_handed_over_within_dgesvj(cpu::svd_test_matrix<double>(matrix_class, m, n, seed),
                                        name(matrix_class, m, n, seed),
                                        jacobi::RingUnfolding::sweep);
   }
-  EXPECT_FALSE(jacobi::ring_restarts<double>(jacobi::RingRestart::least_columns - 1));
-  EXPECT_FALSE(jacobi::ring_restarts<double>(jacobi::RingUnfolding::least_columns));
-  EXPECT_FALSE(jacobi::ring_restarts<float>(48));
+  if (checked == 0) GTEST_SKIP() << "the ring restarts no double matrix of these shapes here";
 }
 
 // `a` graded over 30 decades (cpu::graded_columns): the columns of a tall or square matrix, the
