@@ -517,12 +517,13 @@ struct RingUnfolding {
 // least_columns to RingUnfolding::least_columns - 1 columns, single or in a batch, that the test
 // after sweep RingUnfolding::sweep finds unfolding is loaded again and solved on its transposed
 // triangle by the same block, without the second try's launches. On an H200 modes 3 and 5 took 8
-// or 9 sweeps in all at 32 to 48 columns where the ring alone took 17 to 24 (dgesvj 10 to 16), in
-// 0.64x to 0.88x the time; at 16 and 25 columns the in-kernel QR and Q (53,000 and 33,000 cycles at
-// 25 x 25) cost as much as the sweeps saved (mode 3 at 16: 0.76x as fast), and from 56 the second
-// try (block_qr.cu and cuBLAS) was faster than them (mode 3 at 64: 610 against 723 us)
-// (docs/results/h200-svd-ring-restart.txt). The kernel that looks made random matrices of 32 to 48
-// columns 1% to 4% slower; it is not used below 32.
+// or 9 sweeps in all at 32 to 48 columns where the ring alone took 16 to 24 (dgesvj 10 to 16), in
+// 0.63x to 1.0x the time (1.0x: mode 5 at 1/sqrt(eps), 32 columns); at 16 and 25 columns the
+// in-kernel QR and Q (53,000 and 33,000 cycles at 25 x 25) cost as much as the sweeps saved (mode 3
+// at 16: 0.76x as fast), and from 56 the second try (block_qr.cu and cuBLAS) was faster than them
+// (mode 3 at 64: 610 against 723 us) (docs/results/h200-svd-ring-restart.txt). The kernel that
+// looks took random matrices of 32 to 48 columns 0.6% to 4.7% longer (4.7% at 32); it is not used
+// below 32.
 struct RingRestart {
   static constexpr int least_columns = 32;
 };

@@ -431,8 +431,8 @@ __device__ T all_pairs_off(const BlockTeam& team, const T* W, int ldw, const T* 
 // largest and least exponent (ilogb) of a positive one (two words a sweep) and, after the second, a
 // flag for a zero one (word 4; ring_spectrum_unfolding, jacobi_math.hpp). In the publication's own
 // loop: with a loop over the norms after it, out of line, the kernel that restarts took random
-// matrices of 16 to 48 columns 2% to 5% longer than the plain one, with this 1% to 4% (H200,
-// docs/results/h200-svd-ring-restart.txt).
+// matrices of 16 to 48 columns 2.2% to 5.6% longer than the plain one, with this 0.6% to 4.7% (H200,
+// docs/results/h200-svd-ring-restart.txt, runs 3 and 4).
 template <class T>
 __device__ __forceinline__ void note_unfolding(int* words, int sweeps, T norm2) {
   if (norm2 > 0) {
