@@ -98,7 +98,7 @@ __device__ __forceinline__ T reflect_pair_column(const T* reflector, T tau, T sc
   // each load and multiply-add in turn.
   constexpr int unrolled = 4;
   static_assert(unrolled == 4, "the sums below add four chains");
-  __syncwarp();           // the rows of this parity were the other lane's at step k + 1
+  __syncwarp();           // some rows this lane reads were the other lane's a reflector ago
   T sums[unrolled] = {};  // x . z over the lane's rows past k
   for (int i0 = k + 1 + p; i0 < rows; i0 += 2 * unrolled)
 #pragma unroll

@@ -470,11 +470,11 @@ __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* sme
   for (int e = threadIdx.x; e < 2 * ring_partials_per_parity; e += blockDim.x)
     scratch.partials[e] = T(0);  // a missing warp's partials stay zero
   if (threadIdx.x == 0) {
-    for (int w = 0; w < 6; w += 2) {
+    for (int w = 0; w + 1 < ring_exponent_words; w += 2) {  // largest, least
       scratch.exponents[w] = INT_MIN;
       scratch.exponents[w + 1] = INT_MAX;
     }
-    scratch.exponents[6] = 0;
+    scratch.exponents[ring_exponent_words - 1] = 0;  // no zero column noted
   }
   LaneColumns<T, Rows> lane;
   ring_load(lane, W, L.ldw, V, L.ldv, nullptr, M, N, n_pad, uv, row0, lane_index, scratch);
