@@ -174,9 +174,8 @@ __device__ void block_sorted_qr(T* W, int ldw, int M, int N, const SortedQr<T>& 
 
 // X (N x N, leading dimension ldx) <- R^T from block_sorted_qr's factors of W: row j of R, whose
 // entries R[j][k] = W[j, order[k]] (k >= j) are q_j^T w_order[k], becomes column j of X. Each is
-// off by about eps |w_order[k]|: a row whose squared norm is rounding noise against
-// sum_{k >= j} |w_order[k]|^2 (is_rounding_noise with the least factor of RoundingNoise; norm2
-// holds W's squared column norms before the QR) is cleared, a zero column of R^T. A warp per row.
+// off by about eps |w_order[k]|: a row of rounding noise (triangle_row_is_noise; norm2 holds W's
+// squared column norms before the QR) is cleared, a zero column of R^T. A warp per row.
 // Every thread of the block calls it after a sync; X is visible to the block after the next.
 template <class T>
 __device__ void block_transposed_triangle(const T* W, int ldw, int N, const int* order,
@@ -189,9 +188,7 @@ __device__ void block_transposed_triangle(const T* W, int ldw, int N, const int*
       row2 = fma(r, r, row2);
       suffix += norm2[order[k]];
     }
-    constexpr T least_factor = RoundingNoise<T>::least_factor;
-    const bool noise =
-        is_rounding_noise(group_sum(row2, 32), least_factor * least_factor * group_sum(suffix, 32));
+    const bool noise = triangle_row_is_noise(group_sum(row2, 32), group_sum(suffix, 32));
     for (int k = lane; k < N; k += 32)
       X[k + j * ldx] = k >= j && !noise ? W[j + order[k] * ldw] : T(0);
   }

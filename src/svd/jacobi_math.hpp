@@ -218,6 +218,16 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool is_rounding_noise(T norm2, T error_scale)
   return norm2 > 0 && norm2 <= RoundingNoise<T>::threshold * error_scale;
 }
 
+// Whether row j of a sorted QR's R (W P = Q R), of squared norm `row2`, is rounding noise against
+// `suffix_norm2` = sum_{k >= j} |w_order[k]|^2, W's sorted columns from j on: is_rounding_noise
+// with the least factor of RoundingNoise (why not the sweeps' factor: qr_preconditioning.cu). Such
+// a row is cleared, a zero column of R^T.
+template <class T>
+ROOFLAB_JACOBI_HOST_DEVICE inline bool triangle_row_is_noise(T row2, T suffix_norm2) {
+  constexpr T least_factor = RoundingNoise<T>::least_factor;
+  return is_rounding_noise(row2, least_factor * least_factor * suffix_norm2);
+}
+
 // The error scales of a rotated pair's two outputs (p <- c p - s q, q <- s p + c q).
 template <class T>
 ROOFLAB_JACOBI_HOST_DEVICE inline void rotate_error_scales(const Rotation<T>& r, T& scale_p,

@@ -71,14 +71,14 @@ __global__ void __launch_bounds__(global_threads)
 
 // R^T from the factored sorted columns (R in their upper triangle), a block per row j of R, which
 // becomes column j of R^T. Row j holds q_j^T w_k for the sorted columns k >= j, each off by about
-// eps |w_k|: a row whose squared norm is under (32 eps)^2 sum_{k >= j} |w_k|^2 (is_rounding_noise
-// with the least factor of RoundingNoise; the columns' own error scales would be the noise's own
-// size) is cleared, a zero column of R^T whose left vector the completion forms. Not the sweeps'
-// factor N: at 256 x 256 that cleared 17 rows of dlatms mode 3 at condition 1/eps (3 of mode 5) for
-// no sweep saved (12 on R^T either way, in the sequential model), and the completion of their
-// columns (for 17 of them through cuSOLVER's QR) made the handed-over call slower: 5.41-5.47
-// against 5.01-5.11 ms at 256 x 256, 14.8-15.0 against 13.3-13.4 ms at 512 x 512 (H100,
-// docs/results/h100-svd-noise-factor.txt, run 2).
+// eps |w_k|: a row whose squared norm is under (32 eps)^2 sum_{k >= j} |w_k|^2
+// (triangle_row_is_noise; the columns' own error scales would be the noise's own size) is cleared,
+// a zero column of R^T whose left vector the completion forms. Not the sweeps' factor N: at 256 x
+// 256 that cleared 17 rows of dlatms mode 3 at condition 1/eps (3 of mode 5) for no sweep saved (12
+// on R^T either way, in the sequential model), and the completion of their columns (for 17 of them
+// through cuSOLVER's QR) made the handed-over call slower: 5.41-5.47 against 5.01-5.11 ms at 256 x
+// 256, 14.8-15.0 against 13.3-13.4 ms at 512 x 512 (H100, docs/results/h100-svd-noise-factor.txt,
+// run 2).
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     qr_transposed_triangle(const T* factored, int M, int N, const T* norm2, const int* order,
@@ -94,8 +94,7 @@ __global__ void __launch_bounds__(global_threads)
   }
   row2 = team.sum(row2);
   scale = team.sum(scale);
-  constexpr T least_factor = RoundingNoise<T>::least_factor;
-  const bool noise = is_rounding_noise(row2, least_factor * least_factor * scale);
+  const bool noise = triangle_row_is_noise(row2, scale);
   for (int k = threadIdx.x; k < N; k += blockDim.x)
     Rt[k + std::int64_t(j) * N] = k >= j && !noise ? factored[j + std::int64_t(k) * M] : T(0);
 }

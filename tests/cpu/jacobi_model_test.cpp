@@ -289,9 +289,9 @@ TEST(JacobiModel, RankDeficientMatricesNeedNoMoreSweepsThanRandomOnes) {
 
 // The first step of LAPACK's dgejsv before the sweeps, without its pivoting, run sequentially: A's
 // columns sorted by squared norm, descending (A P), their Householder QR, A P = Q R, and the sweeps
-// on R^T = U_2 S V_2^T (sequential_model), so that A = (Q V_2) S (P U_2)^T. Row j of R holds
-// q_j^T a_k for the sorted columns k >= j, each off by about eps |a_k|: a row whose squared norm
-// is rounding noise against sum_{k >= j} |a_k|^2 (is_rounding_noise) is cleared before the sweeps
+// on R^T = U_2 S V_2^T (sequential_model), so that A = (Q V_2) S (P U_2)^T. Row j of R holds q_j^T
+// a_k for the sorted columns k >= j, each off by about eps |a_k|: a row whose squared norm is
+// rounding noise against sum_{k >= j} |a_k|^2 (triangle_row_is_noise) is cleared before the sweeps
 // (without it, R^T's columns of noise took error scales of their own size and sweeps to clear).
 ModelResult transposed_triangle_model(const cpu::Matrix& a) {
   const int M = a.m, N = a.n;
@@ -311,8 +311,7 @@ ModelResult transposed_triangle_model(const cpu::Matrix& a) {
     suffix += norm2[order[j]];
     double row2 = 0;
     for (int k = j; k < N; ++k) row2 += qr.r(j, k) * qr.r(j, k);
-    constexpr double least_factor = RoundingNoise<double>::least_factor;
-    if (is_rounding_noise(row2, least_factor * least_factor * suffix)) {
+    if (triangle_row_is_noise(row2, suffix)) {
       ++cleared_rows;
       continue;
     }
