@@ -259,10 +259,12 @@ __global__ void reduce_first_add(const T* in, T* partial, std::int64_t n) {
 // Rung 7 — unroll the last warp with `volatile` (Harris's V4, the loop-unrolling lab's last-warp
 // unroll).
 // Below 64 live values only one warp works, so the documents drop the loop and the __syncthreads
-// and write the six steps out, trusting the warp to run in lockstep and `volatile` to keep every
-// value in shared memory. Since Volta the lanes of a warp are scheduled independently: nothing
-// orders lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it;
-// see the RaceByDesign tests, left out of the sanitizer run); rung 8 fixes it.
+// and write the six steps out, trusting the warp to run in lockstep, on a `volatile` array (the
+// loop-unrolling lab: so that each result is written back to memory "rather than kept in shared
+// memory or a cache", and the compiler does not reorder the steps; Harris's reduction document
+// gives no reason). Since Volta the lanes of a warp are scheduled independently: nothing orders
+// lane t+16's write of s[t+16] after lane t's read of it. A data race (racecheck reports it; see
+// the RaceByDesign tests, left out of the sanitizer run); rung 8 fixes it.
 template <class T>
 __device__ void last_warp_volatile(volatile T* s, unsigned t) {
   s[t] += s[t + 32];

@@ -46,15 +46,16 @@ __global__ void reduce_rows_thread_per_row(const float* in, std::int64_t rows, s
   out[row] = sum;
 }
 
-// Rung 2 — a block per row (the Harris's reduction document's ready-to-use batched reduction).
-// The Harris's reduction document's template: one block per row, each thread first folding its
-// share at load (fold_num times, the caller's choice there; here 256 threads, each taking every
-// 256th element), then the complete-unroll tree. The document's template has limits (a
-// power-of-two block size, and a size requirement on it whose formula is lost from the text, most
-// likely the data length divisible by it; sizes it leaves to other code); here
-// any cols (threads past the end fold nothing) and any rows (the grid strides over them). Coalesced
-// and busy for long rows, but a short row leaves most of its block idle and a few rows leave most
-// of the GPU idle.
+// Rung 2 — a block per row, after the Harris's reduction document's ready-to-use batched reduction.
+// The document flattens the matrix by rows and returns one value a row; which block takes which row
+// it does not say, and a block per row is rooflab's reading. Each thread first folds its share at
+// load (fold_num times, the caller's choice there; here 256 threads, each taking every 256th
+// element), then the complete-unroll tree. The document's template has limits (a power-of-two block
+// size, and a size requirement on it whose formula is lost from the text, most likely the data
+// length divisible by it; batches over 1024 and other sizes it leaves to other code); here any cols
+// (threads past the end fold nothing) and any rows (the grid strides over them). Coalesced and busy
+// for long rows, but a short row leaves most of its block idle and a few rows leave most of the GPU
+// idle.
 __global__ void reduce_rows_block_per_row(const float* in, std::int64_t rows, std::int64_t cols,
                                           float* out) {
   __shared__ float s[row_threads];
@@ -94,7 +95,7 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{
     "reduce-rows", 2, "block-per-row",
-    "The Harris's reduction document's batched template, a block per row, taken to any shape",
+    "A block per row, after the Harris's reduction document's batched template, to any shape",
     Where::gpu, false, float_only, on<FloatWorkspace>([](FloatWorkspace& w, cudaStream_t stream) {
       reduce_rows_block_per_row<<<grid_of(w.rows), row_threads, 0, stream>>>(w.in.data(), w.rows,
                                                                              w.cols, w.out.data());

@@ -394,7 +394,8 @@ TEST(ReduceOps, InPlaceRungCopiesItsInputInItsPrepare) {
   }
 }
 
-// The naive rungs, the Harris's reduction document's block per row, production, CUB.
+// The naive rungs, a block per row (after the Harris's reduction document's template), production,
+// CUB.
 TEST(ReduceOps, RowsLadderEndsWithProductionAndCub) {
   std::vector<std::string> names;
   for (const bench::Variant* variant : bench::registry().variants("reduce-rows"))
