@@ -41,6 +41,8 @@ expect_one_line_error "'--batch': does not apply to svd (svd takes --m, --n)" be
 expect_one_line_error "'--m': must be at least 1" bench svd --m 0
 expect_one_line_error "^rooflab list: 'nosuchop' is not an op (the ops: .*reduce" list nosuchop
 expect_one_line_error "'nosuchop' is not a command (the commands: info, list, table, bench, report, svd" nosuchop
+expect_one_line_error "'the paper' is not a document with timed figures (they are: the memory-basics lab, " report --course --document "the paper"
+expect_one_line_error "document requires --course" report --document "the Jacobi SVD paper"
 
 # .npy inputs of the svd command, written byte by byte: magic, version 1.0, header length, dict.
 scratch=$(mktemp -d)

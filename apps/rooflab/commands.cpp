@@ -508,11 +508,29 @@ BenchRequest course_request(const bench::CourseFigure& figure) {
   return request;
 }
 
-int course_report(std::ostream& out, const std::string& directory,
+std::vector<bench::CourseFigure> course_figures_of(const std::string& document) {
+  const std::vector<bench::CourseFigure>& all = bench::course_figures();
+  if (document.empty()) return all;
+  std::vector<bench::CourseFigure> figures;
+  std::vector<std::string> documents;
+  for (const bench::CourseFigure& figure : all) {
+    if (figure.document == document) figures.push_back(figure);
+    if (std::find(documents.begin(), documents.end(), figure.document) == documents.end())
+      documents.push_back(figure.document);
+  }
+  if (figures.empty())
+    throw UsageError(
+        fmt::format("rooflab report --course: '{}' is not a document with timed figures (they "
+                    "are: {})",
+                    document, fmt::join(documents, ", ")));
+  return figures;
+}
+
+int course_report(std::ostream& out, const std::string& directory, const std::string& document,
                   const bench::RunOptions& options) {
   namespace fs = std::filesystem;
   const bench::Registry& registry = bench::registry();
-  const std::vector<bench::CourseFigure>& figures = bench::course_figures();
+  const std::vector<bench::CourseFigure> figures = course_figures_of(document);
   // Each problem once, with the rungs its figures name: (op, problem) -> figures.
   std::vector<std::pair<bench::Problem, std::vector<std::size_t>>> ladders;
   std::vector<std::string> ladder_ops;

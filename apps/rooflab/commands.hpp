@@ -73,10 +73,15 @@ int report(std::ostream& out, const std::string& directory, bool quick,
 // The bench request that reproduces a course figure: its op and options (a flag the bench does
 // not take is a rooflab::Error naming it).
 BenchRequest course_request(const bench::CourseFigure& figure);
-// `rooflab report --course`: every course figure's rung on its problem (each problem run once,
-// only the rungs the figures name) beside the document's time, into DIR/course.md and
-// DIR/course-results.json.
-int course_report(std::ostream& out, const std::string& directory,
+// The figures `rooflab report --course` runs: every one when `document` is empty, else that
+// document's (its name as course.md's headings give it), in their order; another name, or a
+// document without timed figures (Harris's reduction gives none in its text), is a UsageError
+// naming the documents that have them.
+std::vector<bench::CourseFigure> course_figures_of(const std::string& document);
+// `rooflab report --course [--document NAME]`: each figure's rung on its problem (each problem run
+// once, only the rungs the figures name) beside the document's time, into DIR/course.md and
+// DIR/course-results.json. One document at a time fits a run into a shorter time limit.
+int course_report(std::ostream& out, const std::string& directory, const std::string& document,
                   const bench::RunOptions& options);
 
 // `rooflab svd --in A.npy [--out PREFIX]`: the SVD of a float32 or float64 matrix (rank 2, m x n)

@@ -140,9 +140,16 @@ int main(int argc, char** argv) {
   report_command->add_option("--out", report_directory, "output directory");
   report_command->add_flag("--quick", quick, "smaller sizes, for a fast look");
   bool course = false;
-  report_command->add_flag("--course", course,
-                           "instead: the timed figures of the course documents beside the rungs "
-                           "that reproduce them on the documents' axes (course.md)");
+  auto* course_flag =
+      report_command->add_flag("--course", course,
+                               "instead: the timed figures of the course documents beside the "
+                               "rungs that reproduce them on the documents' axes (course.md)");
+  std::string course_document;
+  report_command
+      ->add_option("--document", course_document,
+                   "with --course: that document's figures only (its name as course.md's "
+                   "headings give it, e.g. \"the Jacobi SVD paper\")")
+      ->needs(course_flag);
   add_run_options(report_command, report_options, report_seed);
 
   std::string svd_in, svd_out;
@@ -230,7 +237,10 @@ int main(int argc, char** argv) {
       return app::bench(std::cout, request) == 0 ? 0 : 3;
     }
     report_options.seed = seed_of(report_seed);
-    if (course) return app::course_report(std::cout, report_directory, report_options) == 0 ? 0 : 3;
+    if (course)
+      return app::course_report(std::cout, report_directory, course_document, report_options) == 0
+                 ? 0
+                 : 3;
     return app::report(std::cout, report_directory, quick, report_options) == 0 ? 0 : 3;
   } catch (const app::UsageError& error) {
     std::cerr << error.what() << "\n";

@@ -39,6 +39,38 @@ TEST(CourseFigures, EveryFigureNamesARunTheBenchAcceptsAndARungOfItsOp) {
   }
 }
 
+// --document runs one document's figures: together the documents' are every figure, in the same
+// order; a name that is not a document with figures is refused, naming those that are.
+TEST(CourseFigures, OneDocumentsFiguresOrAUsageErrorNamingTheDocuments) {
+  const std::vector<bench::CourseFigure>& all = bench::course_figures();
+  EXPECT_EQ(app::course_figures_of("").size(), all.size());
+  std::vector<std::string> documents;
+  for (const bench::CourseFigure& figure : all)
+    if (std::find(documents.begin(), documents.end(), figure.document) == documents.end())
+      documents.push_back(figure.document);
+  EXPECT_GE(documents.size(), 4u);
+  std::vector<std::string> items, all_items;
+  for (const std::string& document : documents)
+    for (const bench::CourseFigure& figure : app::course_figures_of(document)) {
+      EXPECT_EQ(figure.document, document) << figure.item;
+      items.push_back(figure.item);
+    }
+  for (const bench::CourseFigure& figure : all) all_items.push_back(figure.item);
+  EXPECT_EQ(items, all_items);  // documents in the order of their first figure, as course.md
+  for (const char* refused : {"the paper", "Harris's reduction"}) {
+    try {
+      app::course_figures_of(refused);
+      ADD_FAILURE() << refused << " was taken for a document with figures";
+    } catch (const app::UsageError& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find(std::string("'") + refused + "' is not a document with timed figures"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("the Jacobi SVD paper"), std::string::npos) << message;
+    }
+  }
+}
+
 TEST(CourseFigures, AFlagTheBenchDoesNotTakeIsRefusedNamingTheItem) {
   bench::CourseFigure figure;
   figure.item = "X1";
