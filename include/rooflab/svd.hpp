@@ -17,6 +17,22 @@ struct SvdInfo {
   double off = 0;  // final max scaled off-diagonal measure
 };
 
+// SvdInfo's fields for a batch, left in device memory: each pointer null or `batch` entries. For
+// callers that keep the records on the GPU (a framework's info tensors) or read them only when
+// something failed: on batches of small matrices, copying every record back to the host takes
+// longer than the solve (docs/svd.md, "Around the kernels").
+struct SvdDeviceInfo {
+  int* sweeps = nullptr;
+  bool* converged = nullptr;
+  double* off = nullptr;
+};
+
+// What svd_batched found, from the few bytes it reads back whatever info it fills.
+struct SvdBatchOutcome {
+  int unconverged = 0;         // matrices not converged after both tries
+  int first_unconverged = -1;  // the first of them; -1: none
+};
+
 // A = U diag(S) V^T, k = min(m, n); S descending and non-negative, U m x k, V n x k, both with
 // orthonormal columns also where S has zeros (a rank-deficient A gets an orthonormal completion); A
 // is not modified. Returns when done (synchronizes the stream). What is checked (LAPACK's SVD
@@ -68,11 +84,19 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
 // rooflab::Error naming the first of them. Each matrix left unconverged gets the second try that
 // svd gives (one matrix at a time; of a batch of more than one, only those out of sweeps or
 // stalled, not the early hand-over's); without info, a matrix that did not converge then either is
-// an error too (with info, its entry says so). The first call with info on a host thread
-// allocates 1 MiB of page-locked host memory for the statuses' copies, kept until the thread
-// exits.
+// an error too (with info, its entry says so, and so does the outcome returned). The first call
+// with info on a host thread allocates 1 MiB of page-locked host memory for the statuses' copies,
+// kept until the thread exits.
 template <class T>
-void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo* info = nullptr,
-                 const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
+SvdBatchOutcome svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V,
+                            SvdInfo* info = nullptr, const SvdOptions& opt = {},
+                            cudaStream_t stream = nullptr);
+
+// The same with the per-matrix info written to device memory on `stream`, not copied back: an
+// unconverged matrix is not an error (the outcome counts them, and info.converged says which).
+template <class T>
+SvdBatchOutcome svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V,
+                            const SvdDeviceInfo& info, const SvdOptions& opt = {},
+                            cudaStream_t stream = nullptr);
 
 }  // namespace rooflab

@@ -225,43 +225,68 @@ std::tuple<int, bool, double> svd(const std::string& dtype, Address a, int m, in
   return {info.sweeps, info.converged, info.off};
 }
 
-// One field of every SvdInfo of `info`, as a NumPy view (no copy) that keeps `owner` alive.
-template <class Field>
-nb::ndarray<nb::numpy, Field, nb::ndim<1>> info_field(const rooflab::SvdInfo* info,
-                                                      Field rooflab::SvdInfo::*field,
-                                                      std::size_t count, nb::handle owner) {
-  static_assert(sizeof(rooflab::SvdInfo) % sizeof(Field) == 0, "a whole number of fields a record");
-  const std::size_t shape[1] = {count};
-  const std::int64_t strides[1] = {std::int64_t(sizeof(rooflab::SvdInfo) / sizeof(Field))};
-  return nb::ndarray<nb::numpy, Field, nb::ndim<1>>(const_cast<Field*>(&(info->*field)), 1, shape,
-                                                    owner, strides);
-}
+// A batch's info in device memory, as the package allocates it (svd_info_bytes a matrix): each
+// field's array after the one before, the widest first so that each is aligned.
+struct DeviceInfoLayout {
+  static constexpr std::size_t bytes_per_matrix = sizeof(double) + sizeof(int) + sizeof(bool);
+  explicit DeviceInfoLayout(std::size_t batch) : batch(batch) {}
+  std::size_t off() const { return 0; }
+  std::size_t sweeps() const { return batch * sizeof(double); }
+  std::size_t converged() const { return sweeps() + batch * sizeof(int); }
+  std::size_t batch;
+};
 
-// `batch` packed column-major m x n matrices. Returns NumPy arrays (sweeps, converged, off), one
-// entry per matrix: views of the records the library fills, without a conversion; and how many
-// matrices did not converge (counted here: NumPy's all() over the strided view took 100 us for
-// 100000 matrices).
-nb::tuple svd_batched(const std::string& dtype, Address a, int m, int n, int batch, Address s,
-                      Address u, Address v, bool compute_uv, double tol, int max_sweeps, int device,
-                      Address stream) {
-  const std::size_t count = std::size_t(batch > 0 ? batch : 0);
-  std::unique_ptr<rooflab::SvdInfo[]> info(new rooflab::SvdInfo[count > 0 ? count : 1]);
+// `batch` packed column-major m x n matrices; their info goes to device memory at `info`
+// (DeviceInfoLayout), where it stays until the package's SvdInfo is first read: copying every
+// record back took longer than the solve on batches of small matrices. Returns how many matrices
+// did not converge and the first of them (-1: none).
+std::tuple<int, int> svd_batched(const std::string& dtype, Address a, int m, int n, int batch,
+                                 Address s, Address u, Address v, Address info, bool compute_uv,
+                                 double tol, int max_sweeps, int device, Address stream) {
+  const DeviceInfoLayout layout(std::size_t(batch > 0 ? batch : 0));
+  const rooflab::SvdDeviceInfo fields{at<int>(info + layout.sweeps()),
+                                      at<bool>(info + layout.converged()),
+                                      at<double>(info + layout.off())};
+  rooflab::SvdBatchOutcome outcome;
   run_on(device, stream, "svd", [&] {
     with_element<float, double>(dtype, "svd", "a", [&](auto zero) {
       using T = decltype(zero);
-      rooflab::svd_batched(at<const T>(a), m, n, batch, at<T>(s), at<T>(u), at<T>(v), info.get(),
-                           svd_options(compute_uv, tol, max_sweeps), as_stream(stream));
+      outcome =
+          rooflab::svd_batched(at<const T>(a), m, n, batch, at<T>(s), at<T>(u), at<T>(v), fields,
+                               svd_options(compute_uv, tol, max_sweeps), as_stream(stream));
     });
   });
-  const rooflab::SvdInfo* records = info.get();
-  const auto unconverged = std::count_if(records, records + count,
-                                         [](const rooflab::SvdInfo& r) { return !r.converged; });
-  nb::capsule owner(info.release(),
-                    [](void* p) noexcept { delete[] static_cast<rooflab::SvdInfo*>(p); });
-  return nb::make_tuple(info_field(records, &rooflab::SvdInfo::sweeps, count, owner),
-                        info_field(records, &rooflab::SvdInfo::converged, count, owner),
-                        info_field(records, &rooflab::SvdInfo::off, count, owner),
-                        std::int64_t(unconverged));
+  return {outcome.unconverged, outcome.first_unconverged};
+}
+
+// One field of the records copied to `host`, as a NumPy array that keeps `owner` alive.
+template <class Field>
+nb::ndarray<nb::numpy, Field, nb::ndim<1>> info_field(const std::uint8_t* host, std::size_t offset,
+                                                      std::size_t batch, nb::handle owner) {
+  const std::size_t shape[1] = {batch};
+  return nb::ndarray<nb::numpy, Field, nb::ndim<1>>(
+      const_cast<Field*>(reinterpret_cast<const Field*>(host + offset)), 1, shape, owner);
+}
+
+// The info svd_batched left at `info` on `device`, in NumPy arrays (sweeps, converged, off). The
+// call that wrote it has waited for its stream, so a plain copy reads it whole.
+nb::tuple svd_info_to_host(Address info, int batch, int device) {
+  constexpr const char* op = "svd";
+  const DeviceInfoLayout layout(std::size_t(batch > 0 ? batch : 0));
+  const std::size_t bytes = layout.batch * DeviceInfoLayout::bytes_per_matrix;
+  std::unique_ptr<std::uint8_t[]> host(new std::uint8_t[bytes > 0 ? bytes : 1]);
+  {
+    nb::gil_scoped_release release;
+    OnDevice on_device(device, op);
+    ROOFLAB_CUDA(op, "copying the matrices' info to the host",
+                 cudaMemcpy(host.get(), at<const void>(info), bytes, cudaMemcpyDeviceToHost));
+  }
+  const std::uint8_t* records = host.get();
+  nb::capsule owner(host.release(),
+                    [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
+  return nb::make_tuple(info_field<int>(records, layout.sweeps(), layout.batch, owner),
+                        info_field<bool>(records, layout.converged(), layout.batch, owner),
+                        info_field<double>(records, layout.off(), layout.batch, owner));
 }
 
 // Device memory for results the caller's framework cannot allocate itself (JAX, Numba, any other
@@ -471,7 +496,9 @@ NB_MODULE(_rooflab, m) {
   m.def("svd", &svd, "dtype"_a, "a"_a, "m"_a, "n"_a, "lda"_a, "s"_a, "u"_a, "ldu"_a, "v"_a, "ldv"_a,
         "compute_uv"_a, "tol"_a, "max_sweeps"_a, "device"_a, "stream"_a);
   m.def("svd_batched", &svd_batched, "dtype"_a, "a"_a, "m"_a, "n"_a, "batch"_a, "s"_a, "u"_a, "v"_a,
-        "compute_uv"_a, "tol"_a, "max_sweeps"_a, "device"_a, "stream"_a);
+        "info"_a, "compute_uv"_a, "tol"_a, "max_sweeps"_a, "device"_a, "stream"_a);
+  m.attr("svd_info_bytes") = DeviceInfoLayout::bytes_per_matrix;
+  m.def("svd_info_to_host", &svd_info_to_host, "info"_a, "batch"_a, "device"_a);
 
   nb::class_<DeviceMemory>(m, "DeviceMemory")
       .def(nb::init<std::size_t, int, Address, const std::string&>(), "bytes"_a, "device"_a,

@@ -90,6 +90,15 @@ def test_error_is_a_runtime_error_with_its_parts_and_survives_pickle():
     assert (str(copy), copy.op, copy.argument, copy.cuda_error) == (str(error), "svd", "a", "cudaErrorX")
 
 
+def test_svd_info_unpacks_and_survives_pickle():
+    info = rooflab.SvdInfo(np.array([3, 7], np.int32), np.array([True, False]), np.array([1e-17, 0.25]))
+    sweeps, converged, off = pickle.loads(pickle.dumps(info))
+    np.testing.assert_array_equal(sweeps, [3, 7])
+    np.testing.assert_array_equal(converged, [True, False])
+    np.testing.assert_array_equal(off, [1e-17, 0.25])
+    assert "converged=array([ True, False])" in repr(info)
+
+
 def test_type_stub_of_the_native_module_is_installed():
     stub = pathlib.Path(_rooflab.__file__).with_name("_rooflab.pyi")
     assert "def svd_batched(" in stub.read_text()

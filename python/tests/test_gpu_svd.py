@@ -2,6 +2,8 @@
 holds whatever the signs (reconstruction, orthogonality, singular values against LAPACK's in
 float64), never by comparing vectors."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -103,6 +105,23 @@ def test_svd_out_of_sweeps_raises_or_reports(xp, rng, shape, where):
     assert failure.value.argument == "max_sweeps"
     result = rooflab.svd(x, max_sweeps=1, check_errors=False)
     assert not result.info.converged.any() and np.all(result.info.sweeps <= 1)
+
+
+def test_svd_names_the_first_unconverged_matrix_of_a_stack_and_its_info_reads_back(xp, rng):
+    a = np.zeros((2, 3, 24, 24))
+    a[1, 1:] = rng.standard_normal((2, 24, 24))  # zero matrices converge in one sweep, these do not
+    x = xp.device_array(a)
+    with pytest.raises(rooflab.Error, match=r"matrix \(1, 1\) \(2 of 6\) did not converge in 1 sweeps"):
+        rooflab.svd(x, max_sweeps=1)
+    info = rooflab.svd(x, max_sweeps=1, check_errors=False).info
+    expected = np.ones((2, 3), bool)
+    expected[1, 1:] = False
+    np.testing.assert_array_equal(info.converged, expected)
+    assert info.sweeps.dtype == np.int32 and np.all(info.sweeps == 1) and info.off.dtype == np.float64
+    assert np.all(info.off[~expected] > 0)
+    sweeps, converged, off = pickle.loads(pickle.dumps(info))
+    for copy, field in ((sweeps, info.sweeps), (converged, info.converged), (off, info.off)):
+        np.testing.assert_array_equal(copy, field)
 
 
 @pytest.mark.parametrize("shape", [(5, 5), (4, 5, 5)])

@@ -1,8 +1,9 @@
 // rooflab::svd_batched, the entry point: checks the arguments, runs the batch on the path the
 // dispatch picks (src/svd/dispatch.cpp), again on the transposed triangle for each matrix that
-// path left unconverged, and reports: per-matrix info, or an exception naming the first matrix
-// with NaN or Inf, or how many did not converge.
+// path left unconverged, and reports: per-matrix info (copied to the host, or left in device
+// memory), or an exception naming the first matrix with NaN or Inf, or how many did not converge.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,21 +41,43 @@ void copy_info_to_host(const jacobi::MatrixStatus* statuses, int batch, SvdInfo*
   }
 }
 
-// How many matrices did not converge, and the first of them (-1: none).
-struct Unconverged {
-  unsigned count = 0;
-  int first = -1;
+// Each matrix's status into the caller's device arrays of SvdInfo's fields (those not null).
+__global__ void spread_statuses(const jacobi::MatrixStatus* statuses, int batch,
+                                SvdDeviceInfo info) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;  // b + stride may pass 2^31
+  for (std::int64_t b = blockIdx.x * blockDim.x + threadIdx.x; b < batch; b += stride) {
+    const jacobi::MatrixStatus status = statuses[b];
+    if (info.sweeps != nullptr) info.sweeps[b] = status.sweeps;
+    if (info.converged != nullptr) info.converged[b] = status.converged != 0;
+    if (info.off != nullptr) info.off[b] = status.off;
+  }
+}
+
+void spread_info_on_device(const jacobi::MatrixStatus* statuses, int batch,
+                           const SvdDeviceInfo& info, cudaStream_t stream) {
+  constexpr int threads = 256;
+  const int blocks = std::min((batch + threads - 1) / threads, 1024);
+  spread_statuses<<<blocks, threads, 0, stream>>>(statuses, batch, info);
+  detail::check_launch("svd_batched", "spread_statuses");
+}
+
+// Where the per-matrix info goes: a host array, device arrays, or nowhere.
+struct InfoDestination {
+  SvdInfo* host = nullptr;
+  const SvdDeviceInfo* device = nullptr;
+  bool wanted() const { return host != nullptr || device != nullptr; }
 };
 
 // The matrices the first path left unconverged, solved again one at a time on the transposed
 // triangle (jacobi::solve_again_on_transposed_triangle; their second try's sweeps count on top of
 // the first's): the statuses are read back, in pageable memory (this is the rare call), the
-// second tries run, and the statuses are read again. Writes every matrix's info when asked;
-// returns those that still did not converge.
+// second tries run, and the statuses are read again. Returns every matrix's status, both tries'
+// sweeps counted.
 template <class T>
-Unconverged solve_unconverged_again(const jacobi::Problem<T>& problem, jacobi::Path first_path,
-                                    jacobi::MatrixStatus* statuses, SvdInfo* info,
-                                    cudaStream_t stream) {
+std::vector<jacobi::MatrixStatus> solve_unconverged_again(const jacobi::Problem<T>& problem,
+                                                          jacobi::Path first_path,
+                                                          jacobi::MatrixStatus* statuses,
+                                                          cudaStream_t stream) {
   constexpr const char* op = "svd_batched";
   const std::size_t bytes = sizeof(jacobi::MatrixStatus) * std::size_t(problem.batch);
   std::vector<jacobi::MatrixStatus> host(std::size_t(problem.batch));
@@ -71,24 +94,27 @@ Unconverged solve_unconverged_again(const jacobi::Problem<T>& problem, jacobi::P
                                                    jacobi::Report{statuses + b, nullptr}, stream))
       first_sweeps[b] = host[b].sweeps;
   read_statuses();
-  Unconverged still;
-  for (int b = 0; b < problem.batch; ++b) {
-    host[b].sweeps += first_sweeps[b];
-    if (!host[b].converged && !host[b].bad_input && still.count++ == 0) still.first = b;
-    if (info != nullptr) info[b] = jacobi::to_info(host[b]);
-  }
-  return still;
+  for (int b = 0; b < problem.batch; ++b) host[b].sweeps += first_sweeps[b];
+  return host;
 }
 
-}  // namespace
+// The outcome of the statuses after the second tries.
+SvdBatchOutcome outcome_of(const std::vector<jacobi::MatrixStatus>& statuses) {
+  SvdBatchOutcome outcome;
+  for (int b = 0; b < int(statuses.size()); ++b)
+    if (!statuses[b].converged && !statuses[b].bad_input && outcome.unconverged++ == 0)
+      outcome.first_unconverged = b;
+  return outcome;
+}
 
 template <class T>
-void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo* info,
-                 const SvdOptions& opt, cudaStream_t stream) {
+SvdBatchOutcome solve_batch(const T* A, int m, int n, int batch, T* S, T* U, T* V,
+                            const InfoDestination& destination, const SvdOptions& opt,
+                            cudaStream_t stream) {
   constexpr const char* op = "svd_batched";
   const T tol = jacobi::resolve_options<T>(op, m, n, opt);
   require(batch >= 0, op, "batch", "must not be negative");
-  if (batch == 0) return;
+  if (batch == 0) return {};
   require(A != nullptr, op, "A", "must not be null");
   require(S != nullptr, op, "S", "must not be null");
   require(!opt.compute_uv || U != nullptr, op, "U", "must not be null when compute_uv is set");
@@ -118,19 +144,36 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
   ROOFLAB_CUDA(op, "copying the batch summary to the host",
                cudaMemcpyAsync(summary_staging.data(), summary.data(), sizeof(jacobi::BatchSummary),
                                cudaMemcpyDeviceToHost, stream));
+  if (destination.device != nullptr)
+    spread_info_on_device(statuses.as<jacobi::MatrixStatus>(), batch, *destination.device, stream);
   // The statuses' copies wait for the stream too, and with them the summary's.
-  if (info != nullptr)
-    copy_info_to_host(statuses.as<jacobi::MatrixStatus>(), batch, info, stream);
+  if (destination.host != nullptr)
+    copy_info_to_host(statuses.as<jacobi::MatrixStatus>(), batch, destination.host, stream);
   else
     ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
   const jacobi::BatchSummary host_summary = *summary_staging.data();
-  Unconverged unconverged{host_summary.unconverged_count,
-                          batch - int(host_summary.first_unconverged_key)};
+  SvdBatchOutcome outcome;
+  if (host_summary.unconverged_count > 0) {
+    outcome.unconverged = int(host_summary.unconverged_count);
+    outcome.first_unconverged = batch - int(host_summary.first_unconverged_key);
+  }
   const bool second_try =
-      unconverged.count > 0 && jacobi::tries_again_on_transposed_triangle(path, opt.max_sweeps);
-  if (second_try)
-    unconverged =
-        solve_unconverged_again(problem, path, statuses.as<jacobi::MatrixStatus>(), info, stream);
+      outcome.unconverged > 0 && jacobi::tries_again_on_transposed_triangle(path, opt.max_sweeps);
+  if (second_try) {
+    const std::vector<jacobi::MatrixStatus> final_statuses =
+        solve_unconverged_again(problem, path, statuses.as<jacobi::MatrixStatus>(), stream);
+    outcome = outcome_of(final_statuses);
+    if (destination.host != nullptr)
+      for (int b = 0; b < batch; ++b) destination.host[b] = jacobi::to_info(final_statuses[b]);
+    if (destination.device != nullptr) {
+      ROOFLAB_CUDA(op, "copying the matrices' statuses back to the device",
+                   cudaMemcpyAsync(statuses.data(), final_statuses.data(), statuses.bytes(),
+                                   cudaMemcpyHostToDevice, stream));
+      spread_info_on_device(statuses.as<jacobi::MatrixStatus>(), batch, *destination.device,
+                            stream);
+      ROOFLAB_CUDA(op, "waiting for the stream", cudaStreamSynchronize(stream));
+    }
+  }
 
   if (host_summary.bad_count > 0)
     throw Error(
@@ -138,18 +181,37 @@ void svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo*
         "matrix " + std::to_string(batch - int(host_summary.first_bad_key)) +
             " contains NaN or Inf (" + std::to_string(host_summary.bad_count) +
             " such matrices; their S, U, V are NaN, every other matrix's results are valid)");
-  if (info == nullptr && unconverged.count > 0)
+  if (!destination.wanted() && outcome.unconverged > 0)
     throw Error(op, "opt.max_sweeps",
-                "matrix " + std::to_string(unconverged.first) + " did not converge in " +
+                "matrix " + std::to_string(outcome.first_unconverged) + " did not converge in " +
                     std::to_string(opt.max_sweeps) + " sweeps" +
                     (second_try ? ", nor in as many more on the transposed triangle" : "") + " (" +
-                    std::to_string(unconverged.count) +
+                    std::to_string(outcome.unconverged) +
                     " such matrices); pass info to receive per-matrix convergence instead");
+  return outcome;
 }
 
-template void svd_batched<float>(const float*, int, int, int, float*, float*, float*, SvdInfo*,
-                                 const SvdOptions&, cudaStream_t);
-template void svd_batched<double>(const double*, int, int, int, double*, double*, double*, SvdInfo*,
-                                  const SvdOptions&, cudaStream_t);
+}  // namespace
+
+template <class T>
+SvdBatchOutcome svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V, SvdInfo* info,
+                            const SvdOptions& opt, cudaStream_t stream) {
+  return solve_batch(A, m, n, batch, S, U, V, InfoDestination{info, nullptr}, opt, stream);
+}
+
+template <class T>
+SvdBatchOutcome svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V,
+                            const SvdDeviceInfo& info, const SvdOptions& opt, cudaStream_t stream) {
+  return solve_batch(A, m, n, batch, S, U, V, InfoDestination{nullptr, &info}, opt, stream);
+}
+
+#define ROOFLAB_INSTANTIATE(T)                                                           \
+  template SvdBatchOutcome svd_batched<T>(const T*, int, int, int, T*, T*, T*, SvdInfo*, \
+                                          const SvdOptions&, cudaStream_t);              \
+  template SvdBatchOutcome svd_batched<T>(const T*, int, int, int, T*, T*, T*,           \
+                                          const SvdDeviceInfo&, const SvdOptions&, cudaStream_t);
+ROOFLAB_INSTANTIATE(float)
+ROOFLAB_INSTANTIATE(double)
+#undef ROOFLAB_INSTANTIATE
 
 }  // namespace rooflab

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -458,6 +459,105 @@ TEST_F(SvdBatched, InfoReportsSweepsAndTooFewSweepsWithoutInfoIsAnError) {
     EXPECT_GE(i.sweeps, 1);
     EXPECT_LE(i.sweeps, 20);  // rank-deficient noise columns take longest (a model: up to 14)
   }
+}
+
+// The outcome the info says: how many matrices did not converge, and the first.
+SvdBatchOutcome outcome_of(const std::vector<SvdInfo>& info) {
+  SvdBatchOutcome outcome;
+  for (int b = 0; b < int(info.size()); ++b)
+    if (!info[b].converged && outcome.unconverged++ == 0) outcome.first_unconverged = b;
+  return outcome;
+}
+
+// Info left in device memory (SvdDeviceInfo) holds what the host array holds, field by field and
+// bit for bit, and both calls return the outcome the info says: one sweep (unconverged matrices,
+// no second try), the default (every matrix converged), a NaN matrix among them (an error, the
+// others' info filled), a batch of one through the register ring's second try, and fields left
+// out. The device arrays are poisoned first.
+TEST_F(SvdBatched, InfoLeftOnTheDeviceMatchesTheHostsAndTheOutcomeCountsTheUnconverged) {
+  const auto compare = [](const std::vector<cpu::Matrix>& matrices, const SvdOptions& opt,
+                          bool nan_planted, const std::string& what) {
+    const int batch = int(matrices.size());
+    std::vector<SvdInfo> host(matrices.size(), SvdInfo{-1, true, -1.0});
+    SvdBatchOutcome host_outcome{-2, -2}, device_outcome{-2, -2};
+    const std::size_t count = matrices.size();
+    DeviceBuffer<int> sweeps(count);
+    DeviceBuffer<std::uint8_t> converged(count);  // read back as bytes: 0 or 1
+    DeviceBuffer<double> off(count);
+    sweeps.fill_bytes(0xFF);
+    converged.fill_bytes(0xFF);
+    off.fill_bytes(0xFF);
+    const SvdDeviceInfo device{sweeps.data(), reinterpret_cast<bool*>(converged.data()),
+                               off.data()};
+    const auto call = [&](const std::function<SvdBatchOutcome()>& solve, SvdBatchOutcome& into) {
+      if (nan_planted)
+        EXPECT_THROW(solve(), Error) << what;
+      else
+        into = solve();
+    };
+    run_batch<double>(
+        matrices, [&](const double* A, int m, int n, int count, double* S, double* U, double* V) {
+          call([&] { return svd_batched<double>(A, m, n, count, S, U, V, host.data(), opt); },
+               host_outcome);
+        });
+    run_batch<double>(
+        matrices, [&](const double* A, int m, int n, int count, double* S, double* U, double* V) {
+          call([&] { return svd_batched<double>(A, m, n, count, S, U, V, device, opt); },
+               device_outcome);
+        });
+    const std::vector<int> device_sweeps = sweeps.download();
+    const std::vector<std::uint8_t> device_converged = converged.download();
+    const std::vector<double> device_off = off.download();
+    for (int b = 0; b < batch; ++b) {
+      EXPECT_EQ(device_sweeps[b], host[b].sweeps) << what << ", matrix " << b;
+      EXPECT_EQ(int(device_converged[b]), int(host[b].converged)) << what << ", matrix " << b;
+      EXPECT_EQ(std::memcmp(&device_off[b], &host[b].off, sizeof(double)), 0)
+          << what << ", matrix " << b << ": " << device_off[b] << " against " << host[b].off;
+    }
+    if (nan_planted) return host;
+    const SvdBatchOutcome expected = outcome_of(host);
+    EXPECT_EQ(host_outcome.unconverged, expected.unconverged) << what;
+    EXPECT_EQ(host_outcome.first_unconverged, expected.first_unconverged) << what;
+    EXPECT_EQ(device_outcome.unconverged, expected.unconverged) << what;
+    EXPECT_EQ(device_outcome.first_unconverged, expected.first_unconverged) << what;
+    return host;
+  };
+
+  const std::vector<cpu::Matrix> mixed = mixed_batch(24, 24, 6, 8200);
+  SvdOptions one_sweep;
+  one_sweep.max_sweeps = 1;
+  const std::vector<SvdInfo> cut_short = compare(mixed, one_sweep, false, "one sweep");
+  EXPECT_FALSE(cut_short[0].converged);  // a random matrix needs more than one sweep
+  EXPECT_TRUE(cut_short[3].converged);   // the zero matrix converges at once
+  for (const SvdInfo& info : compare(mixed, SvdOptions{}, false, "default"))
+    EXPECT_TRUE(info.converged);
+
+  std::vector<cpu::Matrix> with_nan = mixed;
+  with_nan[2].values[5] = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<SvdInfo> nan_info = compare(with_nan, SvdOptions{}, true, "a NaN in matrix 2");
+  EXPECT_TRUE(nan_info[0].converged);  // the others are solved and reported
+
+  if (route_runs_here<double>(RouteShape{"batch of one", jacobi::Path::register_ring, 64, 64})) {
+    const std::vector<SvdInfo> again = compare(
+        {cpu::svd_test_matrix<double>("mode5-eps", 64, 64, 1)}, SvdOptions{}, false, "second try");
+    EXPECT_TRUE(again[0].converged);
+    EXPECT_GT(again[0].sweeps, jacobi::RingUnfolding::sweep);  // both tries counted
+  }
+
+  // Only the fields asked for are written.
+  DeviceBuffer<std::uint8_t> converged_only(mixed.size());
+  converged_only.fill_bytes(0xFF);
+  SvdBatchOutcome outcome;
+  run_batch<double>(mixed,
+                    [&](const double* A, int m, int n, int count, double* S, double* U, double* V) {
+                      SvdDeviceInfo info;
+                      info.converged = reinterpret_cast<bool*>(converged_only.data());
+                      outcome = svd_batched<double>(A, m, n, count, S, U, V, info, one_sweep);
+                    });
+  const std::vector<std::uint8_t> flags = converged_only.download();
+  for (std::size_t b = 0; b < flags.size(); ++b)
+    EXPECT_EQ(int(flags[b]), int(cut_short[b].converged)) << "converged alone, matrix " << b;
+  EXPECT_EQ(outcome.unconverged, outcome_of(cut_short).unconverged);
 }
 
 TEST_F(SvdBatched, ValuesOnlyNeedNoVectors) {

@@ -197,17 +197,62 @@ def transpose(x: Array, *, stream: Stream = None) -> Array:
     return call.finish(result)
 
 
-class SvdInfo(NamedTuple):
-    """How the Jacobi sweeps went, per matrix: NumPy arrays of a's batch shape (0-d for a matrix)."""
+class SvdInfo:
+    """How the Jacobi sweeps went, per matrix: NumPy arrays of a's batch shape (0-d for a matrix).
 
-    #: int32: sweeps run, the last one included (it finds every column pair orthogonal).
-    sweeps: np.ndarray
-    #: bool: whether the matrix converged within max_sweeps: every pair within tol, or, on the
-    #: library's Gram schedule, two sweeps in a row at its products' rounding floor (rooflab's
-    #: docs/svd.md).
-    converged: np.ndarray
-    #: float64: the final largest scaled off-diagonal measure.
-    off: np.ndarray
+    Unpacks as (sweeps, converged, off). A stack's records stay in device memory until a field is
+    first read, which copies them to the host: copying them every call took longer than the
+    whole solve on batches of small matrices (docs/python.md).
+    """
+
+    __slots__ = ("_fields", "_records")
+
+    def __init__(self, sweeps: np.ndarray, converged: np.ndarray, off: np.ndarray) -> None:
+        self._fields = (sweeps, converged, off)
+        self._records = None
+
+    @classmethod
+    def _on_device(cls, memory, address: int, device: int, batch_shape) -> "SvdInfo":
+        """The info svd_batched left at `address` (in `memory`, which the info keeps alive)."""
+        info = cls.__new__(cls)
+        info._fields = None
+        info._records = (memory, address, device, tuple(batch_shape))
+        return info
+
+    def _read(self) -> tuple:
+        if self._fields is None:
+            _memory, address, device, batch_shape = self._records
+            fields = _rooflab.svd_info_to_host(address, math.prod(batch_shape), device)
+            self._fields = tuple(field.reshape(batch_shape) for field in fields)
+            self._records = None
+        return self._fields
+
+    @property
+    def sweeps(self) -> np.ndarray:
+        """int32: sweeps run, the last one included (it finds every column pair orthogonal)."""
+        return self._read()[0]
+
+    @property
+    def converged(self) -> np.ndarray:
+        """bool: whether the matrix converged within max_sweeps: every pair within tol, or, on the
+        library's Gram schedule, two sweeps in a row at its products' rounding floor (rooflab's
+        docs/svd.md)."""
+        return self._read()[1]
+
+    @property
+    def off(self) -> np.ndarray:
+        """float64: the final largest scaled off-diagonal measure."""
+        return self._read()[2]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __reduce__(self):
+        return SvdInfo, self._read()
+
+    def __repr__(self) -> str:
+        sweeps, converged, off = self._read()
+        return f"SvdInfo(sweeps={sweeps!r}, converged={converged!r}, off={off!r})"
 
 
 class _SvdFactors(NamedTuple):
@@ -295,7 +340,7 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
         U_rows, u_address = call.empty((*batch_shape, k, m), source.dtype, source.itemsize)
         Vh, vh_address = call.empty((*batch_shape, k, n), source.dtype, source.itemsize)
 
-    unconverged = 0
+    unconverged, first_unconverged = 0, -1
     if batch == 0 or k == 0:
         info = SvdInfo(np.zeros(batch_shape, np.int32), np.ones(batch_shape, bool), np.zeros(batch_shape))
     else:
@@ -313,13 +358,13 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
             info = SvdInfo(np.array(sweeps, np.int32), np.array(converged), np.array(off))
             unconverged = int(not converged)
         else:
-            sweeps, converged, off, unconverged = _rooflab.svd_batched(
-                source.dtype, source.address, rows, cols, batch, s_address, left, right, *options)
-            info = SvdInfo(sweeps.reshape(batch_shape), converged.reshape(batch_shape), off.reshape(batch_shape))
+            records, info_address = call.empty((batch * _rooflab.svd_info_bytes,), "uint8", 1)
+            unconverged, first_unconverged = _rooflab.svd_batched(
+                source.dtype, source.address, rows, cols, batch, s_address, left, right, info_address, *options)
+            info = SvdInfo._on_device(records, info_address, call.device, batch_shape)
     if check_errors and unconverged:
-        failed = np.argwhere(~info.converged)
-        where = (f"matrix {tuple(int(i) for i in failed[0])} ({len(failed)} of {batch})" if batch_shape
-                 else "the matrix")
+        where = (f"matrix {tuple(int(i) for i in np.unravel_index(first_unconverged, batch_shape))} "
+                 f"({unconverged} of {batch})" if batch_shape else "the matrix")
         again = ", nor in as many more on the transposed triangle" if max_sweeps >= _DEFAULT_MAX_SWEEPS else ""
         raise argument_error("svd", "max_sweeps", f"{where} did not converge in {max_sweeps} sweeps{again}; "
                              "raise max_sweeps, or pass check_errors=False for the factors and info.converged")
