@@ -379,9 +379,9 @@ def swap_last_axes(array):
     """The view of `array` with its last two axes swapped, in its own framework."""
     if isinstance(array, DeviceArray):
         return array.swap_last_axes()
-    if hasattr(array, "mT"):
-        return array.mT
-    return array.swapaxes(-1, -2)
+    # Read once: a tensor's mT makes a new view each time it is read.
+    swapped = getattr(array, "mT", None)
+    return array.swapaxes(-1, -2) if swapped is None else swapped
 
 
 class DeviceArray:
