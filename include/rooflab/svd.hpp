@@ -20,7 +20,7 @@ struct SvdInfo {
 // SvdInfo's fields for a batch, left in device memory: each pointer null or `batch` entries. For
 // callers that keep the records on the GPU (a framework's info tensors) or read them only when
 // something failed: on batches of small matrices, copying every record back to the host takes
-// longer than the solve (docs/svd.md, "Around the kernels").
+// longer than the solve (docs/svd.md, "The production path": svd_batched).
 struct SvdDeviceInfo {
   int* sweeps = nullptr;
   bool* converged = nullptr;
