@@ -56,7 +56,8 @@ __global__ void spread_statuses(const jacobi::MatrixStatus* statuses, int batch,
 void spread_info_on_device(const jacobi::MatrixStatus* statuses, int batch,
                            const SvdDeviceInfo& info, cudaStream_t stream) {
   constexpr int threads = 256;
-  const int blocks = std::min((batch + threads - 1) / threads, 1024);
+  const int blocks =
+      int(std::min<std::int64_t>((std::int64_t(batch) + threads - 1) / threads, 1024));
   spread_statuses<<<blocks, threads, 0, stream>>>(statuses, batch, info);
   detail::check_launch("svd_batched", "spread_statuses");
 }
