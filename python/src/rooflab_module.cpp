@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -373,15 +374,15 @@ nb::object describe_dlpack(nb::handle array, bool writable) {
 class TorchReader {
  public:
   nb::object describe(nb::handle tensor) {
-    if (!truth(attribute(tensor, is_cuda_)) || truth(call(tensor, is_conj_)) ||
-        truth(call(tensor, is_neg_)))
-      return nb::none();
+    if (!truth(attribute(tensor, is_cuda_)) || truth(call(tensor, is_neg_))) return nb::none();
+    const DescribedDtype& dtype = described_dtype(tensor);
+    // Only a complex tensor can be a lazily conjugated view: a real tensor's conj() is itself.
+    if (dtype.complex && truth(call(tensor, is_conj_))) return nb::none();
     nb::object strides = nb::none();
     if (!truth(call(tensor, is_contiguous_))) strides = call(tensor, stride_);
-    const nb::handle dtype = described_dtype(tensor);
     return nb::make_tuple(call(tensor, data_ptr_),
                           nb::steal(PySequence_Tuple(attribute(tensor, shape_).ptr())), strides,
-                          dtype[0], dtype[1], call(tensor, get_device_));
+                          dtype.name, dtype.itemsize, call(tensor, get_device_));
   }
 
  private:
@@ -401,17 +402,22 @@ class TorchReader {
     if (result < 0) throw nb::python_error();
     return result != 0;
   }
-  // (name, item size) of the tensor's dtype: worked out once per dtype (torch's dtypes are
-  // singletons), as NumPy names it ("torch.float32" is "float32").
-  nb::handle described_dtype(nb::handle tensor) {
+  // A tensor's dtype as the package names it (NumPy's names: "torch.float32" is "float32").
+  struct DescribedDtype {
+    nb::object dtype, name, itemsize;
+    bool complex;
+  };
+  // Worked out once per dtype (torch's dtypes are singletons).
+  const DescribedDtype& described_dtype(nb::handle tensor) {
     const nb::object dtype = attribute(tensor, dtype_);
-    for (const auto& [known, description] : dtypes_)
-      if (known.is(dtype)) return description;
+    for (const DescribedDtype& known : dtypes_)
+      if (known.dtype.is(dtype)) return known;
     std::string text = nb::cast<std::string>(nb::str(dtype));
     const std::string prefix = "torch.";
     if (text.compare(0, prefix.size(), prefix) == 0) text.erase(0, prefix.size());
-    dtypes_.emplace_back(dtype, nb::make_tuple(text, call(tensor, element_size_)));
-    return dtypes_.back().second;
+    const bool complex = text.compare(0, 7, "complex") == 0;
+    dtypes_.push_back({dtype, nb::str(text.c_str()), call(tensor, element_size_), complex});
+    return dtypes_.back();
   }
 
   // Interned once and never released, as the reader itself is not.
@@ -419,7 +425,7 @@ class TorchReader {
              is_contiguous_ = name("is_contiguous"), stride_ = name("stride"),
              data_ptr_ = name("data_ptr"), shape_ = name("shape"), dtype_ = name("dtype"),
              element_size_ = name("element_size"), get_device_ = name("get_device");
-  std::vector<std::pair<nb::object, nb::object>> dtypes_;
+  std::deque<DescribedDtype> dtypes_;  // a deque: references to its entries stay valid
 };
 
 nb::object describe_torch(nb::handle tensor) {

@@ -160,6 +160,16 @@ def test_lazily_conjugated_tensor_is_refused(torch_gpu):
         rooflab.transpose(x.conj())
 
 
+def test_lazily_negated_real_view_is_refused(torch_gpu):
+    # A real tensor can carry the negation bit: the imaginary part of a conjugated view.
+    torch = torch_gpu.torch
+    z = torch.ones(4, dtype=torch.complex64, device="cuda")
+    negated = z.conj().imag
+    assert negated.dtype == torch.float32 and negated.is_neg()
+    with pytest.raises(rooflab.Error, match="resolve_neg"):
+        rooflab.reduce(negated)
+
+
 def test_non_contiguous_view_is_refused_not_copied(xp):
     if xp.name in ("jax", "numba"):
         pytest.skip(f"{xp.name} has no strided views to pass")

@@ -34,7 +34,7 @@ class Operand:
     """One array argument of a call, read in place: its address, shape, strides (in elements;
     None when C-contiguous), dtype name ("float32", ... as NumPy names it), item size and device."""
 
-    __slots__ = ("array", "framework", "address", "shape", "strides", "dtype", "itemsize",
+    __slots__ = ("array", "framework", "address", "shape", "size", "strides", "dtype", "itemsize",
                  "producer_stream", "_device", "_op", "_name")
 
     def __init__(self, array, framework, address, shape, strides, dtype, itemsize, device, op, name,
@@ -42,7 +42,8 @@ class Operand:
         self.array = array
         self.framework = framework
         self.address = address
-        self.shape = tuple(shape)
+        self.shape = shape = tuple(shape)
+        self.size = math.prod(shape)
         self.strides = strides
         self.dtype = dtype
         self.itemsize = itemsize
@@ -60,10 +61,6 @@ class Operand:
             self._device = _rooflab.pointer_device(self.address, self._op, self._name) if self.address else 0
         return self._device
 
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
     def is_c_contiguous(self) -> bool:
         return self.strides is None or _dense(self.shape, self.strides, range(len(self.shape) - 1, -1, -1))
 
@@ -75,7 +72,7 @@ class Operand:
         return _dense(self.shape, strides, [last - 1, last, *range(last - 2, -1, -1)])
 
     def require_c_contiguous(self) -> None:
-        if not self.is_c_contiguous():
+        if self.strides is not None and not self.is_c_contiguous():
             raise argument_error(
                 self._op, self._name,
                 f"is not contiguous (shape {self.shape}, strides {self.strides} in elements); rooflab reads "
@@ -112,13 +109,15 @@ def _dense(shape, strides, fastest_first) -> bool:
 def framework_of(array):
     """'torch', 'cupy', 'jax', 'numba', or None for any other object."""
     kind = type(array)
-    if kind not in _FRAMEWORK_OF_TYPE:
-        _FRAMEWORK_OF_TYPE[kind] = _framework_of_type(kind)
-    return _FRAMEWORK_OF_TYPE[kind]
+    framework = _FRAMEWORK_OF_TYPE.get(kind, _UNSEEN)
+    if framework is _UNSEEN:
+        framework = _FRAMEWORK_OF_TYPE[kind] = _framework_of_type(kind)
+    return framework
 
 
 # Found once per type: isinstance against four frameworks costs a good part of a small call.
 _FRAMEWORK_OF_TYPE = {}
+_UNSEEN = object()
 
 
 def _framework_of_type(kind):
@@ -135,13 +134,15 @@ def _framework_of_type(kind):
 
 def read(array, op: str, name: str, writable: bool = False) -> Operand:
     """The Operand of `array`, or rooflab.Error saying why rooflab cannot read it in place."""
-    framework = framework_of(array)
+    framework = _FRAMEWORK_OF_TYPE.get(type(array), _UNSEEN)  # framework_of's cache, probed inline
+    if framework is _UNSEEN:
+        framework = framework_of(array)
     if framework == "torch":
         description = _rooflab.describe_torch(array)
         if description is None:
             raise _torch_refusal(array, op, name)
-        address, shape, strides, dtype, itemsize, device = description
-        return Operand(array, "torch", address, shape, strides, dtype, itemsize, device, op, name)
+        # (address, shape, strides, dtype, itemsize, device), in Operand's order.
+        return Operand(array, "torch", *description, op, name)
     if framework == "cupy":
         return _read_cupy(array, op, name)
     if framework == "jax":
@@ -271,13 +272,13 @@ def stream_handle(stream, op: str):
                                        "with __cuda_stream__, a torch.cuda.Stream or a cupy Stream")
 
 
-def _current_stream(operand: Operand) -> int:
+def _current_stream(operand: Operand, device: int) -> int:
     if operand.framework == "torch":
         # The raw handle without building a torch.cuda.Stream object: about a microsecond less a call,
         # which is most of the budget of a small one (torch.cuda.current_stream().cuda_stream).
-        return sys.modules["torch"]._C._cuda_getCurrentRawStream(operand.device)
+        return sys.modules["torch"]._C._cuda_getCurrentRawStream(device)
     if operand.framework == "cupy":
-        return sys.modules["cupy"].cuda.get_current_stream(operand.device).ptr
+        return sys.modules["cupy"].cuda.get_current_stream(device).ptr
     return 0 if operand.producer_stream is None else operand.producer_stream
 
 
@@ -289,14 +290,14 @@ class Call:
     def __init__(self, op: str, stream) -> None:
         self.op = op
         self.operands = []
-        self.stream = stream_handle(stream, op)
+        self.stream = None if stream is None else stream_handle(stream, op)
         self.device = None
         self._framework = None
         self._on_current_stream = True
 
     def read(self, array, name: str, dtypes=None, writable: bool = False) -> Operand:
         operand = read(array, self.op, name, writable)
-        if dtypes is not None:
+        if dtypes is not None and operand.dtype not in dtypes:
             operand.require_dtype(dtypes)
         self.operands.append(operand)
         return operand
@@ -306,7 +307,7 @@ class Call:
         first = self.operands[0]
         self._framework = first.framework
         device = self.device = first.device
-        current = _current_stream(first)
+        current = _current_stream(first, device)
         if self.stream is None:
             self.stream = current
         self._on_current_stream = self.stream == current
@@ -321,29 +322,25 @@ class Call:
     def empty(self, shape, dtype: str, itemsize: int):
         """A new array of the caller's framework on the call's device, for the work stream, and its
         address."""
-        shape = tuple(shape)
         if self._framework == "torch":
-            return self._torch_empty(shape, dtype)
+            source = self.operands[0]
+            # new_empty takes the device, and the dtype unless given, from the tensor: 2.7-4.9 us a
+            # call where torch.empty(shape, dtype=..., device=...) took 3.3-6.3 in the same
+            # processes (H100 hosts, docs/results/h100-python-wrapper-pieces.txt).
+            if dtype == source.dtype:
+                result = source.array.new_empty(shape)
+            else:
+                result = source.array.new_empty(shape, dtype=getattr(sys.modules["torch"], dtype))
+            if not self._on_current_stream:
+                # The caching allocator must not hand the memory out again before the work stream is
+                # done with it (torch.Tensor.record_stream's purpose).
+                torch = sys.modules["torch"]
+                result.record_stream(torch.cuda.ExternalStream(self.stream, device=result.device))
+            return result, result.data_ptr()
         if self._framework == "cupy":
             return self._cupy_empty(shape, dtype)
-        result = DeviceArray.empty(shape, dtype, itemsize, self.device, self.stream, self.op)
+        result = DeviceArray.empty(tuple(shape), dtype, itemsize, self.device, self.stream, self.op)
         return result, result.address
-
-    def _torch_empty(self, shape, dtype):
-        torch = sys.modules["torch"]
-        source = self.operands[0]
-        # new_empty takes the device, and the dtype unless given, from the tensor: 2.7-4.9 us a call
-        # where torch.empty(shape, dtype=..., device=...) took 3.3-6.3 in the same processes (H100
-        # hosts, docs/results/h100-python-wrapper-pieces.txt).
-        if dtype == source.dtype:
-            result = source.array.new_empty(shape)
-        else:
-            result = source.array.new_empty(shape, dtype=getattr(torch, dtype))
-        if not self._on_current_stream:
-            # The caching allocator must not hand the memory out again before the work stream is done
-            # with it (torch.Tensor.record_stream's purpose).
-            result.record_stream(torch.cuda.ExternalStream(self.stream, device=result.device))
-        return result, result.data_ptr()
 
     def _cupy_empty(self, shape, dtype):
         cupy = sys.modules["cupy"]
@@ -359,7 +356,10 @@ class Call:
     def finish(self, *results):
         """The results (from empty, views of them, or None) in the caller's framework, once the work
         is queued: one as it is, several as a tuple."""
-        if self._framework in ("jax", "dlpack"):
+        framework = self._framework
+        if framework == "torch" or framework == "cupy":  # their own arrays already
+            return results[0] if len(results) == 1 else results
+        if framework in ("jax", "dlpack"):
             _rooflab.synchronize(self.device, self.stream, self.op)
         if len(results) == 1:
             return self._in_framework(results[0])

@@ -33,9 +33,11 @@ def _number(value, function: str, argument: str) -> float:
         raise argument_error(function, argument, f"is {value!r}, not a number") from None
 
 
-def _require_reduction(op: str, function: str) -> None:
-    if op not in ("sum", "min", "max"):
-        raise argument_error(function, "op", f"is {op!r}; it must be 'sum', 'min' or 'max'")
+_REDUCTIONS = ("sum", "min", "max")
+
+
+def _reduction_error(op, function: str):
+    return argument_error(function, "op", f"is {op!r}; it must be 'sum', 'min' or 'max'")
 
 
 def reduce(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
@@ -51,7 +53,8 @@ def reduce(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
     The result is bitwise the same on every run on the same GPU. A NaN in x makes the result NaN,
     for "min" and "max" too, as torch.min and numpy.min do.
     """
-    _require_reduction(op, "reduce")
+    if op not in _REDUCTIONS:
+        raise _reduction_error(op, "reduce")
     call = Call("reduce", stream)
     source = call.read(x, "x", _REDUCE_DTYPES)
     source.require_c_contiguous()
@@ -75,7 +78,8 @@ def reduce_rows(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
     Returns an array of shape x.shape[:-1] and x's dtype (integer sums wrap; a row holding a NaN
     reduces to NaN, as in :func:`reduce`).
     """
-    _require_reduction(op, "reduce_rows")
+    if op not in _REDUCTIONS:
+        raise _reduction_error(op, "reduce_rows")
     call = Call("reduce_rows", stream)
     source = call.read(x, "x", _REDUCE_DTYPES)
     source.require_c_contiguous()
