@@ -584,6 +584,17 @@ TEST_F(Histogram, SixteenBitCountersFlushBeforeTheyWrap) {
   expect_device_equals_cpu(nans, 65536, 0, 1, 0, "float NaN");
 }
 
+TEST_F(Histogram, AWarpsAddsToOnePackedWordAreCombinedExactly) {
+  // 16-bit counters (65536 bins): where every lane of a warp hits one word (here its two bins,
+  // in turn), lane 0 adds the warp's counts to both halves at once; where a lane strays, each
+  // lane adds its own. 2^24 values also cross the flush many times.
+  std::vector<std::int32_t> pair((1 << 24) + 5);
+  for (std::size_t i = 0; i < pair.size(); ++i) pair[i] = 6 + std::int32_t(i % 3 == 0);
+  expect_device_equals_cpu(pair, 65536, 0, 65536, 1, "bins 6 and 7, one word");
+  for (std::size_t i = 0; i < pair.size(); i += 97) pair[i] = 40001;
+  expect_device_equals_cpu(pair, 65536, 0, 65536, 1, "and one value in 97 elsewhere");
+}
+
 TEST_F(HistogramHuge, MoreThanTwoTo32BytesAndTwoTo31Ints) {
   // 2^32 + 17 bytes: 64-bit indexing, and on a GPU of up to ~150 SMs more than 256 rounds per
   // block, so the lane-column table is merged during the run (counting.cuh) as well as at its
