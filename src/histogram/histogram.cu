@@ -80,7 +80,7 @@ void histogram_values(const T* in, std::int64_t n, const EvenBins& rule, unsigne
   // increments (ATOMS.POPC.INC), and that is the cost: made increments of 1, its adds counted
   // all-equal data at 65536 bins in 60-62 us instead of 233 (docs/histogram.md). Since a warp
   // whose lanes share one word adds it once (count_values_shared), all-equal and sorted data
-  // take 86-101 us there, and only a few hot bins (224-226 us) are left that slow (H200).
+  // take 86-101 us there, and only a few hot bins (225-231 us) are left that slow (H200).
   if ((bins + 1) * 4 + static_shared <= std::size_t(limits.shared_per_block)) {
     // 32-bit counters, a copy per warp while the copies take at most a quarter of the SM's
     // shared memory (32 copies of 256 bins, 3 of 4096, 1 of 16384), leaving the rest of the
