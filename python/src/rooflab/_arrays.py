@@ -79,10 +79,9 @@ class Operand:
                 "arrays in place and never copies them: pass x.contiguous() (PyTorch) or "
                 "cupy.ascontiguousarray(x)")
 
-    def require_dtype(self, dtypes) -> None:
-        if self.dtype not in dtypes:
-            raise argument_error(self._op, self._name,
-                                 f"has dtype {self.dtype}; {self._op} takes {', '.join(dtypes)}")
+    def dtype_error(self, dtypes):
+        """The rooflab.Error for a dtype that is not one of `dtypes`."""
+        return argument_error(self._op, self._name, f"has dtype {self.dtype}; {self._op} takes {', '.join(dtypes)}")
 
 
 def _c_strides(shape) -> tuple:
@@ -134,9 +133,7 @@ def _framework_of_type(kind):
 
 def read(array, op: str, name: str, writable: bool = False) -> Operand:
     """The Operand of `array`, or rooflab.Error saying why rooflab cannot read it in place."""
-    framework = _FRAMEWORK_OF_TYPE.get(type(array), _UNSEEN)  # framework_of's cache, probed inline
-    if framework is _UNSEEN:
-        framework = framework_of(array)
+    framework = framework_of(array)
     if framework == "torch":
         description = _rooflab.describe_torch(array)
         if description is None:
@@ -298,7 +295,7 @@ class Call:
     def read(self, array, name: str, dtypes=None, writable: bool = False) -> Operand:
         operand = read(array, self.op, name, writable)
         if dtypes is not None and operand.dtype not in dtypes:
-            operand.require_dtype(dtypes)
+            raise operand.dtype_error(dtypes)
         self.operands.append(operand)
         return operand
 
