@@ -1,7 +1,8 @@
 // rooflab._rooflab: the library's entry points on device addresses, for the Python package.
 // The package (python/src/rooflab) reads the caller's arrays into addresses, shapes and a stream,
 // allocates the results in the caller's framework and checks what it can without the GPU; this
-// module runs the library on the arrays' device and turns rooflab::Error into rooflab.Error.
+// module runs the library on the arrays' device and turns rooflab::Error into rooflab.Error. For
+// the common case of PyTorch tensors it also does all of that in one call (torch_<function>).
 // Addresses rather than nanobind ndarrays on the hot path: importing a torch tensor through
 // __dlpack__ costs microseconds per array, more than the whole budget of a small call.
 #include <nanobind/nanobind.h>
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,8 +23,11 @@
 #include <vector>
 
 #include "rooflab/rooflab.hpp"
+#include "torch_tensors.hpp"
 
 namespace nb = nanobind;
+using rooflab_python::PlainTensor;
+using rooflab_python::TorchTensors;
 
 namespace {
 
@@ -93,10 +96,20 @@ constexpr std::string_view dtype_name<std::uint32_t> = "uint32";
 template <>
 constexpr std::string_view dtype_name<std::uint8_t> = "uint8";
 
+// The element types the library compiles an operation for.
+template <class... Types>
+struct Elements {
+  static bool include(std::string_view dtype) { return ((dtype == dtype_name<Types>) || ...); }
+};
+using ReduceElements = Elements<float, double, std::int32_t, std::int64_t, std::uint32_t>;
+using HistogramElements = Elements<std::uint8_t, std::int32_t, float, double>;
+using SvdElements = Elements<float, double>;
+
 // Calls f with a value of the one of Types that `dtype` names; the package has checked the dtype,
 // so another name is a package bug, reported all the same.
 template <class... Types, class F>
-void with_element(const std::string& dtype, const char* op, const char* argument, F&& f) {
+void with_element(Elements<Types...>, const std::string& dtype, const char* op,
+                  const char* argument, F&& f) {
   const bool known = ((dtype == dtype_name<Types> && (f(Types{}), true)) || ...);
   if (!known)
     throw rooflab::Error(op, argument, "has dtype " + dtype + ", which " + op + " does not take");
@@ -111,17 +124,11 @@ void with_reduction(std::string_view name, const char* op, F&& f) {
                        "is '" + std::string(name) + "'; it must be 'sum', 'min' or 'max'");
 }
 
-// The element types the library compiles reductions and scans for.
-template <class F>
-void with_reduce_element(const std::string& dtype, const char* op, F&& f) {
-  with_element<float, double, std::int32_t, std::int64_t, std::uint32_t>(dtype, op, "x", f);
-}
-
 void reduce(const std::string& dtype, const std::string& op_name, Address in, std::int64_t n,
             Address out, int device, Address stream) {
   constexpr const char* op = "reduce";
   run_on(device, stream, op, [&] {
-    with_reduce_element(dtype, op, [&](auto zero) {
+    with_element(ReduceElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       with_reduction(op_name, op, [&](auto reduction) {
         rooflab::reduce(at<const T>(in), n, at<T>(out), reduction, as_stream(stream));
@@ -134,7 +141,7 @@ void reduce_rows(const std::string& dtype, const std::string& op_name, Address i
                  std::int64_t rows, std::int64_t cols, Address out, int device, Address stream) {
   constexpr const char* op = "reduce_rows";
   run_on(device, stream, op, [&] {
-    with_reduce_element(dtype, op, [&](auto zero) {
+    with_element(ReduceElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       with_reduction(op_name, op, [&](auto reduction) {
         rooflab::reduce_rows(at<const T>(in), rows, cols, at<T>(out), reduction, as_stream(stream));
@@ -148,7 +155,7 @@ void scan(const std::string& dtype, Address in, Address out, std::int64_t n, int
           Address stream) {
   constexpr const char* op = Inclusive ? "inclusive_scan" : "exclusive_scan";
   run_on(device, stream, op, [&] {
-    with_reduce_element(dtype, op, [&](auto zero) {
+    with_element(ReduceElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       if constexpr (Inclusive)
         rooflab::inclusive_scan(at<const T>(in), at<T>(out), n, as_stream(stream));
@@ -162,7 +169,7 @@ void histogram_even(const std::string& dtype, Address in, std::int64_t n, int bi
                     double hi, Address counts, int device, Address stream) {
   constexpr const char* op = "histogram_even";
   run_on(device, stream, op, [&] {
-    with_element<std::uint8_t, std::int32_t, float, double>(dtype, op, "x", [&](auto zero) {
+    with_element(HistogramElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       rooflab::histogram_even(at<const T>(in), n, bins, lo, hi, at<std::uint64_t>(counts),
                               as_stream(stream));
@@ -174,6 +181,11 @@ void histogram_even(const std::string& dtype, Address in, std::int64_t n, int bi
 struct Bytes16 {
   std::uint64_t words[2];
 };
+
+constexpr bool transposable(std::size_t element_bytes) {
+  return element_bytes == 1 || element_bytes == 2 || element_bytes == 4 || element_bytes == 8 ||
+         element_bytes == 16;
+}
 
 void transpose(int element_bytes, Address in, std::int64_t rows, std::int64_t cols, Address out,
                int device, Address stream) {
@@ -217,7 +229,7 @@ std::tuple<int, bool, double> svd(const std::string& dtype, Address a, int m, in
                                   Address stream) {
   rooflab::SvdInfo info;
   run_on(device, stream, "svd", [&] {
-    with_element<float, double>(dtype, "svd", "a", [&](auto zero) {
+    with_element(SvdElements{}, dtype, "svd", "a", [&](auto zero) {
       using T = decltype(zero);
       info = rooflab::svd(at<const T>(a), m, n, lda, at<T>(s), at<T>(u), ldu, at<T>(v), ldv,
                           svd_options(compute_uv, tol, max_sweeps), as_stream(stream));
@@ -250,7 +262,7 @@ std::tuple<int, int> svd_batched(const std::string& dtype, Address a, int m, int
                                       at<double>(info + layout.off())};
   rooflab::SvdBatchOutcome outcome;
   run_on(device, stream, "svd", [&] {
-    with_element<float, double>(dtype, "svd", "a", [&](auto zero) {
+    with_element(SvdElements{}, dtype, "svd", "a", [&](auto zero) {
       using T = decltype(zero);
       outcome =
           rooflab::svd_batched(at<const T>(a), m, n, batch, at<T>(s), at<T>(u), at<T>(v), fields,
@@ -364,75 +376,98 @@ nb::object describe_dlpack(nb::handle array, bool writable) {
   return nb::none();
 }
 
-// A PyTorch tensor as the package reads it: (address, shape, strides in elements or None where
-// C-contiguous, dtype name, item size, device), or None where rooflab cannot read it in place as
-// it is (not on a CUDA device; a lazily conjugated or negated view), for the package to say why.
-// One call from the package instead of nine attribute calls and their Python frames. The
-// overhead of the scan with out=, which reads two tensors and allocates nothing, went from
-// 9.1-9.4 to 5.7-6.5 us with it on one H100 host (docs/python.md, "The wrapper's cost", says what
-// that comparison leaves open).
-class TorchReader {
- public:
-  nb::object describe(nb::handle tensor) {
-    if (!truth(attribute(tensor, is_cuda_)) || truth(call(tensor, is_neg_))) return nb::none();
-    const DescribedDtype& dtype = described_dtype(tensor);
-    // Only a complex tensor can be a lazily conjugated view: a real tensor's conj() is itself.
-    if (dtype.complex && truth(call(tensor, is_conj_))) return nb::none();
-    nb::object strides = nb::none();
-    if (!truth(call(tensor, is_contiguous_))) strides = call(tensor, stride_);
-    return nb::make_tuple(call(tensor, data_ptr_),
-                          nb::steal(PySequence_Tuple(attribute(tensor, shape_).ptr())), strides,
-                          dtype.name, dtype.itemsize, call(tensor, get_device_));
-  }
+// PyTorch tensors read and made in one native call each (the package's functions try these first):
+// a plain tensor (torch_tensors.hpp) on PyTorch's current stream, with every other argument
+// already checked by the package. Each reads the tensors, has PyTorch allocate the result and
+// queues the work, where the package's general path took a Python frame or more per step (their
+// cost: docs/python.md). Each returns None for anything else, which the package then takes through
+// its general path: it reads every kind of array, and says what is wrong.
 
- private:
-  static nb::handle name(const char* text) { return PyUnicode_InternFromString(text); }
-  static nb::object checked(PyObject* result) {
-    if (result == nullptr) throw nb::python_error();
-    return nb::steal(result);
-  }
-  static nb::object call(nb::handle tensor, nb::handle method) {
-    return checked(PyObject_CallMethodNoArgs(tensor.ptr(), method.ptr()));
-  }
-  static nb::object attribute(nb::handle tensor, nb::handle attribute) {
-    return checked(PyObject_GetAttr(tensor.ptr(), attribute.ptr()));
-  }
-  static bool truth(const nb::object& value) {
-    const int result = PyObject_IsTrue(value.ptr());
-    if (result < 0) throw nb::python_error();
-    return result != 0;
-  }
-  // A tensor's dtype as the package names it (NumPy's names: "torch.float32" is "float32").
-  struct DescribedDtype {
-    nb::object dtype, name, itemsize;
-    bool complex;
-  };
-  // Worked out once per dtype (torch's dtypes are singletons).
-  const DescribedDtype& described_dtype(nb::handle tensor) {
-    const nb::object dtype = attribute(tensor, dtype_);
-    for (const DescribedDtype& known : dtypes_)
-      if (known.dtype.is(dtype)) return known;
-    std::string text = nb::cast<std::string>(nb::str(dtype));
-    const std::string prefix = "torch.";
-    if (text.compare(0, prefix.size(), prefix) == 0) text.erase(0, prefix.size());
-    const bool complex = text.compare(0, 7, "complex") == 0;
-    dtypes_.push_back({dtype, nb::str(text.c_str()), call(tensor, element_size_), complex});
-    return dtypes_.back();
-  }
-
-  // Interned once and never released, as the reader itself is not.
-  nb::handle is_cuda_ = name("is_cuda"), is_conj_ = name("is_conj"), is_neg_ = name("is_neg"),
-             is_contiguous_ = name("is_contiguous"), stride_ = name("stride"),
-             data_ptr_ = name("data_ptr"), shape_ = name("shape"), dtype_ = name("dtype"),
-             element_size_ = name("element_size"), get_device_ = name("get_device");
-  std::deque<DescribedDtype> dtypes_;  // a deque: references to its entries stay valid
-};
-
-nb::object describe_torch(nb::handle tensor) {
-  // Never destroyed: its Python objects must not be released after the interpreter has gone.
-  static TorchReader* reader = new TorchReader;
-  return reader->describe(tensor);
+nb::object torch_reduce(nb::handle x, const std::string& op_name) {
+  TorchTensors& torch = TorchTensors::instance();
+  PlainTensor source;
+  if (!torch.read_plain(x, source) || source.size == 0 ||
+      !ReduceElements::include(source.dtype->name))
+    return nb::none();
+  nb::object result = torch.new_empty(x, nb::tuple());
+  reduce(source.dtype->name, op_name, source.address, source.size, torch.data_ptr(result),
+         source.device, torch.current_stream(source.device));
+  return result;
 }
+
+nb::object torch_reduce_rows(nb::handle x, const std::string& op_name) {
+  TorchTensors& torch = TorchTensors::instance();
+  PlainTensor source;
+  if (!torch.read_plain(x, source) || source.ndim() < 2 ||
+      !ReduceElements::include(source.dtype->name))
+    return nb::none();
+  const std::size_t last = source.ndim() - 1;
+  const std::int64_t cols = source.extent(last);
+  if (cols == 0) return nb::none();  // rows without columns (an error), or no rows either
+  const nb::object leading = nb::steal(PyTuple_GetSlice(source.shape.ptr(), 0, Py_ssize_t(last)));
+  if (!leading.is_valid()) throw nb::python_error();
+  nb::object result = torch.new_empty(x, leading);
+  const std::int64_t rows = source.size / cols;
+  if (rows > 0)
+    reduce_rows(source.dtype->name, op_name, source.address, rows, cols, torch.data_ptr(result),
+                source.device, torch.current_stream(source.device));
+  return result;
+}
+
+// `out` None: a new result; else the tensor to write, x itself for in place.
+template <bool Inclusive>
+nb::object torch_scan(nb::handle x, nb::handle out) {
+  TorchTensors& torch = TorchTensors::instance();
+  PlainTensor source;
+  if (!torch.read_plain(x, source) || source.ndim() != 1 ||
+      !ReduceElements::include(source.dtype->name))
+    return nb::none();
+  nb::object result;
+  Address address = 0;
+  if (out.is_none()) {
+    result = torch.new_empty(x, source.shape);
+    address = torch.data_ptr(result);
+  } else {
+    PlainTensor target;
+    if (!torch.read_plain(out, target) || target.dtype != source.dtype || target.ndim() != 1 ||
+        target.size != source.size || target.device != source.device)
+      return nb::none();
+    result = nb::borrow(out);
+    address = target.address;
+  }
+  scan<Inclusive>(source.dtype->name, source.address, address, source.size, source.device,
+                  torch.current_stream(source.device));
+  return result;
+}
+
+// `bins`, `lo` and `hi` as the package has checked them (the library checks the range).
+nb::object torch_histogram_even(nb::handle x, int bins, double lo, double hi) {
+  TorchTensors& torch = TorchTensors::instance();
+  PlainTensor source;
+  if (!torch.read_plain(x, source) || !HistogramElements::include(source.dtype->name))
+    return nb::none();
+  nb::object counts = torch.new_empty(x, nb::make_tuple(bins), "int64");
+  histogram_even(source.dtype->name, source.address, source.size, bins, lo, hi,
+                 torch.data_ptr(counts), source.device, torch.current_stream(source.device));
+  return counts;
+}
+
+nb::object torch_transpose(nb::handle x) {
+  TorchTensors& torch = TorchTensors::instance();
+  PlainTensor source;
+  if (!torch.read_plain(x, source) || source.ndim() != 2 || !transposable(source.dtype->itemsize))
+    return nb::none();
+  const std::int64_t rows = source.extent(0), cols = source.extent(1);
+  nb::object result = torch.new_empty(x, nb::make_tuple(cols, rows));
+  if (rows > 0 && cols > 0)
+    transpose(int(source.dtype->itemsize), source.address, rows, cols, torch.data_ptr(result),
+              source.device, torch.current_stream(source.device));
+  return result;
+}
+
+// The general path's reading of a tensor (TorchTensors::describe): one call from the package
+// instead of nine attribute calls and their Python frames.
+nb::object describe_torch(nb::handle tensor) { return TorchTensors::instance().describe(tensor); }
 
 // The device that owns `address`: arrays read through __cuda_array_interface__ do not say.
 int pointer_device(Address address, const std::string& op, const std::string& argument) {
@@ -514,6 +549,12 @@ NB_MODULE(_rooflab, m) {
         "bits"_a, "device"_a);
   m.def("describe_dlpack", &describe_dlpack, "array"_a, "writable"_a);
   m.def("describe_torch", &describe_torch, "tensor"_a);
+  m.def("torch_reduce", &torch_reduce, "x"_a, "op"_a);
+  m.def("torch_reduce_rows", &torch_reduce_rows, "x"_a, "op"_a);
+  m.def("torch_inclusive_scan", &torch_scan<true>, "x"_a, "out"_a.none());
+  m.def("torch_exclusive_scan", &torch_scan<false>, "x"_a, "out"_a.none());
+  m.def("torch_histogram_even", &torch_histogram_even, "x"_a, "bins"_a, "lo"_a, "hi"_a);
+  m.def("torch_transpose", &torch_transpose, "x"_a);
   m.def("pointer_device", &pointer_device, "address"_a, "op"_a, "argument"_a);
   m.def("stream_wait", &stream_wait, "device"_a, "waiting"_a, "on"_a, "op"_a);
   m.def("synchronize", &synchronize, "device"_a, "stream"_a, "op"_a);

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import rooflab
+from rooflab import _rooflab
 
 N = 1 << 22
 BUSY_CYCLES = 200_000_000  # about 0.1 s on a 2 GHz GPU: far longer than launching what follows
@@ -35,12 +36,19 @@ def test_torch_current_stream_orders_rooflab_between_torch_kernels(torch_gpu):
     side = torch.cuda.Stream()
     x = torch_busy_then_ones(torch, side)
     with torch.cuda.stream(side):
-        total = rooflab.reduce(x)  # must wait for fill_ on side
+        # Each call must wait for fill_ on side.
+        total = rooflab.reduce(x)
         prefix = rooflab.inclusive_scan(x)
+        row_sums = rooflab.reduce_rows(x.view(1024, -1))
+        counts = rooflab.histogram_even(x, 2, 0.0, 2.0)
+        transposed = rooflab.transpose(x.view(1024, -1))
         doubled = total * 2  # torch, after rooflab on side
         last = prefix[-1:].clone()
+        rows_right = (row_sums == N // 1024).all()
+        ones = (transposed == 1).all()
     side.synchronize()
-    assert doubled.item() == 2 * N and last.item() == N
+    assert doubled.item() == 2 * N and last.item() == N and rows_right.item() and ones.item()
+    assert counts.tolist() == [0, N]
 
 
 @pytest.mark.parametrize("form", ["int", "torch.cuda.Stream", "__cuda_stream__"])
@@ -75,6 +83,66 @@ def test_torch_result_memory_is_kept_for_the_given_stream(torch_gpu):
 
 def cupy_spin(cupy):
     return cupy.RawKernel(SPIN_SOURCE, "spin")
+
+
+def test_plain_tensors_take_one_native_call_and_get_the_general_paths_results(torch_gpu, rng):
+    # Without stream=, each function first offers plain tensors to the native module's
+    # torch_<function>; with the current stream given, it takes the general path. Same bits, in
+    # fresh tensors alike.
+    torch = torch_gpu.torch
+    matrix = torch.as_tensor(rng.standard_normal((37, 53)), dtype=torch.float32, device="cuda")
+    vector = matrix[5].clone()
+    out = torch.empty_like(vector)
+    calls = {
+        "reduce": (lambda **s: rooflab.reduce(matrix, "max", **s), lambda: _rooflab.torch_reduce(matrix, "max")),
+        "reduce_rows": (lambda **s: rooflab.reduce_rows(matrix, **s),
+                        lambda: _rooflab.torch_reduce_rows(matrix, "sum")),
+        "inclusive_scan": (lambda **s: rooflab.inclusive_scan(vector, **s),
+                           lambda: _rooflab.torch_inclusive_scan(vector, None)),
+        "exclusive_scan into out": (lambda **s: rooflab.exclusive_scan(vector, out=out, **s).clone(),
+                                    lambda: _rooflab.torch_exclusive_scan(vector, out)),
+        "histogram_even": (lambda **s: rooflab.histogram_even(matrix, 7, -1.5, 2.0, **s),
+                           lambda: _rooflab.torch_histogram_even(matrix, 7, -1.5, 2.0)),
+        "transpose": (lambda **s: rooflab.transpose(matrix, **s), lambda: _rooflab.torch_transpose(matrix)),
+    }
+    for name, (package, native) in calls.items():
+        one_call = native()
+        assert isinstance(one_call, torch.Tensor), name
+        plain, general = package(), package(stream=torch.cuda.current_stream())
+        for result in (one_call, plain):
+            assert (result.shape, result.dtype, result.device) == (general.shape, general.dtype, general.device), name
+            assert torch.equal(result, general), name
+        if name != "exclusive_scan into out":
+            assert plain.data_ptr() not in (matrix.data_ptr(), vector.data_ptr(), general.data_ptr()), name
+    assert _rooflab.torch_inclusive_scan(vector, vector) is vector  # in place
+
+
+def test_the_one_call_path_leaves_to_the_general_path_what_it_must_judge(torch_gpu):
+    torch = torch_gpu.torch
+    x = torch.ones(64, device="cuda")
+    matrix = torch.ones(8, 8, device="cuda")
+    complex_matrix = torch.ones(4, 4, dtype=torch.complex64, device="cuda")
+    parameter = torch.nn.Parameter(x.clone())
+    declined = {
+        "a CPU tensor": _rooflab.torch_reduce(torch.ones(4), "sum"),
+        "a NumPy array": _rooflab.torch_reduce(np.ones(4, np.float32), "sum"),
+        "a subclass of torch.Tensor": _rooflab.torch_reduce(parameter, "sum"),
+        "a non-contiguous view": _rooflab.torch_reduce(x[::2], "sum"),
+        "a lazily negated view": _rooflab.torch_reduce(complex_matrix.conj().imag, "sum"),
+        "a lazily conjugated view": _rooflab.torch_transpose(complex_matrix.conj()),
+        "an empty tensor to reduce": _rooflab.torch_reduce(x[:0], "sum"),
+        "a dtype reduce does not take": _rooflab.torch_reduce(x.half(), "sum"),
+        "a vector for reduce_rows": _rooflab.torch_reduce_rows(x, "sum"),
+        "rows without columns": _rooflab.torch_reduce_rows(matrix[:, :0], "sum"),
+        "a matrix to scan": _rooflab.torch_inclusive_scan(matrix, None),
+        "an out of another dtype": _rooflab.torch_inclusive_scan(x, x.double()),
+        "an out of another length": _rooflab.torch_exclusive_scan(x, x[:32]),
+        "a dtype histogram_even does not take": _rooflab.torch_histogram_even(x.long(), 4, 0.0, 1.0),
+        "a stack to transpose": _rooflab.torch_transpose(matrix.view(2, 4, 8)),
+    }
+    assert [what for what, result in declined.items() if result is not None] == []
+    # The general path takes a subclass, and says why it refuses the others (the tests above).
+    assert rooflab.reduce(parameter).item() == 64
 
 
 def test_cupy_current_stream_orders_rooflab_between_cupy_kernels(cupy_gpu):

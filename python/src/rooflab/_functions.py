@@ -1,4 +1,11 @@
-"""rooflab's functions on the caller's CUDA arrays (docs/python.md)."""
+"""rooflab's functions on the caller's CUDA arrays (docs/python.md).
+
+Each function but svd first offers its arguments to the native module's torch_<function>, which
+takes the common case of PyTorch in one call: plain CUDA tensors (not a subclass; C-contiguous, not
+a lazily conjugated or negated view) on PyTorch's current stream, no stream= given, every other
+argument already checked here. It returns None for anything else, which the general path (Call,
+in _arrays.py) then takes: it reads every kind of array, and says what is wrong.
+"""
 
 import math
 from typing import Any, NamedTuple, Optional
@@ -55,6 +62,10 @@ def reduce(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
     """
     if op not in _REDUCTIONS:
         raise _reduction_error(op, "reduce")
+    if stream is None:
+        result = _rooflab.torch_reduce(x, op)
+        if result is not None:
+            return result
     call = Call("reduce", stream)
     source = call.read(x, "x", _REDUCE_DTYPES)
     source.require_c_contiguous()
@@ -80,6 +91,10 @@ def reduce_rows(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
     """
     if op not in _REDUCTIONS:
         raise _reduction_error(op, "reduce_rows")
+    if stream is None:
+        result = _rooflab.torch_reduce_rows(x, op)
+        if result is not None:
+            return result
     call = Call("reduce_rows", stream)
     source = call.read(x, "x", _REDUCE_DTYPES)
     source.require_c_contiguous()
@@ -99,6 +114,11 @@ def reduce_rows(x: Array, op: str = "sum", *, stream: Stream = None) -> Array:
 
 
 def _scan(function: str, x: Array, out: Optional[Array], stream: Stream) -> Array:
+    if stream is None:
+        torch_scan = _rooflab.torch_inclusive_scan if function == "inclusive_scan" else _rooflab.torch_exclusive_scan
+        result = torch_scan(x, out)
+        if result is not None:
+            return result
     call = Call(function, stream)
     source = call.read(x, "x", _REDUCE_DTYPES)
     source.require_c_contiguous()
@@ -165,6 +185,10 @@ def histogram_even(x: Array, bins: int, lo: float, hi: float, *, stream: Stream 
         # Checked before the counts are allocated: the library checks it too, but only afterwards.
         raise argument_error(function, "bins", f"is {bins!r}; it must be an int from 1 to 2**24")
     lo, hi = _number(lo, function, "lo"), _number(hi, function, "hi")
+    if stream is None:
+        counts = _rooflab.torch_histogram_even(x, int(bins), lo, hi)
+        if counts is not None:
+            return counts
     call = Call(function, stream)
     source = call.read(x, "x", _HISTOGRAM_DTYPES)
     source.require_c_contiguous()
@@ -185,6 +209,10 @@ def transpose(x: Array, *, stream: Stream = None) -> Array:
             bfloat16, float32, int64, complex128, ...).
         stream: the stream to queue on; None for the caller's current stream.
     """
+    if stream is None:
+        result = _rooflab.torch_transpose(x)
+        if result is not None:
+            return result
     call = Call("transpose", stream)
     source = call.read(x, "x")
     source.require_c_contiguous()
