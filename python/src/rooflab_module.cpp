@@ -480,6 +480,13 @@ int pointer_device(Address address, const std::string& op, const std::string& ar
   return attributes.device;
 }
 
+// The package's check of a stream= argument, made before it allocates anything for the stream.
+void check_stream(int device, Address stream, const std::string& op) {
+  nb::gil_scoped_release release;
+  OnDevice on_device(device, op.c_str());  // the legacy default stream is the current device's
+  require_stream_on_device(stream, device, op.c_str());
+}
+
 // `waiting` runs nothing more until what is queued on `on` now has finished; no host wait.
 void stream_wait(int device, Address waiting, Address on, const std::string& op) {
   nb::gil_scoped_release release;
@@ -556,6 +563,7 @@ NB_MODULE(_rooflab, m) {
   m.def("torch_histogram_even", &torch_histogram_even, "x"_a, "bins"_a, "lo"_a, "hi"_a);
   m.def("torch_transpose", &torch_transpose, "x"_a);
   m.def("pointer_device", &pointer_device, "address"_a, "op"_a, "argument"_a);
+  m.def("check_stream", &check_stream, "device"_a, "stream"_a, "op"_a);
   m.def("stream_wait", &stream_wait, "device"_a, "waiting"_a, "on"_a, "op"_a);
   m.def("synchronize", &synchronize, "device"_a, "stream"_a, "op"_a);
   m.def("cuda_versions", &cuda_versions);

@@ -308,6 +308,11 @@ class Call:
         if self.stream is None:
             self.stream = current
         self._on_current_stream = self.stream == current
+        if not self._on_current_stream:
+            # Before any result is allocated for it: PyTorch records a tensor's use on the stream
+            # (record_stream) and, were the stream another device's, aborted the process when the
+            # tensor was freed (an event of one device recorded on another's stream).
+            _rooflab.check_stream(device, self.stream, self.op)
         for operand in self.operands:
             if operand is not first and operand.device != device:
                 raise argument_error(self.op, operand._name, f"is on device {operand.device}, "
