@@ -213,6 +213,20 @@ def test_second_device_works_and_leaves_the_current_device(torch_gpu, rng):
     total = rooflab.reduce(torch.as_tensor(values, device="cuda:1"))
     assert total.device.index == 1 and torch.cuda.current_device() == 0
     assert abs(total.item() - values.sum()) <= 1e-12 * np.abs(values).sum()
+    # Every function, through the one-call path and the general path (stream= given), on device 1.
+    integers = torch.as_tensor(rng.integers(-1000, 1000, (40, 25)), dtype=torch.int32, device="cuda:1")
+    expected = integers.cpu().numpy()
+    for given in ({}, {"stream": torch.cuda.current_stream(1)}):
+        results = {
+            "reduce_rows": (rooflab.reduce_rows(integers, **given), expected.sum(1)),
+            "inclusive_scan": (rooflab.inclusive_scan(integers.view(-1), **given), np.cumsum(expected)),
+            "histogram_even": (rooflab.histogram_even(integers, 8, -1000, 1000, **given),
+                               np.histogram(expected, 8, (-1000, 1000))[0]),
+            "transpose": (rooflab.transpose(integers, **given), expected.T),
+        }
+        for name, (result, reference) in results.items():
+            assert result.device.index == 1 and torch.cuda.current_device() == 0, (name, given)
+            np.testing.assert_array_equal(result.cpu().numpy(), reference, err_msg=f"{name} {given}")
 
 
 def test_unsupported_dtype_on_gpu_is_refused_not_converted(torch_gpu):
