@@ -4,6 +4,8 @@ each of its forms; it works on the arrays' device; and it refuses, saying why, w
 in place. Each stream test holds the stream busy first (a spinning kernel), so that work on any
 other stream would read the input before the framework has written it."""
 
+import concurrent.futures
+
 import numpy as np
 import pytest
 
@@ -143,6 +145,36 @@ def test_the_one_call_path_leaves_to_the_general_path_what_it_must_judge(torch_g
     assert [what for what, result in declined.items() if result is not None] == []
     # The general path takes a subclass, and says why it refuses the others (the tests above).
     assert rooflab.reduce(parameter).item() == 64
+
+
+def test_calls_from_many_threads_at_once(torch_gpu):
+    # The native module lets go of the GIL while the library queues or waits, so the calls of
+    # several Python threads run in the library at once, each thread on a stream of its own.
+    torch = torch_gpu.torch
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        values = rng.integers(-1000, 1000, (64, 48)).astype(np.int32)
+        matrix = rng.standard_normal((24, 16))
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            x = torch.as_tensor(values, device="cuda")
+            a = torch.as_tensor(matrix, device="cuda")
+            rounds = [(rooflab.reduce(x), rooflab.reduce_rows(x), rooflab.inclusive_scan(x.view(-1)),
+                       rooflab.histogram_even(x, 16, -1000, 1000), rooflab.transpose(x),
+                       rooflab.svd(a, compute_uv=False).S) for _ in range(10)]
+        stream.synchronize()
+        expected_s = np.linalg.svd(matrix, compute_uv=False)
+        for total, row_sums, prefix, counts, transposed, s in rounds:
+            assert total.item() == values.sum()
+            np.testing.assert_array_equal(row_sums.cpu().numpy(), values.sum(1))
+            np.testing.assert_array_equal(prefix.cpu().numpy(), np.cumsum(values))
+            np.testing.assert_array_equal(counts.cpu().numpy(), np.histogram(values, 16, (-1000, 1000))[0])
+            np.testing.assert_array_equal(transposed.cpu().numpy(), values.T)
+            np.testing.assert_allclose(s.cpu().numpy(), expected_s, rtol=1e-12)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(work, range(8)))  # re-raises the first failure
 
 
 def test_cupy_current_stream_orders_rooflab_between_cupy_kernels(cupy_gpu):

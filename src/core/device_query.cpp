@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <string>
 
 #include "rooflab/cuda_check.hpp"
@@ -38,28 +39,42 @@ std::string cuda_version_string(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
-int current_sm_count() {
-  constexpr int max_devices = 64;
-  static int cached[max_devices] = {};
+namespace {
+
+constexpr int max_cached_devices = 64;
+using AttributeCache = std::atomic<int>[max_cached_devices];
+
+// `attribute` of the current device, asked of CUDA once per device and process (where the device
+// number is below max_cached_devices; above, every time). Threads that ask at once may each read
+// it; they store the same value.
+int current_device_attribute(cudaDeviceAttr attribute, AttributeCache& cached, const char* function,
+                             const char* what) {
   int device = 0;
-  ROOFLAB_CUDA("current_sm_count", "finding the current device", cudaGetDevice(&device));
-  if (device >= max_devices) device = max_devices - 1;
-  if (cached[device] == 0)
-    ROOFLAB_CUDA("current_sm_count", "reading the SM count of device " + std::to_string(device),
-                 cudaDeviceGetAttribute(&cached[device], cudaDevAttrMultiProcessorCount, device));
-  return cached[device];
+  ROOFLAB_CUDA(function, "finding the current device", cudaGetDevice(&device));
+  const bool cacheable = device < max_cached_devices;
+  if (cacheable) {
+    const int known = cached[device].load(std::memory_order_relaxed);
+    if (known != 0) return known;
+  }
+  int value = 0;
+  ROOFLAB_CUDA(function,
+               std::string("reading the ") + what + " of device " + std::to_string(device),
+               cudaDeviceGetAttribute(&value, attribute, device));
+  if (cacheable) cached[device].store(value, std::memory_order_relaxed);
+  return value;
+}
+
+}  // namespace
+
+int current_sm_count() {
+  static AttributeCache cached;
+  return current_device_attribute(cudaDevAttrMultiProcessorCount, cached, "current_sm_count",
+                                  "SM count");
 }
 
 std::int64_t current_l2_bytes() {
-  constexpr int max_devices = 64;
-  static int cached[max_devices] = {};
-  int device = 0;
-  ROOFLAB_CUDA("current_l2_bytes", "finding the current device", cudaGetDevice(&device));
-  if (device >= max_devices) device = max_devices - 1;
-  if (cached[device] == 0)
-    ROOFLAB_CUDA("current_l2_bytes", "reading the L2 size of device " + std::to_string(device),
-                 cudaDeviceGetAttribute(&cached[device], cudaDevAttrL2CacheSize, device));
-  return cached[device];
+  static AttributeCache cached;
+  return current_device_attribute(cudaDevAttrL2CacheSize, cached, "current_l2_bytes", "L2 size");
 }
 
 }  // namespace rooflab
