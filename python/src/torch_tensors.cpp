@@ -17,7 +17,7 @@ struct Names {
              shape = interned("shape"), dtype = interned("dtype"),
              element_size = interned("element_size"), get_device = interned("get_device"),
              numel = interned("numel"), new_empty = interned("new_empty"),
-             torch = interned("torch");
+             layout = interned("layout"), torch = interned("torch");
   nb::handle dtype_keyword = PyTuple_Pack(1, dtype.ptr());  // kwnames of new_empty(..., dtype=)
 };
 
@@ -70,7 +70,8 @@ TorchTensors& TorchTensors::instance() {
 
 nb::object TorchTensors::describe(nb::handle tensor) {
   const Names& name = names();
-  if (!truth(attribute(tensor, name.is_cuda)) || truth(call(tensor, name.is_neg)))
+  if (!find_torch() || !is_strided(tensor) || !truth(attribute(tensor, name.is_cuda)) ||
+      truth(call(tensor, name.is_neg)))
     return nb::none();
   const TorchDtype& dtype = dtype_of(tensor);
   // Only a complex tensor can be a lazily conjugated view: a real tensor's conj() is itself.
@@ -83,9 +84,12 @@ nb::object TorchTensors::describe(nb::handle tensor) {
 }
 
 bool TorchTensors::read_plain(nb::handle x, PlainTensor& tensor) {
-  if (!is_plain_tensor_type(x)) return false;
+  // A torch built without CUDA has no CUDA tensors, and no current stream to ask for.
+  if (!find_torch() || current_raw_stream_ == nullptr ||
+      Py_TYPE(x.ptr()) != reinterpret_cast<PyTypeObject*>(tensor_type_))
+    return false;
   const Names& name = names();
-  if (!truth(attribute(x, name.is_cuda)) || truth(call(x, name.is_neg)) ||
+  if (!is_strided(x) || !truth(attribute(x, name.is_cuda)) || truth(call(x, name.is_neg)) ||
       !truth(call(x, name.is_contiguous)))
     return false;
   const TorchDtype& dtype = dtype_of(x);
@@ -120,22 +124,27 @@ std::uintptr_t TorchTensors::data_ptr(nb::handle tensor) {
   return as_address(call(tensor, names().data_ptr));
 }
 
-bool TorchTensors::is_plain_tensor_type(nb::handle x) {
-  if (tensor_type_ == nullptr) {
-    // A tensor implies that its caller has imported torch: it is looked up, not imported.
-    PyObject* torch = PyImport_GetModule(names().torch.ptr());
-    if (torch == nullptr) {
-      if (PyErr_Occurred()) throw nb::python_error();
-      return false;
-    }
-    const nb::object module = nb::steal(torch);
-    // A torch built without CUDA has no CUDA tensors, and no current stream to ask for.
-    if (!nb::hasattr(module.attr("_C"), "_cuda_getCurrentRawStream")) return false;
-    torch_ = module.inc_ref().ptr();
-    current_raw_stream_ = module.attr("_C").attr("_cuda_getCurrentRawStream").inc_ref().ptr();
-    tensor_type_ = module.attr("Tensor").inc_ref().ptr();
+bool TorchTensors::find_torch() {
+  if (torch_ != nullptr) return true;
+  // A tensor implies that its caller has imported torch: it is looked up, not imported.
+  PyObject* torch = PyImport_GetModule(names().torch.ptr());
+  if (torch == nullptr) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    return false;
   }
-  return Py_TYPE(x.ptr()) == reinterpret_cast<PyTypeObject*>(tensor_type_);
+  const nb::object module = nb::steal(torch);
+  const nb::object extension = module.attr("_C");
+  if (nb::hasattr(extension, "_cuda_getCurrentRawStream"))
+    current_raw_stream_ = extension.attr("_cuda_getCurrentRawStream").inc_ref().ptr();
+  tensor_type_ = module.attr("Tensor").inc_ref().ptr();
+  strided_ = module.attr("strided").inc_ref().ptr();
+  torch_ = module.inc_ref().ptr();
+  return true;
+}
+
+// Sparse and other layouts have no strides, and their is_contiguous() raises.
+bool TorchTensors::is_strided(nb::handle tensor) {
+  return attribute(tensor, names().layout).ptr() == strided_;
 }
 
 const TorchDtype& TorchTensors::dtype_of(nb::handle tensor) {

@@ -25,7 +25,8 @@ struct TorchDtype {
 };
 
 // A tensor a call takes as it is, with nothing to check or say: a torch.Tensor (not a subclass)
-// on a CUDA device, C-contiguous, neither a lazily negated nor a lazily conjugated view.
+// on a CUDA device, strided and C-contiguous, neither a lazily negated nor a lazily conjugated
+// view.
 struct PlainTensor {
   std::uintptr_t address = 0;
   std::int64_t size = 0;  // elements
@@ -44,8 +45,8 @@ class TorchTensors {
   static TorchTensors& instance();
 
   // (address, shape, strides in elements or None where C-contiguous, dtype name, item size,
-  // device) of any tensor, or None where rooflab cannot read it in place as it is (not on a CUDA
-  // device; a lazily conjugated or negated view), for the package to say why.
+  // device) of any tensor, or None where rooflab cannot read it in place as it is (not strided,
+  // not on a CUDA device, a lazily conjugated or negated view), for the package to say why.
   nb::object describe(nb::handle tensor);
 
   // Whether `x` is a plain tensor (above); if so, `tensor` describes it.
@@ -62,13 +63,16 @@ class TorchTensors {
 
  private:
   TorchTensors() = default;
-  bool is_plain_tensor_type(nb::handle x);
+  // Whether the caller has imported torch; the objects below are found the first time it has.
+  bool find_torch();
+  bool is_strided(nb::handle tensor);
   const TorchDtype& dtype_of(nb::handle tensor);
 
   // Found once torch has been imported by the caller; held for good.
   PyObject* torch_ = nullptr;
   PyObject* tensor_type_ = nullptr;
-  PyObject* current_raw_stream_ = nullptr;  // torch._C._cuda_getCurrentRawStream
+  PyObject* strided_ = nullptr;             // torch.strided, the dense layout
+  PyObject* current_raw_stream_ = nullptr;  // torch._C._cuda_getCurrentRawStream; null without CUDA
   std::deque<TorchDtype> dtypes_;           // a deque: references to its entries stay valid
 };
 

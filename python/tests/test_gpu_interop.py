@@ -284,6 +284,14 @@ def test_lazily_negated_real_view_is_refused(torch_gpu):
         rooflab.reduce(negated)
 
 
+def test_sparse_tensor_is_refused_saying_its_layout(torch_gpu):
+    torch = torch_gpu.torch
+    x = torch.eye(4, device="cuda").to_sparse()
+    assert _rooflab.torch_reduce(x, "sum") is None
+    with pytest.raises(rooflab.Error, match="layout torch.sparse_coo; rooflab takes dense .* x.to_dense"):
+        rooflab.reduce(x)
+
+
 def test_non_contiguous_view_is_refused_not_copied(xp):
     if xp.name in ("jax", "numba"):
         pytest.skip(f"{xp.name} has no strided views to pass")

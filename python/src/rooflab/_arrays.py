@@ -165,6 +165,9 @@ def read(array, op: str, name: str, writable: bool = False) -> Operand:
 
 def _torch_refusal(array, op, name):
     """Why describe_torch could not read the tensor in place."""
+    if array.layout is not sys.modules["torch"].strided:
+        return argument_error(op, name, f"is a PyTorch tensor of layout {array.layout}; rooflab takes dense "
+                                        "(strided) tensors: pass x.to_dense()")
     if not array.is_cuda:
         return argument_error(op, name, f"is a PyTorch tensor on {array.device}; {_MOVE_TO_GPU}")
     # Its memory holds the values before the lazy conjugation or negation.
