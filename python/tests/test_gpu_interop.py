@@ -177,6 +177,38 @@ def test_calls_from_many_threads_at_once(torch_gpu):
         list(pool.map(work, range(8)))  # re-raises the first failure
 
 
+def test_calls_captured_in_a_torch_cuda_graph_replay_on_new_inputs(torch_gpu, rng):
+    # torch.cuda.graph captures in CUDA's global mode, which refuses any call that could wait.
+    torch = torch_gpu.torch
+    static = torch.zeros((50, 40), dtype=torch.int32, device="cuda")
+
+    def every_function():
+        return (rooflab.reduce(static), rooflab.reduce_rows(static, "max"), rooflab.inclusive_scan(static.view(-1)),
+                rooflab.exclusive_scan(static.view(-1)), rooflab.histogram_even(static, 16, -1000, 1000),
+                rooflab.transpose(static))
+
+    side = torch.cuda.Stream()  # the warm-up on a side stream that torch.cuda.graph's docs ask for
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        every_function()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        total, row_max, inclusive, exclusive, counts, transposed = every_function()
+    for _ in range(2):
+        values = rng.integers(-1000, 1000, (50, 40)).astype(np.int32)
+        static.copy_(torch.as_tensor(values))
+        graph.replay()
+        torch.cuda.synchronize()
+        flat = values.reshape(-1)
+        assert total.item() == values.sum()
+        np.testing.assert_array_equal(row_max.cpu().numpy(), values.max(1))
+        np.testing.assert_array_equal(inclusive.cpu().numpy(), np.cumsum(flat))
+        np.testing.assert_array_equal(exclusive.cpu().numpy(), np.cumsum(flat) - flat)
+        np.testing.assert_array_equal(counts.cpu().numpy(), np.histogram(values, 16, (-1000, 1000))[0])
+        np.testing.assert_array_equal(transposed.cpu().numpy(), values.T)
+
+
 def test_cupy_current_stream_orders_rooflab_between_cupy_kernels(cupy_gpu):
     cupy = cupy_gpu.cupy
     x = cupy.zeros(N, dtype=cupy.float32)
