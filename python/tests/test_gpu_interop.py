@@ -177,6 +177,9 @@ def test_calls_from_many_threads_at_once(torch_gpu):
         list(pool.map(work, range(8)))  # re-raises the first failure
 
 
+@pytest.mark.xfail(strict=True, reason="known bug: before each call the native module asks CUDA for the stream's "
+                   "device (cudaStreamGetDevice), which CUDA refuses on a capturing stream "
+                   "(cudaErrorStreamCaptureUnsupported, NVIDIA H200, commit dfc5aba); docs/python.md, CUDA graphs")
 def test_calls_captured_in_a_torch_cuda_graph_replay_on_new_inputs(torch_gpu, rng):
     # torch.cuda.graph captures in CUDA's global mode, which refuses any call that could wait.
     torch = torch_gpu.torch
