@@ -60,8 +60,14 @@ class OnDevice {
   int previous_ = 0;
 };
 
-// A stream of another device fails at launch with "invalid resource handle"; this names it.
+// A stream of another device fails at launch with "invalid resource handle"; this names it. CUDA
+// refuses to say a capturing stream's device, and the refusal spoils the capture: such a stream is
+// taken as given, and CUDA judges it at the first launch.
 void require_stream_on_device(Address stream, int device, const char* op) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ROOFLAB_CUDA(op, "asking whether the stream is capturing",
+               cudaStreamIsCapturing(as_stream(stream), &capture));
+  if (capture != cudaStreamCaptureStatusNone) return;
   int stream_device = 0;
   ROOFLAB_CUDA(op, "finding the stream's device",
                cudaStreamGetDevice(as_stream(stream), &stream_device));
@@ -70,13 +76,13 @@ void require_stream_on_device(Address stream, int device, const char* op) {
                        ", the arrays are on device " + std::to_string(device));
 }
 
-// Runs `work` with the calling thread on `device`, the stream checked, and the GIL released so
-// that other Python threads run while the library waits (svd) or queues.
+// Runs `work` with the calling thread on `device` and the GIL released, so that other Python
+// threads run while the library waits (svd) or queues. The stream is the device's by then: the
+// caller's framework's current stream of the device, or one check_stream has passed.
 template <class Work>
-void run_on(int device, Address stream, const char* op, Work&& work) {
+void run_on(int device, const char* op, Work&& work) {
   nb::gil_scoped_release release;
   OnDevice on_device(device, op);
-  require_stream_on_device(stream, device, op);
   work();
 }
 
@@ -127,7 +133,7 @@ void with_reduction(std::string_view name, const char* op, F&& f) {
 void reduce(const std::string& dtype, const std::string& op_name, Address in, std::int64_t n,
             Address out, int device, Address stream) {
   constexpr const char* op = "reduce";
-  run_on(device, stream, op, [&] {
+  run_on(device, op, [&] {
     with_element(ReduceElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       with_reduction(op_name, op, [&](auto reduction) {
@@ -140,7 +146,7 @@ void reduce(const std::string& dtype, const std::string& op_name, Address in, st
 void reduce_rows(const std::string& dtype, const std::string& op_name, Address in,
                  std::int64_t rows, std::int64_t cols, Address out, int device, Address stream) {
   constexpr const char* op = "reduce_rows";
-  run_on(device, stream, op, [&] {
+  run_on(device, op, [&] {
     with_element(ReduceElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       with_reduction(op_name, op, [&](auto reduction) {
@@ -154,7 +160,7 @@ template <bool Inclusive>
 void scan(const std::string& dtype, Address in, Address out, std::int64_t n, int device,
           Address stream) {
   constexpr const char* op = Inclusive ? "inclusive_scan" : "exclusive_scan";
-  run_on(device, stream, op, [&] {
+  run_on(device, op, [&] {
     with_element(ReduceElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       if constexpr (Inclusive)
@@ -168,7 +174,7 @@ void scan(const std::string& dtype, Address in, Address out, std::int64_t n, int
 void histogram_even(const std::string& dtype, Address in, std::int64_t n, int bins, double lo,
                     double hi, Address counts, int device, Address stream) {
   constexpr const char* op = "histogram_even";
-  run_on(device, stream, op, [&] {
+  run_on(device, op, [&] {
     with_element(HistogramElements{}, dtype, op, "x", [&](auto zero) {
       using T = decltype(zero);
       rooflab::histogram_even(at<const T>(in), n, bins, lo, hi, at<std::uint64_t>(counts),
@@ -190,7 +196,7 @@ constexpr bool transposable(std::size_t element_bytes) {
 void transpose(int element_bytes, Address in, std::int64_t rows, std::int64_t cols, Address out,
                int device, Address stream) {
   constexpr const char* op = "transpose";
-  run_on(device, stream, op, [&] {
+  run_on(device, op, [&] {
     const cudaStream_t s = as_stream(stream);
     switch (element_bytes) {
       case 1:
@@ -228,7 +234,7 @@ std::tuple<int, bool, double> svd(const std::string& dtype, Address a, int m, in
                                   bool compute_uv, double tol, int max_sweeps, int device,
                                   Address stream) {
   rooflab::SvdInfo info;
-  run_on(device, stream, "svd", [&] {
+  run_on(device, "svd", [&] {
     with_element(SvdElements{}, dtype, "svd", "a", [&](auto zero) {
       using T = decltype(zero);
       info = rooflab::svd(at<const T>(a), m, n, lda, at<T>(s), at<T>(u), ldu, at<T>(v), ldv,
@@ -261,7 +267,7 @@ std::tuple<int, int> svd_batched(const std::string& dtype, Address a, int m, int
                                       at<bool>(info + layout.converged()),
                                       at<double>(info + layout.off())};
   rooflab::SvdBatchOutcome outcome;
-  run_on(device, stream, "svd", [&] {
+  run_on(device, "svd", [&] {
     with_element(SvdElements{}, dtype, "svd", "a", [&](auto zero) {
       using T = decltype(zero);
       outcome =

@@ -177,9 +177,6 @@ def test_calls_from_many_threads_at_once(torch_gpu):
         list(pool.map(work, range(8)))  # re-raises the first failure
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: before each call the native module asks CUDA for the stream's "
-                   "device (cudaStreamGetDevice), which CUDA refuses on a capturing stream "
-                   "(cudaErrorStreamCaptureUnsupported, NVIDIA H200, commit dfc5aba); docs/python.md, CUDA graphs")
 def test_calls_captured_in_a_torch_cuda_graph_replay_on_new_inputs(torch_gpu, rng):
     # torch.cuda.graph captures in CUDA's global mode, which refuses any call that could wait.
     torch = torch_gpu.torch
@@ -198,6 +195,8 @@ def test_calls_captured_in_a_torch_cuda_graph_replay_on_new_inputs(torch_gpu, rn
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         total, row_max, inclusive, exclusive, counts, transposed = every_function()
+        # A stream= argument's check, on the capturing stream: CUDA refuses to say its device then.
+        _rooflab.check_stream(0, torch.cuda.current_stream().cuda_stream, "reduce")
     for _ in range(2):
         values = rng.integers(-1000, 1000, (50, 40)).astype(np.int32)
         static.copy_(torch.as_tensor(values))
@@ -270,6 +269,21 @@ def test_stream_of_another_device_is_refused(torch_gpu):
         other = torch.cuda.Stream()
     with pytest.raises(rooflab.Error, match="argument 'stream': belongs to device 1, the arrays are on device 0"):
         rooflab.reduce(torch.ones(8, device="cuda:0"), stream=other)
+
+
+def test_array_interface_stream_of_another_device_is_refused(torch_gpu):
+    torch = torch_gpu.torch
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    with torch.cuda.device(1):
+        other = torch.cuda.Stream()
+    x = torch.ones(8, device="cuda:0")
+
+    class Producer:  # an array that speaks only __cuda_array_interface__, naming device 1's stream
+        __cuda_array_interface__ = dict(x.__cuda_array_interface__, stream=other.cuda_stream)
+
+    with pytest.raises(rooflab.Error, match="argument 'stream': belongs to device 1, the arrays are on device 0"):
+        rooflab.reduce(Producer())
 
 
 def test_second_device_works_and_leaves_the_current_device(torch_gpu, rng):

@@ -272,6 +272,11 @@ def stream_handle(stream, op: str):
                                        "with __cuda_stream__, a torch.cuda.Stream or a cupy Stream")
 
 
+# CUDA's handles of the legacy default stream (0 and 1) and the per-thread default stream (2): each
+# names that stream of the device current when it is used, which a call makes the arrays' device.
+_DEVICE_RELATIVE_STREAMS = (0, 1, 2)
+
+
 def _current_stream(operand: Operand, device: int) -> int:
     if operand.framework == "torch":
         # The raw handle without building a torch.cuda.Stream object: about a microsecond less a call,
@@ -311,10 +316,13 @@ class Call:
         if self.stream is None:
             self.stream = current
         self._on_current_stream = self.stream == current
-        if not self._on_current_stream:
-            # Before any result is allocated for it: PyTorch records a tensor's use on the stream
-            # (record_stream) and, were the stream another device's, aborted the process when the
-            # tensor was freed (an event of one device recorded on another's stream).
+        if self.stream not in _DEVICE_RELATIVE_STREAMS and not (
+                self._on_current_stream and self._framework in ("torch", "cupy")):
+            # A framework's current stream of the device is the device's; any other stream (given,
+            # or named by an array's __cuda_array_interface__) is checked before any result is
+            # allocated for it: PyTorch records a tensor's use on the stream (record_stream) and,
+            # were the stream another device's, aborted the process when the tensor was freed (an
+            # event of one device recorded on another's stream).
             _rooflab.check_stream(device, self.stream, self.op)
         for operand in self.operands:
             if operand is not first and operand.device != device:
