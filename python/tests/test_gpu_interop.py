@@ -5,6 +5,7 @@ in place. Each stream test holds the stream busy first (a spinning kernel), so t
 other stream would read the input before the framework has written it."""
 
 import concurrent.futures
+import warnings
 
 import numpy as np
 import pytest
@@ -64,7 +65,9 @@ def test_torch_stream_argument_in_each_form(torch_gpu, form):
             return (0, side.cuda_stream)
 
     stream = {"int": side.cuda_stream, "torch.cuda.Stream": side, "__cuda_stream__": CudaStreamProtocol()}[form]
-    counts = rooflab.histogram_even(x, 2, 0.0, 2.0, stream=stream)  # the current stream is the default one
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecated PyTorch call on the way
+        counts = rooflab.histogram_even(x, 2, 0.0, 2.0, stream=stream)  # the current stream is the default one
     side.synchronize()
     assert counts.tolist() == [0, N]
 
@@ -233,7 +236,9 @@ def test_cupy_stream_argument(cupy_gpu):
     with side:
         cupy_spin(cupy)((1,), (1,), (np.int64(BUSY_CYCLES),))
         x.fill(1.0)
-    total = rooflab.reduce(x, stream=side)  # a cupy Stream, outside its `with`
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecated CuPy call on the way (ExternalStream in 14)
+        total = rooflab.reduce(x, stream=side)  # a cupy Stream, outside its `with`
     side.synchronize()
     assert float(total.get()) == N
 

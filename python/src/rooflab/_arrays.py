@@ -362,7 +362,7 @@ class Call:
                 result = cupy.empty(shape, dtype)
             else:
                 # CuPy's pool reuses memory in the order of the stream it was allocated on.
-                with cupy.cuda.ExternalStream(self.stream, self.device):
+                with _cupy_stream(cupy, self.stream, self.device):
                     result = cupy.empty(shape, dtype)
         return result, result.data.ptr
 
@@ -386,6 +386,26 @@ class Call:
         if self._framework == "numba":
             return sys.modules["numba.cuda"].as_cuda_array(result)
         return result
+
+
+class _StreamHandle:
+    """A raw cudaStream_t behind CUDA Python's stream protocol (version 0: the handle)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def _cupy_stream(cupy, handle: int, device: int):
+    """A cupy Stream over the raw `handle`, a stream of `device` (the current device here)."""
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:  # CuPy 14 on, where ExternalStream is deprecated
+        return from_external(_StreamHandle(handle))
+    return cupy.cuda.ExternalStream(handle, device)
 
 
 def swap_last_axes(array):
