@@ -446,14 +446,44 @@ nb::object torch_scan(nb::handle x, nb::handle out) {
   return result;
 }
 
-// `bins`, `lo` and `hi` as the package has checked them (the library checks the range).
-nb::object torch_histogram_even(nb::handle x, int bins, double lo, double hi) {
+// A bin count the library takes (the package's rule): an int, not a bool, from 1 to 2^24.
+bool plain_bins(nb::handle bins, int& count) {
+  if (!PyLong_CheckExact(bins.ptr())) return false;
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(bins.ptr(), &overflow);
+  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow != 0 || value < 1 || value > (1 << 24)) return false;
+  count = int(value);
+  return true;
+}
+
+// A bound given as a float or an int that a double holds (the package's float(bound)).
+bool plain_bound(nb::handle bound, double& value) {
+  if (PyFloat_Check(bound.ptr())) {
+    value = PyFloat_AS_DOUBLE(bound.ptr());
+    return true;
+  }
+  if (!PyLong_CheckExact(bound.ptr())) return false;
+  value = PyLong_AsDouble(bound.ptr());
+  if (value == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();  // too large for a double: the package says so
+    return false;
+  }
+  return true;
+}
+
+// `bins`, `lo` and `hi` as the caller gave them: anything but plain values (above) goes to the
+// package, which says what is wrong; the library checks the range.
+nb::object torch_histogram_even(nb::handle x, nb::handle bins, nb::handle lo, nb::handle hi) {
   TorchTensors& torch = TorchTensors::instance();
   PlainTensor source;
-  if (!torch.read_plain(x, source) || !HistogramElements::include(source.dtype->name))
+  int count = 0;
+  double low = 0, high = 0;
+  if (!torch.read_plain(x, source) || !HistogramElements::include(source.dtype->name) ||
+      !plain_bins(bins, count) || !plain_bound(lo, low) || !plain_bound(hi, high))
     return nb::none();
-  nb::object counts = torch.new_empty(x, nb::make_tuple(bins), "int64");
-  histogram_even(source.dtype->name, source.address, source.size, bins, lo, hi,
+  nb::object counts = torch.new_empty(x, nb::make_tuple(count), torch.int64());
+  histogram_even(source.dtype->name, source.address, source.size, count, low, high,
                  torch.data_ptr(counts), source.device, torch.current_stream(source.device));
   return counts;
 }

@@ -69,18 +69,14 @@ TorchTensors& TorchTensors::instance() {
 }
 
 nb::object TorchTensors::describe(nb::handle tensor) {
+  const TorchDtype* dtype = find_torch() ? readable_dtype(tensor) : nullptr;
+  if (dtype == nullptr) return nb::none();
   const Names& name = names();
-  if (!find_torch() || !is_strided(tensor) || !truth(attribute(tensor, name.is_cuda)) ||
-      truth(call(tensor, name.is_neg)))
-    return nb::none();
-  const TorchDtype& dtype = dtype_of(tensor);
-  // Only a complex tensor can be a lazily conjugated view: a real tensor's conj() is itself.
-  if (dtype.complex && truth(call(tensor, name.is_conj))) return nb::none();
   nb::object strides = nb::none();
   if (!truth(call(tensor, name.is_contiguous))) strides = call(tensor, name.stride);
   return nb::make_tuple(call(tensor, name.data_ptr),
                         nb::steal(PySequence_Tuple(attribute(tensor, name.shape).ptr())), strides,
-                        dtype.name_object, dtype.itemsize_object, call(tensor, name.get_device));
+                        dtype->name_object, dtype->itemsize_object, call(tensor, name.get_device));
 }
 
 bool TorchTensors::read_plain(nb::handle x, PlainTensor& tensor) {
@@ -88,13 +84,10 @@ bool TorchTensors::read_plain(nb::handle x, PlainTensor& tensor) {
   if (!find_torch() || current_raw_stream_ == nullptr ||
       Py_TYPE(x.ptr()) != reinterpret_cast<PyTypeObject*>(tensor_type_))
     return false;
+  const TorchDtype* dtype = readable_dtype(x);
   const Names& name = names();
-  if (!is_strided(x) || !truth(attribute(x, name.is_cuda)) || truth(call(x, name.is_neg)) ||
-      !truth(call(x, name.is_contiguous)))
-    return false;
-  const TorchDtype& dtype = dtype_of(x);
-  if (dtype.complex && truth(call(x, name.is_conj))) return false;
-  tensor.dtype = &dtype;
+  if (dtype == nullptr || !truth(call(x, name.is_contiguous))) return false;
+  tensor.dtype = dtype;
   tensor.shape = attribute(x, name.shape);
   if (!PyTuple_Check(tensor.shape.ptr())) return false;  // a torch.Size is a tuple
   tensor.size = as_int64(call(x, name.numel));
@@ -108,14 +101,13 @@ std::uintptr_t TorchTensors::current_stream(int device) {
   return as_address(checked(PyObject_CallOneArg(current_raw_stream_, index.ptr())));
 }
 
-nb::object TorchTensors::new_empty(nb::handle like, nb::handle shape, const char* dtype) {
+nb::object TorchTensors::new_empty(nb::handle like, nb::handle shape, nb::handle dtype) {
   const Names& name = names();
-  if (dtype == nullptr) {
+  if (!dtype.is_valid()) {
     PyObject* arguments[] = {like.ptr(), shape.ptr()};
     return checked(PyObject_VectorcallMethod(name.new_empty.ptr(), arguments, 2, nullptr));
   }
-  const nb::object torch_dtype = checked(PyObject_GetAttrString(torch_, dtype));
-  PyObject* arguments[] = {like.ptr(), shape.ptr(), torch_dtype.ptr()};
+  PyObject* arguments[] = {like.ptr(), shape.ptr(), dtype.ptr()};
   return checked(
       PyObject_VectorcallMethod(name.new_empty.ptr(), arguments, 2, name.dtype_keyword.ptr()));
 }
@@ -138,6 +130,7 @@ bool TorchTensors::find_torch() {
     current_raw_stream_ = extension.attr("_cuda_getCurrentRawStream").inc_ref().ptr();
   tensor_type_ = module.attr("Tensor").inc_ref().ptr();
   strided_ = module.attr("strided").inc_ref().ptr();
+  int64_ = module.attr("int64").inc_ref().ptr();
   torch_ = module.inc_ref().ptr();
   return true;
 }
@@ -145,6 +138,17 @@ bool TorchTensors::find_torch() {
 // Sparse and other layouts have no strides, and their is_contiguous() raises.
 bool TorchTensors::is_strided(nb::handle tensor) {
   return attribute(tensor, names().layout).ptr() == strided_;
+}
+
+const TorchDtype* TorchTensors::readable_dtype(nb::handle tensor) {
+  const Names& name = names();
+  if (!is_strided(tensor) || !truth(attribute(tensor, name.is_cuda)) ||
+      truth(call(tensor, name.is_neg)))
+    return nullptr;
+  const TorchDtype& dtype = dtype_of(tensor);
+  // Only a complex tensor can be a lazily conjugated view: a real tensor's conj() is itself.
+  if (dtype.complex && truth(call(tensor, name.is_conj))) return nullptr;
+  return &dtype;
 }
 
 const TorchDtype& TorchTensors::dtype_of(nb::handle tensor) {

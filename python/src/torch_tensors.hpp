@@ -56,8 +56,11 @@ class TorchTensors {
   std::uintptr_t current_stream(int device);
 
   // like.new_empty(shape) (shape a tuple): a new tensor on like's device, from PyTorch's caching
-  // allocator on its current stream, of like's dtype, or of torch.<dtype> where one is named.
-  nb::object new_empty(nb::handle like, nb::handle shape, const char* dtype = nullptr);
+  // allocator on its current stream, of like's dtype, or of `dtype` (a torch.dtype) where given.
+  nb::object new_empty(nb::handle like, nb::handle shape, nb::handle dtype = nb::handle());
+
+  // torch.int64, once a tensor has been read.
+  nb::handle int64() const { return int64_; }
 
   std::uintptr_t data_ptr(nb::handle tensor);
 
@@ -66,12 +69,16 @@ class TorchTensors {
   // Whether the caller has imported torch; the objects below are found the first time it has.
   bool find_torch();
   bool is_strided(nb::handle tensor);
+  // The dtype of a tensor rooflab can read in place as it is (strided, on a CUDA device, neither
+  // a lazily negated nor a lazily conjugated view), else null; torch must have been found.
+  const TorchDtype* readable_dtype(nb::handle tensor);
   const TorchDtype& dtype_of(nb::handle tensor);
 
   // Found once torch has been imported by the caller; held for good.
   PyObject* torch_ = nullptr;
   PyObject* tensor_type_ = nullptr;
   PyObject* strided_ = nullptr;             // torch.strided, the dense layout
+  PyObject* int64_ = nullptr;               // torch.int64
   PyObject* current_raw_stream_ = nullptr;  // torch._C._cuda_getCurrentRawStream; null without CUDA
   std::deque<TorchDtype> dtypes_;           // a deque: references to its entries stay valid
 };

@@ -143,11 +143,24 @@ def test_the_one_call_path_leaves_to_the_general_path_what_it_must_judge(torch_g
         "an out of another dtype": _rooflab.torch_inclusive_scan(x, x.double()),
         "an out of another length": _rooflab.torch_exclusive_scan(x, x[:32]),
         "a dtype histogram_even does not take": _rooflab.torch_histogram_even(x.long(), 4, 0.0, 1.0),
+        "bins as a bool": _rooflab.torch_histogram_even(x, True, 0.0, 1.0),
+        "bins as a NumPy integer": _rooflab.torch_histogram_even(x, np.int64(4), 0.0, 1.0),
+        "no bins": _rooflab.torch_histogram_even(x, 0, 0.0, 1.0),
+        "more bins than 2**24": _rooflab.torch_histogram_even(x, 2**24 + 1, 0.0, 1.0),
+        "bins beyond 64 bits": _rooflab.torch_histogram_even(x, 2**70, 0.0, 1.0),
+        "a bound that is not a number": _rooflab.torch_histogram_even(x, 4, "0", 1.0),
+        "a bound beyond a double": _rooflab.torch_histogram_even(x, 4, 0.0, 10**400),
         "a stack to transpose": _rooflab.torch_transpose(matrix.view(2, 4, 8)),
     }
     assert [what for what, result in declined.items() if result is not None] == []
     # The general path takes a subclass, and says why it refuses the others (the tests above).
     assert rooflab.reduce(parameter).item() == 64
+    assert rooflab.histogram_even(x, np.int64(4), 0.0, 1.0).tolist() == [0, 0, 0, 0]
+    with pytest.raises(rooflab.Error, match="argument 'bins'"):
+        rooflab.histogram_even(x, 2**70, 0.0, 1.0)
+    # int bounds and a float subclass, taken in the one call as the general path takes them
+    assert torch.equal(_rooflab.torch_histogram_even(x, 2, 0, np.float64(2)),
+                       rooflab.histogram_even(x, 2, 0, np.float64(2), stream=torch.cuda.current_stream()))
 
 
 def test_calls_from_many_threads_at_once(torch_gpu):

@@ -180,15 +180,15 @@ def histogram_even(x: Array, bins: int, lo: float, hi: float, *, stream: Stream 
 
     Returns an int64 array of `bins` counts (the dtype of numpy.histogram and torch.bincount).
     """
+    if stream is None:  # bins, lo and hi as plain int and floats are checked there
+        counts = _rooflab.torch_histogram_even(x, bins, lo, hi)
+        if counts is not None:
+            return counts
     function = "histogram_even"
     if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or not 1 <= bins <= 2**24:
         # Checked before the counts are allocated: the library checks it too, but only afterwards.
         raise argument_error(function, "bins", f"is {bins!r}; it must be an int from 1 to 2**24")
     lo, hi = _number(lo, function, "lo"), _number(hi, function, "hi")
-    if stream is None:
-        counts = _rooflab.torch_histogram_even(x, int(bins), lo, hi)
-        if counts is not None:
-            return counts
     call = Call(function, stream)
     source = call.read(x, "x", _HISTOGRAM_DTYPES)
     source.require_c_contiguous()
