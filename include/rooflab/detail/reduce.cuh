@@ -90,21 +90,14 @@ __device__ __forceinline__ T fold_vector(const Vector<T>& vector, Op op) {
   return fold_lanes<0, vector_width<T>()>(vector, op);
 }
 
-// The vectorized body of a run of elements starts on a 128-byte line: a warp's 32 16-byte loads
-// then cover four whole lines, where a body that merely starts on 16 bytes straddles five (rows
-// that are not whole lines long: 2-3% slower on an H200, docs/reduce.md).
-constexpr std::int64_t body_alignment_bytes = 128;
-
-// Elements of T before the first 128-byte boundary at or after `start` (at most `length`, and
-// fewer than 32 for T of 4 bytes or more); none for types that are not loaded in 16-byte vectors.
+// Elements of T before the first 16-byte boundary at or after `start` (at most `length`); none
+// for types that are not loaded in 16-byte vectors.
 template <class T>
 __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
                                                                std::int64_t length) {
   if (vector_width<T>() == 1) return 0;
-  const auto misalignment =
-      std::int64_t(reinterpret_cast<std::uintptr_t>(start) % body_alignment_bytes);
-  const std::int64_t head =
-      misalignment == 0 ? 0 : (body_alignment_bytes - misalignment) / std::int64_t(sizeof(T));
+  const auto misalignment = std::int64_t(reinterpret_cast<std::uintptr_t>(start) % 16);
+  const std::int64_t head = misalignment == 0 ? 0 : (16 - misalignment) / std::int64_t(sizeof(T));
   return head < length ? head : length;
 }
 
@@ -157,8 +150,9 @@ __device__ __forceinline__ T strided_fold(T acc, std::int64_t first, std::int64_
 }
 
 // This lane's share of op over start[0, length), for `lanes` lanes (a warp, a block, a grid: at
-// least 32) of which this is `lane`: a scalar head up to the first 128-byte line, 16-byte vectors
-// over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors (coalesced).
+// least 16) of which this is `lane`: a scalar head up to the first 16-byte boundary, 16-byte
+// vectors over the aligned body, a scalar tail. Neighbouring lanes load neighbouring vectors
+// (coalesced).
 template <int LoadsInFlight, Batch Join, class T, class Op>
 __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int64_t length,
                                           std::int64_t lane, std::int64_t lanes, Op op) {
@@ -167,7 +161,7 @@ __device__ __forceinline__ T lane_partial(const T* __restrict__ start, std::int6
   T head = acc;
   std::int64_t scalar_begin = 0;
   if constexpr (width > 1) {
-    const std::int64_t head_length = head_elements(start, length);  // < 32 <= lanes
+    const std::int64_t head_length = head_elements(start, length);  // < width <= lanes
     // Loaded now, combined last: combining it here would hold the lane until the load returns,
     // before it has issued any of the body's loads.
     if (lane < head_length) head = load_element(start + lane);
@@ -387,8 +381,8 @@ __global__ void __launch_bounds__(reduce_block_threads)
 }
 
 // Long rows, or few: a block per part of a row (splits parts per row; one part is the whole
-// row). Parts cut the row's body, which starts on a 128-byte line, at whole lines, so only the
-// first part has a scalar head and only the last a scalar tail. With several parts, the last part to finish a row folds
+// row). Parts cut the row's aligned body at 128-byte lines, so only the first part has a scalar
+// head and only the last a scalar tail. With several parts, the last part to finish a row folds
 // the row's partials in part order and resets the row's ticket.
 template <class T, class Op>
 __global__ void __launch_bounds__(reduce_block_threads,

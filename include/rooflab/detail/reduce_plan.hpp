@@ -47,7 +47,7 @@ constexpr std::int64_t warp_row_max_vectors = 4096;
 // the ticket and the partial it costs stay small next to the reading.
 constexpr std::int64_t split_min_vectors_per_thread = 8;
 // Parts of a split row are whole multiples of 8 16-byte vectors, so that every part starts on a
-// 128-byte line (the row's body starts on one, reduce.cuh): cut anywhere, each warp load of a part straddled five lines
+// 128-byte line of the row's body: cut anywhere, each warp load of a part straddled five lines
 // instead of four (8 rows of 32M floats in 132 parts of 63551 vectors: 381 us, against 359 us
 // with the parts rounded up to 63552, on an H100; docs/results/h100-reduce-rows-long.json).
 constexpr std::int64_t split_part_vector_multiple = 8;
