@@ -279,17 +279,8 @@ def test_arrays_on_two_devices_are_refused(torch_gpu):
         rooflab.inclusive_scan(x, out=torch.empty(8, device="cuda:1"))
 
 
-def test_stream_of_another_device_is_refused(torch_gpu):
-    torch = torch_gpu.torch
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs")
-    with torch.cuda.device(1):
-        other = torch.cuda.Stream()
-    with pytest.raises(rooflab.Error, match="argument 'stream': belongs to device 1, the arrays are on device 0"):
-        rooflab.reduce(torch.ones(8, device="cuda:0"), stream=other)
-
-
-def test_array_interface_stream_of_another_device_is_refused(torch_gpu):
+@pytest.mark.parametrize("named_by", ["stream=", "__cuda_array_interface__"])
+def test_stream_of_another_device_is_refused(torch_gpu, named_by):
     torch = torch_gpu.torch
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
@@ -301,7 +292,10 @@ def test_array_interface_stream_of_another_device_is_refused(torch_gpu):
         __cuda_array_interface__ = dict(x.__cuda_array_interface__, stream=other.cuda_stream)
 
     with pytest.raises(rooflab.Error, match="argument 'stream': belongs to device 1, the arrays are on device 0"):
-        rooflab.reduce(Producer())
+        if named_by == "stream=":
+            rooflab.reduce(x, stream=other)
+        else:
+            rooflab.reduce(Producer())
 
 
 def test_second_device_works_and_leaves_the_current_device(torch_gpu, rng):
