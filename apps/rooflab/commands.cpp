@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include "bench/environment.hpp"
 #include "bench/sizes.hpp"
@@ -91,6 +92,14 @@ void require_gpu() {
   if (!why.empty()) throw NoDevice(why);
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
 std::vector<bench::Problem> to_problems(const BenchRequest& request,
                                         const bench::Registry& registry) {
   const bench::Op& op = registry.op(request.op);
@@ -121,19 +130,29 @@ std::vector<bench::Problem> to_problems(const BenchRequest& request,
   } else {
     problems = op.report_problems(false);
   }
+  // --matrix names one class or several: each problem once per class, in the order given, so
+  // that one process (one set of ceilings) measures a whole table of classes.
+  std::vector<std::string> classes = split_commas(request.matrix);
+  require(request.matrix.empty() || !classes.empty(), "bench", "--matrix", "names no class");
+  if (classes.empty()) classes.push_back({});  // the op's default inputs
   // Every op draws random inputs; another class would be silently ignored.
-  require(request.matrix.empty() || request.matrix == "random" || op.takes_matrix_class, "bench",
-          "--matrix",
-          "'" + request.matrix + "' applies to " + ops_taking_matrix_class(registry) + " only; " +
-              request.op + " draws its own random inputs");
-  for (bench::Problem& problem : problems) {
+  for (const std::string& matrix_class : classes)
+    require(matrix_class.empty() || matrix_class == "random" || op.takes_matrix_class, "bench",
+            "--matrix",
+            "'" + matrix_class + "' applies to " + ops_taking_matrix_class(registry) + " only; " +
+                request.op + " draws its own random inputs");
+  std::vector<bench::Problem> resolved;
+  for (bench::Problem problem : problems) {
     if (!request.dtype.empty()) problem.dtype = request.dtype;
     if (!request.dist.empty()) problem.dist = request.dist;
-    if (!request.matrix.empty()) problem.matrix = request.matrix;
-    problem = op.resolve(problem);
+    for (const std::string& matrix_class : classes) {
+      bench::Problem with_class = problem;
+      if (!matrix_class.empty()) with_class.matrix = matrix_class;
+      resolved.push_back(op.resolve(with_class));
+    }
   }
   require_rungs_exist(registry, request.op, request.options.only);
-  return problems;
+  return resolved;
 }
 
 std::string version_text() {
@@ -349,7 +368,9 @@ int first_call(std::ostream& out, const BenchRequest& request) {
     throw UsageError(error.what());
   }
   if (problems.size() != 1)
-    throw UsageError("rooflab bench --first-call: give the problem's sizes (one problem)");
+    throw UsageError(
+        "rooflab bench --first-call: give the problem's sizes and at most one --matrix class "
+        "(one problem)");
   std::vector<const bench::Variant*> chosen;
   for (const bench::Variant* variant : registry.variants(request.op))
     if (!request.options.only.empty() && bench::selected(*variant, request.options.only))

@@ -23,11 +23,15 @@ struct BenchRequest {
   std::string n, rows, cols, m, batch, bins;  // as typed; parsed by to_problems
   std::string dtype;
   std::string dist;
-  std::string matrix;  // svd, svd-batched: the class of the input matrices (empty: random)
+  std::string matrix;  // svd, svd-batched: the input matrices' class, or several comma-separated
+                       // (empty: random)
   std::string format = "table";
   std::string out;
   bench::RunOptions options;
 };
+
+// The non-empty parts of a comma-separated list ("1,,3," gives "1" and "3").
+std::vector<std::string> split_commas(const std::string& text);
 
 // Sizes parsed and checked against the op before any GPU work: bad input fails in one line.
 // Without any size option, the op's report problems (its tables), each with --dtype if given.

@@ -3,7 +3,6 @@
 
 #include <iostream>
 #include <random>
-#include <sstream>
 
 #include "commands.hpp"
 #include "cpu/svd_matrices.hpp"
@@ -14,14 +13,6 @@
 #endif
 
 namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, ',');)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 void add_run_options(CLI::App* command, rooflab::bench::RunOptions& options, std::string& seed) {
   command->add_option("--reps", options.reps, "timed repetitions (median reported)")
@@ -108,8 +99,8 @@ int main(int argc, char** argv) {
                             "with :identity for one bin per integer (default :scaled)");
   bench_command->add_option(
       "--matrix", request.matrix,
-      "svd, svd-batched: the input matrices' class, default random (rooflab list svd "
-      "describes each): " +
+      "svd, svd-batched: the input matrices' class, or several comma-separated (a problem each), "
+      "default random (rooflab list svd describes each): " +
           cpu::svd_matrix_class_names());
   bench_command->add_option("--only", only, "rungs to run, by number or name, comma-separated");
   bench_command->add_option("--format", request.format, "table, csv, json or md");
@@ -231,7 +222,7 @@ int main(int argc, char** argv) {
         return dist::lab::sharded_bench(std::cout, sharded) == 0 ? 0 : 3;
       }
 #endif
-      request.options.only = split_commas(only);
+      request.options.only = app::split_commas(only);
       request.options.seed = seed_of(seed);
       if (first_call) return app::first_call(std::cout, request) == 0 ? 0 : 3;
       return app::bench(std::cout, request) == 0 ? 0 : 3;

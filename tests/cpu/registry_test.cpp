@@ -129,6 +129,43 @@ TEST(BenchMatrixOption, SvdOpsTakeTheClassAndNameItInTheProblem) {
       "12 x 8, double, mixed matrix");
 }
 
+TEST(BenchMatrixOption, SeveralClassesGiveAProblemEachInTheOrderGiven) {
+  const auto problems = app::to_problems(svd_request("svd", "zero,rank-1,,mode3-eps"), registry());
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].matrix, "zero");
+  EXPECT_EQ(problems[1].matrix, "rank-1");
+  EXPECT_EQ(problems[2].matrix, "mode3-eps");
+  for (const Problem& problem : problems) {
+    EXPECT_EQ(problem.m, 12);
+    EXPECT_EQ(problem.n, 8);
+  }
+  app::BenchRequest report_sizes;  // no size given: every report size, once per class
+  report_sizes.op = "svd-batched";
+  const std::size_t sizes = app::to_problems(report_sizes, registry()).size();
+  report_sizes.matrix = "random,mixed";
+  const auto both = app::to_problems(report_sizes, registry());
+  ASSERT_EQ(both.size(), 2 * sizes);
+  EXPECT_EQ(both[0].matrix, "random");
+  EXPECT_EQ(both[1].matrix, "mixed");
+  EXPECT_EQ(both[1].n, both[0].n);
+  EXPECT_EQ(both[1].batch, both[0].batch);
+}
+
+TEST(BenchMatrixOption, AListWithAnUnknownClassOrNoClassFails) {
+  EXPECT_THROW(app::to_problems(svd_request("svd", "zero,nosuch"), registry()), Error);
+  try {
+    app::to_problems(svd_request("svd", ",,"), registry());
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), "--matrix");
+  }
+  app::BenchRequest request;
+  request.op = "add";
+  request.n = "1000";
+  request.matrix = "random,rank-1";
+  EXPECT_THROW(app::to_problems(request, registry()), Error);
+}
+
 TEST(BenchMatrixOption, WithoutTheOptionSvdInputsAreRandomAtEveryReportSize) {
   EXPECT_EQ(app::to_problems(svd_request("svd", ""), registry())[0].matrix, "random");
   app::BenchRequest report_sizes;
