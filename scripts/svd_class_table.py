@@ -9,7 +9,8 @@ svd, one n x n matrix (the library call beside cuSOLVER on the same matrix):
     one double matrix of up to 512 rows);
   - a rank-deficient class no more sweeps than the random matrix of the size and type;
   - at least 2x gesvdj, and no slower than the random matrix of the size and type;
-  - the random matrix at least 5x gesvdj and faster than the fastest of gesvdj, gesvdp and gesvd.
+  - the random double matrix at least 5x gesvdj and faster than the fastest of gesvdj, gesvdp and
+    gesvd (the targets of docs/svd.md, set in double).
 svd-batched (the library call alone):
   - every matrix passes LAPACK's tests;
   - a batch holding some hard matrices (`mixed`) at most 1.2x the random batch of the shape, any
@@ -88,7 +89,7 @@ def svd_tables(runs, out):
             reasons = []
             sweeps, dgesvj = sweeps_of(ours["note"])
             most = sweeps[1] if sweeps else None
-            sweep_cell = str(most) if most is not None else "?"
+            sweep_cell = str(most) if most is not None else "-"
             if dgesvj is not None:
                 sweep_cell += f" / {dgesvj[0]}" if dgesvj[1] else " / no conv."
                 if dgesvj[1] and most is not None and most > dgesvj[0] + 2:
@@ -104,7 +105,7 @@ def svd_tables(runs, out):
             vs_random = time / random["median_ms"] if ok(random) else None
             if vs_random is not None and vs_random > 1:
                 reasons.append("slower than random")
-            if matrix_class == "random":
+            if matrix_class == "random" and dtype == "double":  # targets set in double
                 if vs_gesvdj is not None and vs_gesvdj < 5:
                     reasons.append("< 5x gesvdj")
                 fastest = min((v["median_ms"] for v in vendors if ok(v)), default=None)
@@ -144,7 +145,7 @@ def batched_table(runs, out):
             continue
         batch = int(shape.split(" x ")[0])
         sweeps, _ = sweeps_of(ours["note"])
-        sweep_cell = "?" if sweeps is None else (
+        sweep_cell = "-" if sweeps is None else (
             str(sweeps[0]) if sweeps[0] == sweeps[1] else f"{sweeps[0]}-{sweeps[1]}")
         random = randoms.get((shape, dtype))
         over = ours["median_ms"] / random["median_ms"] if ok(random) else None
