@@ -50,6 +50,18 @@ cusolverDnHandle_t bound(CusolverHandles& handles, cudaStream_t stream, const ch
   return handle;
 }
 
+using StreamPerDevice =
+    HandlePerDevice<cudaStream_t, void (*)(cudaStream_t*, const char*), void (*)(cudaStream_t)>;
+
+StreamPerDevice non_blocking_streams() {
+  return StreamPerDevice(
+      [](cudaStream_t* stream, const char* op) {
+        ROOFLAB_CUDA(op, "creating a stream",
+                     cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+      },
+      [](cudaStream_t stream) { cudaStreamDestroy(stream); });
+}
+
 }  // namespace
 
 void check_cublas(cublasStatus_t status, const char* op, const char* call) {
@@ -80,15 +92,13 @@ cusolverDnHandle_t cusolver_handle(cudaStream_t stream) {
 }
 
 cudaStream_t side_stream() {
-  thread_local HandlePerDevice<cudaStream_t, void (*)(cudaStream_t*, const char*),
-                               void (*)(cudaStream_t)>
-      streams(
-          [](cudaStream_t* stream, const char* op) {
-            ROOFLAB_CUDA(op, "creating a stream",
-                         cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
-          },
-          [](cudaStream_t stream) { cudaStreamDestroy(stream); });
+  thread_local StreamPerDevice streams = non_blocking_streams();
   return streams.get("side_stream");
+}
+
+cudaStream_t thread_stream() {
+  thread_local StreamPerDevice streams = non_blocking_streams();
+  return streams.get("thread_stream");
 }
 
 cusolverDnHandle_t side_cusolver_handle() {

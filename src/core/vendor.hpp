@@ -22,6 +22,11 @@ cusolverDnHandle_t cusolver_handle(cudaStream_t stream);
 cudaStream_t side_stream();
 cusolverDnHandle_t side_cusolver_handle();
 
+// A stream of the current device for a worker thread's own work (a WorkerPool's thread queuing a
+// call of its own), non-blocking, one per host thread and device, and not side_stream(): work
+// queued on it may fork to that.
+cudaStream_t thread_stream();
+
 }  // namespace rooflab
 
 #define ROOFLAB_CUBLAS(op, call) ::rooflab::check_cublas((call), (op), #call)

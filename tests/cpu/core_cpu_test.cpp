@@ -1,10 +1,16 @@
-// Core pieces that need no GPU: errors, the ceiling arithmetic, the random streams, comparison.
+// Core pieces that need no GPU: errors, the ceiling arithmetic, the random streams, comparison,
+// the worker pool.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <stdexcept>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -12,6 +18,7 @@
 #include "core/random_stream.hpp"
 #include "core/device_features.hpp"
 #include "core/device_info.hpp"
+#include "core/worker_pool.hpp"
 #include "cpu/add.hpp"
 #include "cpu/compare.hpp"
 #include "rooflab/cuda_check.hpp"
@@ -287,6 +294,81 @@ TEST(DeviceFeatures, DescribesHowTheKernelsWereBuilt) {
             "compute_80 PTX, compiled by the driver for sm_90");
   EXPECT_EQ(describe_kernel_build(plan_device_features(90, 90, 90, 80, 1, 1)),
             "sm_90 code from compute_90, planned as sm_80 (ROOFLAB_TREAT_AS_SM)");
+}
+
+TEST(WorkerPool, CallsEveryIndexOnceOnThePoolsThreadsAndTheCallers) {
+  WorkerPool pool(3);
+  ASSERT_EQ(pool.threads(), 3);
+  for (int round = 0; round < 20; ++round) {  // the same pool again: every run wakes the threads
+    const int count = round % 7 * 5;
+    std::vector<std::atomic<int>> calls(static_cast<std::size_t>(count));
+    std::mutex mutex;
+    std::set<int> workers;
+    pool.run(count, [&](int index, int worker) {
+      calls[std::size_t(index)]++;
+      std::lock_guard<std::mutex> lock(mutex);
+      workers.insert(worker);
+    });
+    for (int i = 0; i < count; ++i) EXPECT_EQ(calls[std::size_t(i)], 1) << i;
+    for (int worker : workers) EXPECT_TRUE(worker >= 0 && worker <= 3) << worker;
+  }
+}
+
+TEST(WorkerPool, RunsCallsAtTheSameTime) {
+  // Four calls that each wait for all four to have started end only if they overlap.
+  WorkerPool pool(3);
+  std::atomic<int> started{0};
+  pool.run(4, [&](int, int) {
+    ++started;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (started < 4 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    EXPECT_EQ(started, 4);
+  });
+}
+
+TEST(WorkerPool, WithoutThreadsTheCallerMakesEveryCall) {
+  WorkerPool pool(0);
+  std::vector<int> order;
+  pool.run(5, [&](int index, int worker) {
+    EXPECT_EQ(worker, 0);
+    order.push_back(index);
+  });
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(WorkerPool, RethrowsTheFirstErrorAfterTheOtherCallsAndStaysUsable) {
+  WorkerPool pool(2);
+  std::atomic<int> running{0};
+  const auto task = [&](int index, int) {
+    ++running;
+    if (index == 3) {
+      --running;
+      throw std::runtime_error("matrix 3");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    --running;
+  };
+  try {
+    pool.run(50, task);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "matrix 3");
+  }
+  EXPECT_EQ(running, 0);  // every call under way had returned
+  // Runs right after one that threw: a thread that wakes late finds none of its indices left.
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<int> calls{0};
+    try {
+      pool.run(9, [&](int index, int) {
+        ++calls;
+        if (round % 2 == 0 && index == 1) throw std::runtime_error("even round");
+      });
+      EXPECT_EQ(round % 2, 1);
+      EXPECT_EQ(calls, 9);
+    } catch (const std::runtime_error&) {
+      EXPECT_EQ(round % 2, 0);
+    }
+  }
 }
 
 }  // namespace
