@@ -369,6 +369,40 @@ TEST_F(SvdBatched, StalledMatricesAreSolvedAgainOneAtATime) {
                     });
 }
 
+// Many second tries in a batch run side by side (svd_batched.cu, second_try_pool): eight 256 x 256
+// matrices of geometric and log-uniform spectra at condition 1/eps, handed over after 10 sweeps,
+// between random ones that are not. Each passes LAPACK's tests, converged with both tries counted,
+// and a second call gives the same bits: the second tries share nothing but the batch's outputs.
+TEST_F(SvdBatched, ManyStalledMatricesAreSolvedAgainSideBySide) {
+  constexpr int n = 256;
+  std::vector<cpu::Matrix> matrices;
+  for (int seed = 1; seed <= 4; ++seed) {
+    matrices.push_back(cpu::svd_test_matrix<double>("mode3-eps", n, n, seed));
+    matrices.push_back(cpu::svd_test_matrix<double>("mode5-eps", n, n, seed));
+    matrices.push_back(cpu::random_matrix(n, n, 8200 + seed));
+  }
+  std::vector<SvdInfo> info(matrices.size()), again(matrices.size());
+  const auto solve_into = [](std::vector<SvdInfo>& into) {
+    return [&into](const double* A, int m, int cols, int batch, double* S, double* U, double* V) {
+      svd_batched<double>(A, m, cols, batch, S, U, V, into.data());
+    };
+  };
+  const auto run = run_batch<double>(matrices, solve_into(info));
+  int handed_over = 0;
+  for (int b = 0; b < int(matrices.size()); ++b) {
+    const std::string what = "matrix " + std::to_string(b) + " of " + name("batch", n, n, 1);
+    expect_accurate<double>(matrices[b], factors_of(run, n, n, b), what);
+    EXPECT_TRUE(info[b].converged) << what;
+    EXPECT_LT(info[b].sweeps, SvdOptions{}.max_sweeps) << what;
+    handed_over += info[b].sweeps > jacobi::hand_over_first_sweep;
+  }
+  EXPECT_GE(handed_over, 4) << "too few second tries to run side by side; test other matrices";
+  const auto repeated = run_batch<double>(matrices, solve_into(again));
+  EXPECT_TRUE(run.s == repeated.s && run.u == repeated.u && run.v == repeated.v)
+      << "a second call gave other bits";
+  for (int b = 0; b < int(matrices.size()); ++b) EXPECT_EQ(again[b].sweeps, info[b].sweeps) << b;
+}
+
 // A batch of one goes through the register ring's hand-over as rooflab::svd does (a log-uniform
 // spectrum at condition 1/eps, 64 x 64: 12 sweeps in all on an H100 against 26 in the ring alone),
 // and is solved again from its status: LAPACK's tests, converged, both tries' sweeps counted.
