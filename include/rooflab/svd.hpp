@@ -82,11 +82,14 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
 // info (host array of batch entries) may be null. Returns when done (synchronizes the stream).
 // Matrices holding NaN or Inf get NaN outputs and, once every other matrix is done, a
 // rooflab::Error naming the first of them. Each matrix left unconverged gets the second try that
-// svd gives (one matrix at a time; of a batch of more than one, only those out of sweeps or
-// stalled, not the early hand-over's); without info, a matrix that did not converge then either is
-// an error too (with info, its entry says so, and so does the outcome returned). The first call
-// with info on a host thread allocates 1 MiB of page-locked host memory for the statuses' copies,
-// kept until the thread exits.
+// svd gives (of a batch of more than one, only those out of sweeps or stalled, not the early
+// hand-over's); without info, a matrix that did not converge then either is an error too (with
+// info, its entry says so, and so does the outcome returned). Up to 8 second tries run at once:
+// the calling thread queues them on `stream` beside at most 7 host threads of the library's own,
+// started by the first batch that needs them and kept for the process, each queuing on a stream of
+// its own (created on that thread, as are its handles) and waiting for it; calls from several
+// threads take turns there. The first call with info on a host thread allocates 1 MiB of
+// page-locked host memory for the statuses' copies, kept until the thread exits.
 template <class T>
 SvdBatchOutcome svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V,
                             SvdInfo* info = nullptr, const SvdOptions& opt = {},

@@ -1,8 +1,8 @@
 #pragma once
 // The cuSOLVER and cuBLAS calls of the QR steps, overloaded on the element type: Householder QR
-// (geqrf), the formation of Q from its reflectors (orgqr) and a product. Shared by QR
-// preconditioning (qr_preconditioning.cu) and the completion of a single matrix's columns of sigma
-// 0 (global_ends.cu). Plain C++.
+// (geqrf), the formation of Q from its reflectors (orgqr), a product and a product with a vector.
+// Shared by QR preconditioning (qr_preconditioning.cu) and the completion of a single matrix's
+// columns of sigma 0 (global_ends.cu). Plain C++.
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
@@ -56,6 +56,18 @@ inline cublasStatus_t product(cublasHandle_t h, int m, int n, int k, const doubl
                               const double* B, int ldb, double* C, int ldc) {
   const double one = 1, zero = 0;
   return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc);
+}
+
+// y = alpha op(A) x + beta y (A m x n; x and y contiguous).
+inline cublasStatus_t product_with_vector(cublasHandle_t h, cublasOperation_t op, int m, int n,
+                                          float alpha, const float* A, int lda, const float* x,
+                                          float beta, float* y) {
+  return cublasSgemv(h, op, m, n, &alpha, A, lda, x, 1, &beta, y, 1);
+}
+inline cublasStatus_t product_with_vector(cublasHandle_t h, cublasOperation_t op, int m, int n,
+                                          double alpha, const double* A, int lda, const double* x,
+                                          double beta, double* y) {
+  return cublasDgemv(h, op, m, n, &alpha, A, lda, x, 1, &beta, y, 1);
 }
 
 }  // namespace rooflab::jacobi

@@ -255,6 +255,55 @@ __global__ void __launch_bounds__(global_threads)
   }
 }
 
+// Gram-Schmidt over the GPU, for a single matrix's few columns of sigma 0 among many kept ones
+// (complete_single_matrix): Q holds the kept columns in slots 0 .. kept - 1, and column s of Q,
+// from slot kept on, becomes the unit vector of the row least represented in Q's first s columns,
+// orthogonalized against them twice by cuBLAS's products with a vector (classical Gram-Schmidt run
+// twice, as complete_orthonormal_columns does in one block) and normalized.
+
+// The row of least squared weight in Q's first `columns` columns (M rows), into *chosen as the
+// float weight's bits above the row (non-negative floats order like their bits): a thread a row,
+// its loads coalesced down the rows, each block's least by a team minimum and one atomicMin.
+// *chosen starts as all ones.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    least_weighted_row(const T* Q, int M, int columns, unsigned long long* chosen) {
+  __shared__ unsigned long long scratch[32];
+  unsigned long long best = ~0ull;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < M; i += gridDim.x * blockDim.x) {
+    T weight = 0;
+    for (int j = 0; j < columns; ++j) {
+      const T q = Q[i + std::int64_t(j) * M];
+      weight = fma(q, q, weight);
+    }
+    const unsigned long long key =
+        static_cast<unsigned long long>(__float_as_uint(float(weight))) << 32 | unsigned(i);
+    best = min(best, key);
+  }
+  best = BlockTeam{scratch}.min(best);
+  if (threadIdx.x == 0) atomicMin(chosen, best);
+}
+
+// x (M entries) becomes the unit vector of the row least_weighted_row chose.
+template <class T>
+__global__ void __launch_bounds__(global_threads)
+    unit_column(T* x, int M, const unsigned long long* chosen) {
+  const int row = int(*chosen & 0xffffffffu);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < M; i += gridDim.x * blockDim.x)
+    x[i] = i == row ? T(1) : T(0);
+}
+
+// x (M entries) divided by its norm, in one block.
+template <class T>
+__global__ void __launch_bounds__(global_threads) normalize_column(T* x, int M) {
+  __shared__ unsigned long long scratch[32];
+  const BlockTeam team{scratch};
+  T local = 0;
+  for (int i = threadIdx.x; i < M; i += blockDim.x) local = fma(x[i], x[i], local);
+  const T scale = rsqrt(team.sum(local));
+  for (int i = threadIdx.x; i < M; i += blockDim.x) x[i] *= scale;
+}
+
 // The output order: pos[r] gets the column of the r-th largest sigma (rank_chunk, `chunks` blocks
 // per matrix).
 template <class T>
@@ -328,6 +377,54 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
 // of 2^19 that held for the whole form.
 constexpr double one_block_gram_schmidt_work = 1 << 18;
 constexpr double one_block_factor_work = 1 << 19;
+// A few missing columns among many kept ones (a column or two cleared as rounding noise in a large
+// matrix: dlatms mode 4 at condition 1/eps keeps 1023 of 1024) go to Gram-Schmidt over the GPU, a
+// column at a time in seven launches (gram_schmidt_over_the_gpu), past this many multiply-adds.
+// Before it, mode 4 at 1/eps took 5.82 against 5.36 ms for the random matrix at 512 x 512, the
+// same 11 sweeps (its one column in one block), and 20.93 against 15.11 ms at 1024 x 1024, one
+// sweep (about 1.4 ms) more and its column through cuSOLVER's QR of the 1023 kept ones (H200,
+// docs/results/h200-svd-classes-6e884b7.json).
+constexpr double gram_schmidt_over_the_gpu_least_work = 1 << 15;
+constexpr int gram_schmidt_over_the_gpu_columns = 8;
+
+// Completes a single matrix's `zeros` columns of sigma 0 by Gram-Schmidt over the GPU (the kernels
+// above): W's kept columns into Q by slot, each missing one formed there in slot order, then back
+// to W.
+template <class T>
+void gram_schmidt_over_the_gpu(const GlobalState<T>& G, const int* slots, int kept,
+                               cudaStream_t stream) {
+  constexpr const char* op = "svd";
+  const int M = G.M, N = G.N;
+  StreamBuffer q(sizeof(T) * std::size_t(M) * N, stream, op),
+      coefficients(sizeof(T) * std::size_t(N), stream, op),
+      chosen(sizeof(unsigned long long) * std::size_t(N - kept), stream, op);
+  ROOFLAB_CUDA(op, "clearing the completion's chosen rows",
+               cudaMemsetAsync(chosen.data(), 0xFF, chosen.bytes(), stream));
+  const unsigned grid = grid_for(std::int64_t(M) * N, global_threads);
+  launch_after_previous("svd", move_completion_columns<T>, grid, global_threads, 0, 1, stream,
+                        "move_completion_columns", G, q.as<T>(), slots, true);
+  const cublasHandle_t blas = cublas_handle(stream);
+  const unsigned row_grid = grid_for(M, global_threads);
+  for (int s = kept; s < N; ++s) {
+    T* const done = q.as<T>();
+    T* const x = done + std::int64_t(s) * M;
+    unsigned long long* const row = chosen.as<unsigned long long>() + (s - kept);
+    least_weighted_row<T><<<row_grid, global_threads, 0, stream>>>(done, M, s, row);
+    detail::check_launch(op, "least_weighted_row");
+    unit_column<T><<<row_grid, global_threads, 0, stream>>>(x, M, row);
+    detail::check_launch(op, "unit_column");
+    for (int pass = 0; pass < 2; ++pass) {
+      ROOFLAB_CUBLAS(op, product_with_vector(blas, CUBLAS_OP_T, M, s, T(1), done, M, x, T(0),
+                                             coefficients.as<T>()));
+      ROOFLAB_CUBLAS(op, product_with_vector(blas, CUBLAS_OP_N, M, s, T(-1), done, M,
+                                             coefficients.as<T>(), T(1), x));
+    }
+    normalize_column<T><<<1, global_threads, 0, stream>>>(x, M);
+    detail::check_launch(op, "normalize_column");
+  }
+  launch_after_previous("svd", move_completion_columns<T>, grid, global_threads, 0, 1, stream,
+                        "move_completion_columns", G, q.as<T>(), slots, false);
+}
 
 // W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
@@ -360,7 +457,13 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
                           kept);
     return true;
   }
-  if (!reflections && double(M) * N * zeros <= one_block_gram_schmidt_work) {
+  const double gram_schmidt_work = double(M) * N * zeros;
+  if (!reflections && zeros <= gram_schmidt_over_the_gpu_columns &&
+      gram_schmidt_work > gram_schmidt_over_the_gpu_least_work) {
+    gram_schmidt_over_the_gpu(G, slots, kept, stream);
+    return true;
+  }
+  if (!reflections && gram_schmidt_work <= one_block_gram_schmidt_work) {
     launch_after_previous("svd", global_complete<T>, 1, completion_threads, 0, 1, stream,
                           "global_complete", G);
     return true;

@@ -72,16 +72,18 @@ struct InfoDestination {
   bool wanted() const { return host != nullptr || device != nullptr; }
 };
 
-// The second tries side by side. Each is one matrix's call, which leaves most of the GPU idle (256
-// x 256 in double: a cluster of 16 blocks for about 2.4 ms on an H200) and waits on the host between
-// its steps (the test on arrival, the count of columns to complete): queued from one thread on
-// several streams they would still run one after another (100 such matrices took 258 ms against
-// 14.3 ms for 100 random ones). So the calling thread and the threads of a pool kept for the
-// process take them in turn, a pool thread queuing on a stream of its own (thread_stream) with its
-// own vendor handles, side stream and page-locked words (all kept per host thread). Threads made
-// for each call would make those again every time, and a handle's end frees device memory, which
-// waits for the whole device. Up to 8 at once: 8 clusters of 16 blocks fill 128 of an H200's 132
-// SMs.
+// The second tries side by side. Each is one matrix's call, which leaves most of the GPU idle
+// (256 x 256 in double: a cluster of 16 blocks for about 2.4 ms on an H200) and waits on the host
+// between its steps (the test on arrival, the count of columns to complete): queued from one
+// thread on several streams they would still run one after another. So the calling thread and
+// the threads of a pool kept for the process take them in turn, a pool thread queuing on a stream
+// of its own (thread_stream) with its own vendor handles, side stream and page-locked words (all
+// kept per host thread). Threads made for each call would make those again every time, and a
+// handle's end frees device memory, which waits for the whole device. Up to 8 at once: 8 clusters
+// of 16 blocks fill 128 of an H200's 132 SMs. On an H200, 100 stalled 256 x 256 double matrices
+// (dlatms modes 3 and 5 at condition 1/eps) took 59-60 ms side by side against 257-259 ms one
+// after another, 16 such 512 x 512 ones 65 against 133-134 ms; 100 random 256 x 256 ones take
+// 14.3 ms (docs/results/h200-svd-batched-second-tries-e8781b2.md).
 constexpr int second_tries_at_once = 8;
 
 WorkerPool& second_try_pool() {

@@ -345,9 +345,9 @@ TEST_F(SvdBatched, NanInOneMatrixIsNamedAndLeavesTheOthersIntact) {
 
 // The second try in a batch: a matrix whose sweeps on the Gram schedule stall (512 x 512, a
 // log-uniform spectrum at condition 1/eps) between two it solves is handed over after 10 sweeps
-// and solved again on its own: each matrix passes LAPACK's tests, converged, and without info
-// there is no error.
-TEST_F(SvdBatched, StalledMatricesAreSolvedAgainOneAtATime) {
+// and solved again: each matrix passes LAPACK's tests, converged, and without info there is no
+// error.
+TEST_F(SvdBatched, AStalledMatrixIsSolvedAgain) {
   const std::vector<cpu::Matrix> matrices = {cpu::random_matrix(512, 512, 8100),
                                              cpu::svd_test_matrix<double>("mode5-eps", 512, 512, 1),
                                              cpu::svd_test_matrix<double>("rank-1", 512, 512, 1)};

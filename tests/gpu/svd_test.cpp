@@ -100,11 +100,12 @@ TEST_F(Svd, RankDeficientMatrixGetsOrthonormalSingularVectors) {
   }
 }
 
-// The completion of one matrix's columns of sigma 0 takes one of three forms by the count r of
+// The completion of one matrix's columns of sigma 0 takes one of four forms by the count r of
 // columns kept and z of columns to complete (jacobi_math.hpp, completion_by_reflections;
 // global_ends.cu, complete_single_matrix): reflections (r <= 2 z), the kept columns factored in one
 // block while that is little enough work (M r^2 <= 2^19) and the missing ones formed over the GPU;
-// Gram-Schmidt in one block (r > 2 z, a few columns); cuSOLVER's Householder QR beyond either.
+// Gram-Schmidt (r > 2 z) over the GPU for at most 8 columns past 2^15 multiply-adds (M N z), in one
+// block for a few columns below; cuSOLVER's Householder QR beyond these.
 // These single matrices take the Gram route and each form, tall and wide, the reflections at the
 // factoring's bound and where their missing columns are many.
 TEST_F(Svd, LargeEveryFormOfTheCompletionGivesOrthonormalVectors) {
@@ -116,6 +117,9 @@ TEST_F(Svd, LargeEveryFormOfTheCompletionGivesOrthonormalVectors) {
                {512, 512, 32, "reflections at the factoring's bound"},
                {1000, 900, 2, "reflections, 898 columns formed"},
                {100, 100, 97, "Gram-Schmidt in one block"},
+               {600, 600, 599, "Gram-Schmidt over the GPU, one column"},
+               {520, 500, 492, "Gram-Schmidt over the GPU, 8 columns"},
+               {520, 500, 491, "cuSOLVER, 9 columns for Gram-Schmidt"},
                {512, 512, 33, "cuSOLVER, past the factoring's bound"},
                {560, 600, 150, "cuSOLVER, after too much work for the reflections"},
                {600, 600, 450, "cuSOLVER, after too much work for Gram-Schmidt"}};
