@@ -130,9 +130,9 @@ def batched_table(runs, out):
         rows = {row["name"]: row for row in run["rows"]}
         if matrix_class == "random":
             randoms[(shape, dtype)] = rows.get("rooflab-svd-batched")
-    print("\n| batch x m x n | type | class | rooflab a matrix | sweeps | over random | "
-          "worst ratio | targets |", file=out)
-    print("|---|---|---|---:|---|---:|---:|---|", file=out)
+    print("\n| batch x m x n | type | class | rooflab a matrix | over random | worst ratio | "
+          "targets |", file=out)
+    print("|---|---|---|---:|---:|---:|---|", file=out)
     total = missed = 0
     for run in runs:
         shape, dtype, matrix_class = run["key"]
@@ -140,13 +140,10 @@ def batched_table(runs, out):
         total += 1
         if not ok(ours):
             missed += 1
-            print(f"| {shape} | {dtype} | {matrix_class} | {outcome_text(ours)} | | | | "
+            print(f"| {shape} | {dtype} | {matrix_class} | {outcome_text(ours)} | | | "
                   f"**missed**: {outcome_text(ours)} |", file=out)
             continue
         batch = int(shape.split(" x ")[0])
-        sweeps, _ = sweeps_of(ours["note"])
-        sweep_cell = "-" if sweeps is None else (
-            str(sweeps[0]) if sweeps[0] == sweeps[1] else f"{sweeps[0]}-{sweeps[1]}")
         random = randoms.get((shape, dtype))
         over = ours["median_ms"] / random["median_ms"] if ok(random) else None
         bound = 1.2 if matrix_class == "mixed" else 1.0
@@ -155,7 +152,7 @@ def batched_table(runs, out):
         verdict = "**missed**: " + ", ".join(reasons) if reasons else "met"
         over_cell = f"{over:.2f}" if over is not None else "-"
         print(f"| {shape} | {dtype} | {matrix_class} | {time_text(ours['median_ms'] / batch)} | "
-              f"{sweep_cell} | {over_cell} | {ours['error']:.2g} | {verdict} |", file=out)
+              f"{over_cell} | {ours['error']:.2g} | {verdict} |", file=out)
     return total, missed
 
 

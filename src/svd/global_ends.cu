@@ -380,10 +380,10 @@ constexpr double one_block_factor_work = 1 << 19;
 // A few missing columns among many kept ones (a column or two cleared as rounding noise in a large
 // matrix: dlatms mode 4 at condition 1/eps keeps 1023 of 1024) go to Gram-Schmidt over the GPU, a
 // column at a time in seven launches (gram_schmidt_over_the_gpu), past this many multiply-adds.
-// Before it, mode 4 at 1/eps took 5.82 against 5.36 ms for the random matrix at 512 x 512, the
-// same 11 sweeps (its one column in one block), and 20.93 against 15.11 ms at 1024 x 1024, one
-// sweep (about 1.4 ms) more and its column through cuSOLVER's QR of the 1023 kept ones (H200,
-// docs/results/h200-svd-classes-6e884b7.json).
+// Against cuSOLVER's QR of the kept columns, on an H200 in double: mode 4 at 1/eps 1024 x 1024
+// 16.4 against 20.9 ms (the random matrix 15.1 ms, a sweep fewer), rank 1023 20.5-20.6 against
+// 24.9-25.0 ms; against one block at 512 x 512, mode 4 at 1/eps 5.67-5.72 against 5.78-5.81 ms;
+// at 256 x 256 within the runs' spread (docs/results/h200-svd-completion-gram-schmidt-bc6a95b.md).
 constexpr double gram_schmidt_over_the_gpu_least_work = 1 << 15;
 constexpr int gram_schmidt_over_the_gpu_columns = 8;
 
