@@ -123,9 +123,16 @@ std::vector<jacobi::MatrixStatus> solve_unconverged_again(const jacobi::Problem<
     // on its own, which it waits for before it takes another matrix.
     if (worker > 0) ROOFLAB_CUDA(op, "selecting the device", cudaSetDevice(device));
     const cudaStream_t on = worker > 0 ? thread_stream() : stream;
-    if (jacobi::solve_again_on_transposed_triangle(problem, b, first_path,
-                                                   jacobi::Report{statuses + b, nullptr}, on))
-      first_sweeps[std::size_t(b)] = host[std::size_t(b)].sweeps;
+    try {
+      if (jacobi::solve_again_on_transposed_triangle(problem, b, first_path,
+                                                     jacobi::Report{statuses + b, nullptr}, on))
+        first_sweeps[std::size_t(b)] = host[std::size_t(b)].sweeps;
+    } catch (...) {
+      // What it queued ends before the error reaches the caller, who frees the batch's buffers
+      // on `stream`.
+      if (worker > 0) cudaStreamSynchronize(on);
+      throw;
+    }
     if (worker > 0) ROOFLAB_CUDA(op, "waiting for a second try", cudaStreamSynchronize(on));
   });
   read_statuses();
