@@ -88,7 +88,10 @@ SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ld
 // the calling thread queues them on `stream` beside at most 7 host threads of the library's own,
 // started by the first batch that needs them and kept for the process, each queuing on a stream of
 // its own (created on that thread, as are its handles) and waiting for it; calls from several
-// threads take turns there. The first call with info on a host thread allocates 1 MiB of
+// threads take turns there. Those threads work in the device's primary context (the CUDA
+// runtime's, which PyTorch, CuPy, JAX and Numba use): a batch in memory of a context of the
+// caller's own, made current through the driver API, needs opt.max_sweeps below 30 (no second
+// try) or the primary context. The first call with info on a host thread allocates 1 MiB of
 // page-locked host memory for the statuses' copies, kept until the thread exits.
 template <class T>
 SvdBatchOutcome svd_batched(const T* A, int m, int n, int batch, T* S, T* U, T* V,
