@@ -261,10 +261,9 @@ __global__ void __launch_bounds__(global_threads)
 // orthogonalized against them twice by cuBLAS's products with a vector (classical Gram-Schmidt run
 // twice, as complete_orthonormal_columns does in one block) and normalized.
 
-// The row of least squared weight in Q's first `columns` columns (M rows), into *chosen as the
-// float weight's bits above the row (non-negative floats order like their bits): a thread a row,
-// its loads coalesced down the rows, each block's least by a team minimum and one atomicMin.
-// *chosen starts as all ones.
+// The row of least squared weight in Q's first `columns` columns (M rows), into *chosen as its
+// row_weight_key: a thread a row, its loads coalesced down the rows, each block's least by a team
+// minimum and one atomicMin. *chosen starts as all ones.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     least_weighted_row(const T* Q, int M, int columns, unsigned long long* chosen) {
@@ -276,9 +275,7 @@ __global__ void __launch_bounds__(global_threads)
       const T q = Q[i + std::int64_t(j) * M];
       weight = fma(q, q, weight);
     }
-    const unsigned long long key =
-        static_cast<unsigned long long>(__float_as_uint(float(weight))) << 32 | unsigned(i);
-    best = min(best, key);
+    best = min(best, row_weight_key(weight, i));
   }
   best = BlockTeam{scratch}.min(best);
   if (threadIdx.x == 0) atomicMin(chosen, best);
@@ -288,7 +285,7 @@ __global__ void __launch_bounds__(global_threads)
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     unit_column(T* x, int M, const unsigned long long* chosen) {
-  const int row = int(*chosen & 0xffffffffu);
+  const int row = row_of_key(*chosen);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < M; i += gridDim.x * blockDim.x)
     x[i] = i == row ? T(1) : T(0);
 }

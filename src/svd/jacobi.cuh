@@ -311,6 +311,15 @@ __device__ __forceinline__ void write_output_element(const Problem<T>& P, std::i
 // ---------------------------------------------------------------------------------------------
 // A whole matrix in shared memory: the layout and the team routine.
 
+// The row of least squared weight is found with one min over 64-bit keys: the weight, rounded to
+// float, in the high half (a non-negative float orders as its bits) and the row in the low half, so
+// that equal weights go to the first row.
+template <class T>
+__device__ unsigned long long row_weight_key(T weight, int row) {
+  return static_cast<unsigned long long>(__float_as_uint(float(weight))) << 32 | unsigned(row);
+}
+__device__ inline int row_of_key(unsigned long long key) { return int(key & 0xffffffffu); }
+
 // Completes the columns of W whose sigma is 0 to an orthonormal set: each becomes the standard
 // basis vector least represented in the columns done so far (the row of least squared weight),
 // orthogonalized against them by classical Gram-Schmidt run twice, and normalized. `done` marks
@@ -329,10 +338,9 @@ __device__ void complete_orthonormal_columns(const Team& team, T* W, std::int64_
       T weight = 0;
       for (int other = 0; other < N; ++other)
         if (done[other]) weight = fma(W[i + other * ldw], W[i + other * ldw], weight);
-      const float key = float(weight);
-      best = min(best, (static_cast<unsigned long long>(__float_as_uint(key)) << 32) | unsigned(i));
+      best = min(best, row_weight_key(weight, i));
     }
-    const int chosen = int(team.min(best) & 0xffffffffu);
+    const int chosen = row_of_key(team.min(best));
     T* x = W + c * ldw;
     for (int i = team.rank(); i < M; i += team.size()) x[i] = i == chosen ? T(1) : T(0);
     team.sync();
