@@ -180,11 +180,11 @@ ROOFLAB_VARIANT(Variant{"svd",
                         no_limit,
                         [](Workspace& workspace, cudaStream_t stream) {
                           visit_svd_workspace(workspace, [stream](auto& w) {
-                            SvdOptions options;
-                            w.library_sweeps =
+                            const int sweeps =
                                 svd(w.a.data(), w.m, w.n, w.m, w.s.data(), w.u.data(), w.m,
-                                    w.v.data(), w.n, options, stream)
+                                    w.v.data(), w.n, SvdOptions{}, stream)
                                     .sweeps;
+                            w.record_library_sweeps(sweeps, sweeps);
                           });
                         },
                         {},

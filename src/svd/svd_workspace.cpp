@@ -107,7 +107,7 @@ void SvdWorkspace<T>::refill(std::uint64_t seed) {
   u.fill_bytes(0xFF);
   v.fill_bytes(0xFF);
   statuses_.fill_bytes(0xFF);  // sweeps -1: no rung of ours ran yet
-  library_sweeps = -1;
+  library_fewest_sweeps_ = library_most_sweeps_ = -1;
   host_a.clear();
   host_s.clear();
   host_u.clear();
@@ -169,9 +169,15 @@ jacobi::Problem<T> SvdWorkspace<T>::problem(cudaStream_t stream) {
 }
 
 template <class T>
+void SvdWorkspace<T>::record_library_sweeps(int fewest, int most) {
+  library_fewest_sweeps_ = fewest;
+  library_most_sweeps_ = most;
+}
+
+template <class T>
 std::string SvdWorkspace<T>::sweeps_note() const {
-  int fewest = library_sweeps, most = library_sweeps;
-  if (library_sweeps < 0) {
+  int fewest = library_fewest_sweeps_, most = library_most_sweeps_;
+  if (fewest < 0) {
     const std::vector<jacobi::MatrixStatus> statuses = statuses_.download();
     const auto [low, high] =
         std::minmax_element(statuses.begin(), statuses.end(),

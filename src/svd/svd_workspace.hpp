@@ -57,15 +57,15 @@ class SvdWorkspace : public SvdWorkspaceBase {
   // The default tolerance for these sizes (vendor comparators keep their own).
   T tol() const;
   // The sweeps of the last run, as the rung's note: "11 sweeps", or "9-12 sweeps" over a batch,
-  // from this workspace's report memory or library_sweeps; empty when neither was written since
-  // the last refill (a vendor rung). For one double matrix of at most lapack_sweeps_limit rows
+  // from this workspace's report memory or record_library_sweeps; empty when neither was written
+  // since the last refill (a vendor rung). For one double matrix of at most lapack_sweeps_limit rows
   // and columns, LAPACK dgesvj's sweeps on the same matrix follow, the bar of the count:
   // "11 sweeps; LAPACK dgesvj 9" (dgesvj computing U and V takes seconds beyond).
   std::string sweeps_note() const;
   static constexpr int lapack_sweeps_limit = 512;
-  // Where a rung that calls the public rooflab::svd (whose report stays inside it) puts SvdInfo's
-  // sweeps.
-  int library_sweeps = -1;
+  // Where a rung that calls the public rooflab::svd or svd_batched (whose report stays inside
+  // them) puts the sweeps it got back: the fewest and the most over the batch.
+  void record_library_sweeps(int fewest, int most);
 
  private:
   // The batch of a class other than "random", matrix after matrix, as cpu::svd_batch_test_matrix
@@ -75,6 +75,7 @@ class SvdWorkspace : public SvdWorkspaceBase {
   DeviceBuffer<jacobi::MatrixStatus> statuses_;
   DeviceBuffer<jacobi::BatchSummary> summary_;
   std::uint64_t seed_ = 0;
+  int library_fewest_sweeps_ = -1, library_most_sweeps_ = -1;
   // The batch as uploaded, for every class but "random" (whose matrices host_matrix regenerates
   // from the stream): the host copy that host_matrix reads.
   std::vector<T> drawn_batch_;
