@@ -419,9 +419,13 @@ __global__ void __launch_bounds__(gram_threads)
   __threadfence();  // this block's raise of test_bits, before it arrives
   if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < group_pairs) return;
   __threadfence();  // every block arrived: their raises are visible
-  if (on_arrival)
+  if (on_arrival) {
     arrival_end(G, matrix, G.active_count);
-  else
+    // One matrix (the test on arrival is a single matrix's): its count is final, for the host to
+    // read before it queues the first sweep (SweepQueue; not ahead of a cluster, which reads the
+    // count itself).
+    if (G.published_count != nullptr) *G.published_count = *G.active_count;
+  } else
     sweep_end(G, matrix, G.active_count, tested);
   G.test_arrivals[matrix] = 0;
   if (!G.active[matrix]) return;  // a matrix that stops keeps its last off-diagonal for the report

@@ -132,9 +132,9 @@ class SweepQueue {
   }
 
   // Every sweep, until one leaves no matrix sweeping or the sweeps run out. Where the matrix takes
-  // the test on arrival (GlobalState::noise), the first sweep's first rounds follow it and the
-  // host waits for its count before it queues the rest: a matrix whose columns arrive orthogonal
-  // (a zero matrix, an identity) stops there, without the sweep's rounds.
+  // the test on arrival (GlobalState::noise), the host waits for the test's count before it queues
+  // the first sweep: a matrix whose columns arrive orthogonal (a zero matrix, an identity) stops
+  // there, without the sweep's rounds.
   void run() {
     int queued = queue_sweep_start(0);
     if (G_.noise != nullptr) {
@@ -181,7 +181,8 @@ class SweepQueue {
   // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
   // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
   // (the test on arrival's before the first) sorted the positions and the first round publishes
-  // the count: the mark follows that round.
+  // the count: the mark follows that round. Where the matrix takes the test on arrival, sweep 0's
+  // start is that test alone, which publishes its count itself.
   int queue_sweep_start(int sweep) {
     G_.active_count = sweep_counts_ + sweep;
     G_.previous_count = sweep > 0 ? sweep_counts_ + sweep - 1 : nullptr;
@@ -196,9 +197,13 @@ class SweepQueue {
       launch_all_pairs_test(G_, plan_.gram_plan, true, stream_);
       G_.active_count = sweep_counts_;
       G_.previous_count = arrival_count;
+      // The test publishes its count itself, and no round is queued behind it: rounds queued ahead
+      // to cover the host's wait found a 512 x 512 identity stopped, three launches of nothing.
+      counted_.record(stream_);
+      return 0;
     }
     int queued = 0;
-    if (plan_.gram && (sweep > 0 || G_.noise != nullptr))
+    if (plan_.gram && sweep > 0)
       queue_rounds(0, ++queued);
     else
       launch_sweep_start(G_, sort_chunks_, stream_);
