@@ -55,11 +55,12 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   const bool real = column < G.N;
   T* error_scales = G.error_scales_of(matrix);
   const T lane_scale = active && real ? error_scales[column] : T(0);
+  const bool formed = active && pair_is_formed(lane_scale);  // uniform over the cluster
   const int w0 = block_rank * shape.w_rows, v0 = block_rank * shape.v_rows;
   T* W = G.w(matrix);
   T* V = G.v(matrix);
   const auto column_of = [&](int slot) { return __shfl_sync(0xffffffffu, column, slot); };
-  if (active) {  // uniform over the cluster
+  if (formed) {
     // W's rows and V's in two groups: G needs only W's, and V's arrive while the pair solves.
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
       copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   const int lane_column = seat_column(order.seat(lane));
   T x[solve_rows] =
       {};  // G_kl, k = k0 + kk, l = lane: the parts in rank order, the same in every block
-  if (active) {
+  if (formed) {
     for (int r = 0; r < shape.cluster; ++r) {
       const T* other = cluster.map_shared_rank(part, r);
 #pragma unroll
@@ -89,10 +90,13 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     }
   }
   cluster.barrier_arrive();  // done with the other blocks' parts; they wait for this before leaving
-  if (active) {
+  if (active && !formed) {
+    if (block_rank == 0 && part_index == 0)
+      leave_pair_unformed(G, matrix, pos, first, column, lane_scale);
+  } else if (formed) {
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
-    clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr);
+    clear_gram_noise(x, fabs(lane_scale), order, sh, G.noise ? G.noise + matrix : nullptr);
     const PairSolve<T> solved = solve_pair(G, order, sh, x);
     if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
     if (threadIdx.x == 0 && block_rank == 0 && solved.above_tol > 0)  // every block solves the pair
@@ -100,7 +104,11 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
     T* norms = G.norms_of(matrix);
     if (!solved.rotated) {
       if (block_rank == 0 && part_index == 0) {
-        if (real) norms[column] = solved.diagonal;
+        if (real) {
+          norms[column] = solved.diagonal;
+          if (lane_scale > 0 && solved.diagonal == 0)
+            error_scales[column] = left_alone_scale(lane_scale, solved.diagonal);
+        }
         pos[first + (lane + gram_block) % gram_width] = column;
       }
     } else {
@@ -116,7 +124,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         const int target = sh.slot_column[rank];
         if (real) {
           norms[target] = fmax(eigenvalue, T(0));
-          error_scales[target] = scale;
+          error_scales[target] = left_alone_scale(scale, solved.diagonal);
         }
         pos[first + (rank + gram_block) % gram_width] = target;
       }

@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(global_threads)
       G.norms_of(matrix)[c] = c < G.N ? sum : T(-1);
       if (c < G.N) G.error_scales_of(matrix)[c] = initial_error_scale(sum, G.N);
     } else if (c < G.N) {
-      G.norms_of(matrix)[c] = sigma_from_norm2(sum, G.error_scales_of(matrix)[c]);
+      G.norms_of(matrix)[c] = sigma_from_norm2(sum, fabs(G.error_scales_of(matrix)[c]));
     }
   }
 }

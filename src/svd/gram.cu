@@ -27,7 +27,14 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
   std::int64_t matrix = 0;
   int first = 0;
   if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
-  if (threadIdx.x < gram_width) columns[threadIdx.x] = G.pos_of(matrix)[first + threadIdx.x];
+  __shared__ bool formed;  // the solve leaves a pair that is not formed alone, unread
+  if (threadIdx.x < gram_width) {
+    const int column = G.pos_of(matrix)[first + threadIdx.x];
+    columns[threadIdx.x] = column;
+    const bool pair_formed =
+        pair_is_formed(column < G.N ? G.error_scales_of(matrix)[column] : T(0));
+    if (threadIdx.x == 0) formed = pair_formed;
+  }
   const T* W = G.w(matrix);
   GramQuarter<T> gram;
   const int begin = slice * work.slice_rows, end = min(G.M, begin + work.slice_rows);
@@ -42,7 +49,8 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
       staged[i] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
     }
   };
-  __syncthreads();  // columns known
+  __syncthreads();      // columns known
+  if (!formed) return;  // uniform over the block
   load(begin);
   for (int r0 = begin; r0 < end; r0 += gram_tile_rows) {
     __syncthreads();  // the previous tile consumed
@@ -85,6 +93,12 @@ __global__ void __launch_bounds__(gram_solve_threads)
   T* error_scales = G.error_scales_of(matrix);
   const bool real = column < G.N;
   const T lane_scale = real ? error_scales[column] : T(0);
+  if (!pair_is_formed(lane_scale)) {  // uniform over the block: gram_partials left it unread
+    if (part != 0) return;
+    if (lane == 0) work.rotated[item] = 0;
+    leave_pair_unformed(G, matrix, pos, first, column, lane_scale);
+    return;
+  }
   const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
 
   // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
@@ -108,7 +122,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
-  clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr);
+  clear_gram_noise(x, fabs(lane_scale), order, sh, G.noise ? G.noise + matrix : nullptr);
   const PairSolve<T> solved = solve_pair(G, order, sh, x);
   if (threadIdx.x == 0) {
     raise_to(&G.off_bits[matrix], double(solved.off));
@@ -117,7 +131,11 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (!solved.rotated) {
     if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
-    if (real) norms[column] = solved.diagonal;
+    if (real) {
+      norms[column] = solved.diagonal;
+      if (lane_scale > 0 && solved.diagonal == 0)
+        error_scales[column] = left_alone_scale(lane_scale, solved.diagonal);
+    }
     pos[first + (lane + gram_block) % gram_width] = column;
     return;
   }
@@ -136,7 +154,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   work.out_columns[base + rank] = target;
   if (real) {
     norms[target] = fmax(eigenvalue, T(0));
-    error_scales[target] = scale;
+    error_scales[target] = left_alone_scale(scale, solved.diagonal);
   }
   pos[first + (rank + gram_block) % gram_width] = target;
   if (lane == 0) work.rotated[item] = 1;
@@ -332,8 +350,8 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   // matrices) is left out: the sweeps leave such a column alone, and sigma_from_norm2 makes it 0.
   const T* error_scales = G.error_scales_of(matrix);
   const auto off_diagonal = [&](int p, int q, T alpha, T beta, T gamma) {
-    return fresh && (is_rounding_noise(alpha, error_scales[p]) ||
-                     is_rounding_noise(beta, error_scales[q]))
+    return fresh && (is_rounding_noise(alpha, fabs(error_scales[p])) ||
+                     is_rounding_noise(beta, fabs(error_scales[q])))
                ? T(0)
                : scaled_off_diagonal(alpha, beta, gamma);
   };

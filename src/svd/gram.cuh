@@ -445,6 +445,37 @@ __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scal
     }
 }
 
+// The host-driven Gram rounds (fused and three kernels; GlobalState::error_scales) negate the
+// error scale of a column that a solve left alone for want of a norm (rounding noise, or an exact
+// zero: its fresh G_ll 0 after clear_gram_noise). No later solve rotates it, so its content and
+// its scale's magnitude stay, and so does the verdict: a round reads it from the sign, and a pair
+// with at most one column of positive scale is left alone without being formed (pair_is_formed).
+// Every noise test takes the scale's magnitude.
+template <class T>
+__device__ __forceinline__ T left_alone_scale(T scale, T fresh_diagonal) {
+  return fresh_diagonal == T(0) ? -fabs(scale) : scale;
+}
+
+// Whether a pair's solve may rotate anything: at least two of its 32 columns (a lane each, in
+// every warp) have a positive error scale (0: a zero column or padding; negative: left alone).
+// The same in every warp of the pair's blocks.
+template <class T>
+__device__ __forceinline__ bool pair_is_formed(T lane_scale) {
+  return __popc(__ballot_sync(0xffffffffu, lane_scale > T(0))) > 1;
+}
+
+// A pair left alone unformed: its halves trade positions, as a solve that rotates nothing has
+// them do, and a column of it left alone as noise still counts as found (GlobalState::noise). Warp
+// 0 of one block of the pair calls it.
+template <class T>
+__device__ __forceinline__ void leave_pair_unformed(const GlobalState<T>& G, std::int64_t matrix,
+                                                    int* pos, int first, int column, T lane_scale) {
+  const int lane = threadIdx.x & 31;
+  pos[first + (lane + gram_block) % gram_width] = column;
+  if (__any_sync(0xffffffffu, lane_scale < T(0)) && lane == 0 && G.noise != nullptr)
+    atomicOr(G.noise + matrix, 1);
+}
+
 // Lane l's output error scale once a rotated pair's solve is done: output l of W Q is
 // sum_k W_k Q_kl, so its scale is sum_k E_k Q_kl^2, E_k lane k's input scale. A column the solve
 // left alone (noise, zero or padding) has e_l for its column of Q and exact zeros elsewhere in its
