@@ -27,13 +27,14 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
   std::int64_t matrix = 0;
   int first = 0;
   if (!gram_pair(G, round, item, matrix, first)) return;  // uniform over the block
-  __shared__ bool formed;  // the solve leaves a pair that is not formed alone, unread
+  // The solve leaves a pair that is not formed alone, its partials unread: the verdict comes from
+  // the columns' error scales, whose loads are in flight with the first tile's.
+  __shared__ bool formed;
+  T lane_scale = 0;
   if (threadIdx.x < gram_width) {
     const int column = G.pos_of(matrix)[first + threadIdx.x];
     columns[threadIdx.x] = column;
-    const bool pair_formed =
-        pair_is_formed(column < G.N ? G.error_scales_of(matrix)[column] : T(0));
-    if (threadIdx.x == 0) formed = pair_formed;
+    lane_scale = column < G.N ? G.error_scales_of(matrix)[column] : T(0);
   }
   const T* W = G.w(matrix);
   GramQuarter<T> gram;
@@ -49,11 +50,15 @@ __global__ void __launch_bounds__(gram_threads, gram_partial_blocks_per_sm)
       staged[i] = r0 + r < end && c < G.N ? W[r0 + r + c * G.ldw] : T(0);
     }
   };
-  __syncthreads();      // columns known
-  if (!formed) return;  // uniform over the block
+  __syncthreads();  // columns known
   load(begin);
+  if (threadIdx.x < gram_width) {
+    const bool pair_formed = pair_is_formed(lane_scale);
+    if (threadIdx.x == 0) formed = pair_formed;
+  }
   for (int r0 = begin; r0 < end; r0 += gram_tile_rows) {
-    __syncthreads();  // the previous tile consumed
+    __syncthreads();      // the previous tile consumed (the first time: the verdict known)
+    if (!formed) return;  // uniform over the block
 #pragma unroll
     for (int i = 0; i < per_thread; ++i) {
       const int e = threadIdx.x + i * gram_threads;
