@@ -69,6 +69,13 @@ struct GlobalState {
   // sweep's start copies to the host's page-locked `published_count`.
   const unsigned* previous_count = nullptr;
   unsigned* published_count = nullptr;
+  // Where one matrix takes the host-driven Gram sweeps (`noise` set): the columns that may still
+  // rotate (a positive error scale, left_alone_scale) and those of them without a positive tracked
+  // norm, counted by this sweep's test as it sorts the positions (two words), the previous sweep's
+  // (or the test on arrival's), and where the sweep's start publishes them beside the count.
+  unsigned* rotating_columns = nullptr;
+  const unsigned* previous_rotating = nullptr;
+  unsigned* published_rotating = nullptr;
   Report report;
 
   __device__ T* w(std::int64_t matrix) const { return W + matrix * ldw * N; }
@@ -203,13 +210,25 @@ __device__ void sweep_end(const GlobalState<T>& G, std::int64_t matrix, unsigned
   }
 }
 
-// The previous sweep's count of matrices that sweep on, final once a sweep starts (its kernels
-// all completed), to the host: it decides from it whether to queue the rest of this sweep. Called
-// after the wait by the sweep's first kernel (and harmlessly by later ones of the same sweep).
+// The counts of a sweep's end to the host: the matrices that sweep on, and where given the columns
+// that may still rotate (GlobalState::rotating_columns).
+template <class T>
+__device__ void publish_counts(const GlobalState<T>& G, const unsigned* count,
+                               const unsigned* rotating) {
+  *G.published_count = *count;
+  if (rotating != nullptr) {
+    G.published_rotating[0] = rotating[0];
+    G.published_rotating[1] = rotating[1];
+  }
+}
+
+// The previous sweep's counts, final once a sweep starts (its kernels all completed), to the host:
+// it decides from them whether to queue the rest of this sweep. Called after the wait by the
+// sweep's first kernel (and harmlessly by later ones of the same sweep).
 template <class T>
 __device__ void publish_previous_count(const GlobalState<T>& G) {
   if (G.previous_count != nullptr && blockIdx.x == 0 && threadIdx.x == 0)
-    *G.published_count = *G.previous_count;
+    publish_counts(G, G.previous_count, G.previous_rotating);
 }
 
 // A sort by decreasing key (ties by index) in chunks of 32 keys: lane l of a block of `warps` warps

@@ -408,6 +408,21 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   if (threadIdx.x == 0) raise_to(&G.test_bits[matrix], double(off));
 }
 
+// The columns of `chunk` (sort_columns of them, by index) that may still rotate, and those of them
+// without a positive tracked norm, added to GlobalState::rotating_columns. Warp 0 calls it.
+template <class T>
+__device__ void count_rotating_columns(const GlobalState<T>& G, std::int64_t matrix, int chunk) {
+  const int c = chunk * sort_columns + int(threadIdx.x);
+  const bool rotating = c < G.N && G.error_scales_of(matrix)[c] > T(0);
+  const bool unsorted = rotating && !(G.norms_of(matrix)[c] > T(0));
+  const unsigned rotating_lanes = __ballot_sync(0xffffffffu, rotating);
+  const unsigned unsorted_lanes = __ballot_sync(0xffffffffu, unsorted);
+  if (threadIdx.x == 0 && rotating_lanes != 0) {
+    atomicAdd(&G.rotating_columns[0], unsigned(__popc(rotating_lanes)));
+    atomicAdd(&G.rotating_columns[1], unsigned(__popc(unsorted_lanes)));
+  }
+}
+
 // A block per matrix and pair of column groups; `on_arrival`: before the first sweep, every active
 // matrix tested (arrival_end).
 template <class T>
@@ -437,6 +452,8 @@ __global__ void __launch_bounds__(gram_threads)
   for (int chunk = block; chunk < chunks; chunk += group_pairs) {
     __syncthreads();  // a previous chunk's counts are read
     rank_chunk<gram_threads / 32>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
+    if (G.rotating_columns != nullptr && threadIdx.x < sort_columns)
+      count_rotating_columns(G, matrix, chunk);
   }
   if (threadIdx.x != 0) return;
   __threadfence();  // this block's raise of test_bits, before it arrives
@@ -444,10 +461,10 @@ __global__ void __launch_bounds__(gram_threads)
   __threadfence();  // every block arrived: their raises are visible
   if (on_arrival) {
     arrival_end(G, matrix, G.active_count);
-    // One matrix (the test on arrival is a single matrix's): its count is final, for the host to
+    // One matrix (the test on arrival is a single matrix's): its counts are final, for the host to
     // read before it queues the first sweep (SweepQueue; not ahead of a cluster, which reads the
     // count itself).
-    if (G.published_count != nullptr) *G.published_count = *G.active_count;
+    if (G.published_count != nullptr) publish_counts(G, G.active_count, G.rotating_columns);
   } else
     sweep_end(G, matrix, G.active_count, tested);
   G.test_arrivals[matrix] = 0;

@@ -56,7 +56,8 @@ GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
 }
 
 // One allocation for all of the scratch, carved into aligned pieces: G's arrays, each sweep's
-// count of matrices that sweep on and the test on arrival's, then the Gram round scratch.
+// count of matrices that sweep on and the test on arrival's, each one's two counts of columns that
+// may still rotate (GlobalState::rotating_columns), then the Gram round scratch.
 struct ScratchSizes {
   std::size_t w, v, column, pos, word, integer, count;
   std::size_t total(std::size_t gram) const {
@@ -66,14 +67,17 @@ struct ScratchSizes {
 template <class T>
 ScratchSizes scratch_sizes(const GlobalState<T>& G) {
   const std::int64_t batch = G.P.batch;
-  return {
-      aligned(sizeof(T) * G.ldw * G.N * batch),        aligned(sizeof(T) * G.ldv * G.N * batch),
-      aligned(sizeof(T) * G.positions * batch),        aligned(sizeof(int) * G.positions * batch),
-      aligned(sizeof(unsigned long long) * batch),     aligned(sizeof(int) * batch),
-      aligned(sizeof(unsigned) * (G.P.max_sweeps + 1))};
+  return {aligned(sizeof(T) * G.ldw * G.N * batch),
+          aligned(sizeof(T) * G.ldv * G.N * batch),
+          aligned(sizeof(T) * G.positions * batch),
+          aligned(sizeof(int) * G.positions * batch),
+          aligned(sizeof(unsigned long long) * batch),
+          aligned(sizeof(int) * batch),
+          aligned(sizeof(unsigned) * 3 * (G.P.max_sweeps + 1))};
 }
-// Returns each sweep's count of matrices that sweep on, then the test on arrival's. What starts
-// cleared lies in one piece, from G.pos to the end of the Gram rounds' read-ahead (cleared_bytes).
+// Returns each sweep's count of matrices that sweep on, then the test on arrival's, then their
+// counts of columns that may still rotate, two each. What starts cleared lies in one piece, from
+// G.pos to the end of the Gram rounds' read-ahead (cleared_bytes).
 template <class T>
 unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes& size,
                         const StreamBuffer& scratch) {
@@ -128,6 +132,7 @@ class SweepQueue {
     ROOFLAB_CUDA("svd", "mapping page-locked host memory for the device",
                  cudaHostGetDevicePointer(reinterpret_cast<void**>(&G_.published_count),
                                           published().data(), 0));
+    G_.published_rotating = G_.published_count + 1;
     sort_chunks_ = (G.positions + sort_columns - 1) / sort_columns;
   }
 
@@ -135,27 +140,48 @@ class SweepQueue {
   // the test on arrival (GlobalState::noise), the host waits for the test's count before it queues
   // the first sweep: a matrix whose columns arrive orthogonal (a zero matrix, an identity) stops
   // there, without the sweep's rounds.
+  // A single matrix whose columns that may still rotate fit one pair of blocks sweeps them in one
+  // round (few_columns_rotate).
   void run() {
     int queued = queue_sweep_start(0);
+    bool one_round = false;
     if (G_.noise != nullptr) {
       counted_.wait();
-      if (*static_cast<volatile unsigned*>(published().data()) == 0) return;
+      if (published(0) == 0) return;
+      one_round = few_columns_rotate();
     }
     for (int sweep = 0;; ++sweep) {
-      queue_sweep_rest(queued);
+      queue_sweep_rest(queued, one_round);
       if (sweep + 1 == G_.P.max_sweeps) break;
       queued = queue_sweep_start(sweep + 1);
       counted_.wait();
-      if (*static_cast<volatile unsigned*>(published().data()) == 0) break;
+      if (published(0) == 0) break;
+      one_round = few_columns_rotate();
     }
   }
 
  private:
   static constexpr int rounds_ahead = 2;
 
+  // The count of matrices that sweep on (word 0) and, for a single matrix, its two counts of
+  // columns that may still rotate (GlobalState::rotating_columns).
   static PinnedBuffer<unsigned>& published() {
-    thread_local PinnedBuffer<unsigned> count(1, cudaHostAllocMapped | cudaHostAllocPortable);
+    thread_local PinnedBuffer<unsigned> count(3, cudaHostAllocMapped | cudaHostAllocPortable);
     return count;
+  }
+  static unsigned published(int word) {
+    return static_cast<volatile unsigned*>(published().data())[word];
+  }
+
+  // Whether the next sweep's round 0 takes every pair of columns that may still rotate: a single
+  // matrix's, at most 32 of them, each with a positive tracked norm, so that the sort put them at
+  // positions 0 to 31, round 0's first pair, whose inner sweep is full (gram_full_inner_period).
+  // Every other column is left alone (noise, zero, padding: a scale of at most 0), and so is every
+  // other pair, unformed: the rest of the sweep would rotate nothing. A rank-2 1024 x 1024 matrix
+  // spent 3 sweeps of 64 rounds on its 2 columns.
+  bool few_columns_rotate() const {
+    return G_.rotating_columns != nullptr && published(1) <= unsigned(2 * G_.block) &&
+           published(2) == 0;
   }
 
   // A sweep's rounds, first .. last - 1, in the schedule's kernels.
@@ -186,6 +212,10 @@ class SweepQueue {
   int queue_sweep_start(int sweep) {
     G_.active_count = sweep_counts_ + sweep;
     G_.previous_count = sweep > 0 ? sweep_counts_ + sweep - 1 : nullptr;
+    if (G_.noise != nullptr) {
+      G_.rotating_columns = rotating_counts(sweep);
+      G_.previous_rotating = sweep > 0 ? rotating_counts(sweep - 1) : nullptr;
+    }
     if (plan_.schedule == GlobalSchedule::launch_per_sweep &&
         launch_sweep_cooperatively(G_, cooperative_blocks_, stream_)) {
       counted_.record(stream_);
@@ -194,9 +224,12 @@ class SweepQueue {
     if (G_.noise != nullptr && sweep == 0) {
       unsigned* const arrival_count = sweep_counts_ + G_.P.max_sweeps;
       G_.active_count = arrival_count;
+      G_.rotating_columns = rotating_counts(G_.P.max_sweeps);
       launch_all_pairs_test(G_, plan_.gram_plan, true, stream_);
       G_.active_count = sweep_counts_;
       G_.previous_count = arrival_count;
+      G_.rotating_columns = rotating_counts(0);
+      G_.previous_rotating = rotating_counts(G_.P.max_sweeps);
       // The test publishes its count itself, and no round is queued behind it: rounds queued ahead
       // to cover the host's wait found a 512 x 512 identity stopped, three launches of nothing.
       counted_.record(stream_);
@@ -213,16 +246,21 @@ class SweepQueue {
     return ahead;
   }
 
-  // The sweep's other rounds and its end; in the Gram schedule the end comes with the all-pairs
-  // test of the matrices whose sweep met only small off-diagonals (it returns at once for the
-  // others).
-  void queue_sweep_rest(int queued) {
+  // The sweep's other rounds (beyond round 0 only where `one_round`) and its end; in the Gram
+  // schedule the end comes with the all-pairs test of the matrices whose sweep met only small
+  // off-diagonals (it returns at once for the others).
+  void queue_sweep_rest(int queued, bool one_round) {
     if (queued < 0) return;
-    queue_rounds(queued, plan_.rounds(G_));
+    queue_rounds(queued, one_round ? std::max(queued, 1) : plan_.rounds(G_));
     if (plan_.gram)
       launch_all_pairs_test(G_, plan_.gram_plan, false, stream_);
     else
       launch_sweep_end(G_, stream_);
+  }
+
+  // Sweep s's two counts of columns that may still rotate (s = max_sweeps: the test on arrival's).
+  unsigned* rotating_counts(int sweep) const {
+    return sweep_counts_ + (G_.P.max_sweeps + 1) + 2 * sweep;
   }
 
   GlobalState<T>& G_;
