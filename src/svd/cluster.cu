@@ -66,20 +66,17 @@ ClusterShape cluster_shape(int M, int N, bool uv, int block_positions, int max_b
 // (the round's part of G, free between rounds). After a barrier block h of pair p adds up the
 // shares of d = h, h + split, ... and scales them by the column norms, the diagonals of d = 0 (0
 // for rounding noise, by the slots' error scales: such a column is left out, as the sweeps leave
-// it). Every thread of every block calls it. Not inlined: it is called from two places (the test on
-// arrival and at a sweep's end) and seldom runs; inlined at both, it cost random 100 x 100 matrices
-// 9% in double (H200).
+// it). Every thread of every block calls it.
 constexpr int cluster_test_products = 4;  // held by SolveShared's buffers; a fifth by `part`
 static_assert(cluster_test_products * gram_width * gram_width <=
                   4 * SolveShared<float>::buffer_size,
               "the test's products fit the solve's buffers");
 #if ROOFLAB_HAS_CLUSTERS
 template <class T>
-__device__ __noinline__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster,
-                                                 const ClusterShape& shape, const T* slots,
-                                                 const T* slot_scales, T* products, T* fifth,
-                                                 T* norms, T& block_max,
-                                                 unsigned long long* team_scratch) {
+__device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& cluster,
+                                    const ClusterShape& shape, const T* slots, const T* slot_scales,
+                                    T* products, T* fifth, T* norms, T& block_max,
+                                    unsigned long long* team_scratch) {
   const int P = shape.pairs, rank = int(cluster.block_rank()), pair = rank / shape.split;
   const int share = rank % shape.split;
   const auto formed = [&](int group, int d) { return !(2 * d == P && group >= d); };
