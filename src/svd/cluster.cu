@@ -194,7 +194,7 @@ __device__ __noinline__ ColumnsSeen look_at_columns(
 }
 #endif
 
-// One kernel of about 265 lines on purpose: every sweep runs inside it, its columns held in the
+// One kernel of about 245 lines on purpose: every sweep runs inside it, its columns held in the
 // cluster's shared memory from the first round to the last, and its phases (the round's solve,
 // the exchange of the lent halves, the all-pairs test) are separated by cluster barriers that
 // every block must reach in the same order; the phases' comments below are its chapters.
@@ -214,7 +214,6 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   __shared__ T scales[3 * gram_block];
   __shared__ T block_off;           // the block's largest cosine of the sweep just ended
   __shared__ unsigned block_above;  // its count of pairs above tol (the hand-over's)
-  __shared__ bool block_rotated;    // whether the block's pair rotated in the first two rounds
   __shared__ T block_seen[4];       // what look_at_columns saw of its columns
   __shared__ T block_test;          // the block's largest in the all-pairs test
   __shared__ T column_norms[gram_width], sigmas[gram_width];  // the block's share, then the whole
@@ -242,7 +241,6 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       ids[threadIdx.x] = column;
       scales[threadIdx.x] = T(-1);
     }
-    if (threadIdx.x == 0) block_rotated = false;
     const auto column_of = [&](int slot) { return __shfl_sync(full, column, slot); };
     for (int r = 0; r < shape.w_rows; r += gram_tile_rows)
       copy_tile_async<gram_tile_rows, gram_solve_threads, gram_width, false>(
@@ -327,23 +325,6 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         }
         sweep_off = 0;
         sweep_above = 0;
-      } else if (step == 2) {
-        // The test on arrival, as the host-driven sweeps take it before their first: where the
-        // first two rounds rotated nothing (every pair's 32 columns orthogonal in both, as a zero
-        // matrix's, an identity's, a diagonal matrix's), the all-pairs test stands for the rest of
-        // the first sweep. A random matrix pays the look at the blocks' flags.
-        bool rotated = false;
-        for (int r = 0; r < shape.blocks(); ++r)
-          rotated = rotated || *cluster.map_shared_rank(&block_rotated, r);
-        if (!rotated) {
-          const T tested = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers, part,
-                                                  test_norms, block_test, team_scratch);
-          if (!(tested > G.P.tol)) {  // the test counts as the first sweep
-            sweep = 1;
-            off = tested;
-            break;
-          }
-        }
       }
     }
     // The round's 32 slots: positions 2p, 2p + 1, or in an odd round 2p + 1, 2p + 2 (the last pair
@@ -408,8 +389,6 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         low_ids = cluster.map_shared_rank(ids, rank - shape.split) + gram_width;
         low_scales = cluster.map_shared_rank(scales, rank - shape.split) + gram_width;
       }
-      // Only the first two rounds raise it: from the third on, another block may be reading it.
-      if (step < 2 && solved.rotated && threadIdx.x == 0) block_rotated = true;
       if (!solved.rotated) {
         // Left alone, the pair's halves still trade positions, as the fused round's do.
         for (int e = threadIdx.x; e < gram_block * ldt; e += gram_solve_threads) {
