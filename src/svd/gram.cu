@@ -98,12 +98,14 @@ __global__ void __launch_bounds__(gram_solve_threads)
   T* error_scales = G.error_scales_of(matrix);
   const bool real = column < G.N;
   const T lane_scale = real ? error_scales[column] : T(0);
-  if (!pair_is_formed(lane_scale)) {  // uniform over the block: gram_partials left it unread
+  // A pair that is not formed is left alone; gram_partials left its partials unwritten. The verdict
+  // waits until the partials' loads are in flight: asked for first, its load of the scales stood
+  // before them, and random 1024 x 1024 matrices took 2.5% longer (H200).
+  const auto leave_unformed = [&] {
     if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
     leave_pair_unformed(G, matrix, pos, first, column, lane_scale);
-    return;
-  }
+  };
   const InnerOrder order{!inner_sweep_is_full(round, G.block_positions, gram_full_inner_period)};
 
   // Warp w holds rows w R .. w R + R - 1 of G, lane l column l: formed here, or the sum of the
@@ -111,6 +113,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const int lane_column = seat_column(order.seat(lane));
   T x[solve_rows];  // G_kl, k = k0 + kk, l = lane
   if (work.solve_forms_gram()) {
+    if (!pair_is_formed(lane_scale)) return leave_unformed();  // uniform over the block
     form_gram(G, matrix, column, order, sh.buffers, sh.g(0), ld);
     __syncthreads();
 #pragma unroll
@@ -124,6 +127,7 @@ __global__ void __launch_bounds__(gram_solve_threads)
 #pragma unroll
       for (int kk = 0; kk < solve_rows; ++kk)
         x[kk] += partial[slice * (gram_width * gram_width) + (k0 + kk) * gram_width + lane];
+    if (!pair_is_formed(lane_scale)) return leave_unformed();  // uniform over the block
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
   }
