@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   } else if (formed) {
 #pragma unroll
     for (int kk = 0; kk < solve_rows; ++kk) sh.g(0)[order.seat(k0 + kk) * ld + lane_column] = x[kk];
-    clear_gram_noise(x, fabs(lane_scale), order, sh, G.noise ? G.noise + matrix : nullptr);
+    clear_gram_noise(x, lane_scale, order, sh, G.noise ? G.noise + matrix : nullptr,
+                     lane_scale < 0);
     const PairSolve<T> solved = solve_pair(G, order, sh, x);
     if (threadIdx.x == 0) raise_to(&G.off_bits[matrix], double(solved.off));
     if (threadIdx.x == 0 && block_rank == 0 && solved.above_tol > 0)  // every block solves the pair

@@ -224,7 +224,7 @@ __device__ void publish_counts(const GlobalState<T>& G, const unsigned* count,
 
 // The previous sweep's counts, final once a sweep starts (its kernels all completed), to the host:
 // it decides from them whether to queue the rest of this sweep. Called after the wait by the
-// sweep's first kernel (and harmlessly by later ones of the same sweep).
+// sweep's first kernel (SweepQueue gives the kernels behind it no previous counts).
 template <class T>
 __device__ void publish_previous_count(const GlobalState<T>& G) {
   if (G.previous_count != nullptr && blockIdx.x == 0 && threadIdx.x == 0)

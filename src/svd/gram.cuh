@@ -429,16 +429,18 @@ struct PairSolve {
 // its error scale goes with it (output_error_scale) and finds it noise again at every later
 // formation and at the end (sigma_from_norm2). x holds G_kl, k = k0 + kk, l = lane, and g(0) the
 // same in seat order; only the thread that holds G_ll reads and writes it, so solve_pair's first
-// barrier is the only one needed. A find sets bit 0 of *noise (GlobalState::noise) where given.
+// barrier is the only one needed. A find sets bit 0 of *noise (GlobalState::noise) where given. A
+// column whose scale carries the mark (`marked`, left_alone_scale) is noise whatever the rounding
+// of this formation: a solve that rotated it would pass its negated scale on to other columns.
 template <class T>
 __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scale,
                                                  const InnerOrder& order, SolveShared<T>& sh,
-                                                 int* noise) {
+                                                 int* noise, bool marked = false) {
   constexpr int ld = SolveShared<T>::ld;
   const int lane = threadIdx.x & 31, k0 = (threadIdx.x >> 5) * solve_rows;
 #pragma unroll
   for (int kk = 0; kk < solve_rows; ++kk)
-    if (k0 + kk == lane && is_rounding_noise(x[kk], lane_scale)) {
+    if (k0 + kk == lane && (marked ? x[kk] > T(0) : is_rounding_noise(x[kk], lane_scale))) {
       x[kk] = T(0);
       sh.g(0)[order.seat(lane) * ld + seat_column(order.seat(lane))] = T(0);
       if (noise != nullptr) atomicOr(noise, 1);
@@ -450,7 +452,7 @@ __device__ __forceinline__ void clear_gram_noise(T (&x)[solve_rows], T lane_scal
 // zero: its fresh G_ll 0 after clear_gram_noise). No later solve rotates it, so its content and
 // its scale's magnitude stay, and so does the verdict: a round reads it from the sign, and a pair
 // with at most one column of positive scale is left alone without being formed (pair_is_formed).
-// Every noise test takes the scale's magnitude.
+// The all-pairs test and the final norms take the scale's magnitude.
 template <class T>
 __device__ __forceinline__ T left_alone_scale(T scale, T fresh_diagonal) {
   return fresh_diagonal == T(0) ? -fabs(scale) : scale;
