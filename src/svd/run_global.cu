@@ -137,9 +137,9 @@ class SweepQueue {
   }
 
   // Every sweep, until one leaves no matrix sweeping or the sweeps run out. Where the matrix takes
-  // the test on arrival (GlobalState::noise), the host waits for the test's count before it queues
-  // the first sweep: a matrix whose columns arrive orthogonal (a zero matrix, an identity) stops
-  // there, without the sweep's rounds.
+  // the test on arrival (GlobalState::noise), the first sweep's first rounds follow it and the
+  // host waits for its count before it queues the rest: a matrix whose columns arrive orthogonal
+  // (a zero matrix, an identity) stops there, without the sweep's other rounds.
   // A single matrix whose columns that may still rotate fit one pair of blocks sweeps them in one
   // round (few_columns_rotate).
   void run() {
@@ -207,8 +207,8 @@ class SweepQueue {
   // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
   // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
   // (the test on arrival's before the first) sorted the positions and the first round publishes
-  // the count: the mark follows that round. Where the matrix takes the test on arrival, sweep 0's
-  // start is that test alone, which publishes its count itself.
+  // the count: the mark follows that round. Where the matrix takes the test on arrival, that test
+  // publishes its counts itself and the mark follows it.
   int queue_sweep_start(int sweep) {
     G_.active_count = sweep_counts_ + sweep;
     G_.previous_count = sweep > 0 ? sweep_counts_ + sweep - 1 : nullptr;
@@ -228,13 +228,17 @@ class SweepQueue {
       launch_all_pairs_test(G_, plan_.gram_plan, true, stream_);
       G_.active_count = sweep_counts_;
       G_.rotating_columns = rotating_counts(0);
-      // The test publishes its counts itself, and no round is queued behind it: rounds queued
-      // ahead to cover the host's wait found a 512 x 512 identity stopped, three launches of
-      // nothing.
+      // The test publishes its counts itself: the mark follows it, and the first rounds follow the
+      // mark to cover the host's wait (a matrix whose columns arrive orthogonal finds them
+      // stopped). At d6ea7ba, which queued none behind the test, a rank-1 matrix planned as sm_75
+      // took 251 against 6ab31f9's 225 us at 100 x 100 and 410 against 363 us at 256 x 256 (H200,
+      // one run each), a 512 x 512 identity 83-86 against 87-93 us.
       G_.previous_count = nullptr;
       G_.previous_rotating = nullptr;
       counted_.record(stream_);
-      return 0;
+      const int ahead = std::min(1 + rounds_ahead, plan_.rounds(G_));
+      queue_rounds(0, ahead);
+      return ahead;
     }
     int queued = 0;
     if (plan_.gram && sweep > 0)
