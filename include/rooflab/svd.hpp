@@ -68,12 +68,15 @@ struct SvdBatchOutcome {
 // rounds or three kernels a round; docs/svd.md, "The production path"), two sweeps in a row ended
 // within 16 sqrt(max(m, n)) epsilon, the rounding floor of its Gram products, which clustered
 // spectra do not get under (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last
-// sweep's largest. A sweep is n(n-1)/2 column-pair tests; the count includes the last sweep, which
-// finds every pair orthogonal (once the sweeps meet only small off-diagonals, that last sweep is a
-// single test of every pair, with nothing left to rotate). The first call on a host thread
-// allocates a few bytes of page-locked host memory for the status, kept until the thread exits.
-// QR preconditioning and the second try form Q on a stream of the library's own (one per host
-// thread and device), forked from `stream` and joined back into it.
+// sweep's largest. A sweep is n(n-1)/2 column-pair tests, but for the pairs of a column taken as
+// zero or as rounding noise, which no sweep rotates again (a single matrix on the Gram schedule's
+// rounds whose columns still rotating fit one pair of 16-column blocks sweeps them in a few rounds,
+// docs/svd.md); the count includes the last sweep, which finds every pair orthogonal (once the
+// sweeps meet only small off-diagonals, that last sweep is a single test of every pair, with
+// nothing left to rotate). The first call on a host thread allocates a few bytes of page-locked
+// host memory for the status, kept until the thread exits. QR preconditioning and the second try
+// form Q on a stream of the library's own (one per host thread and device), forked from `stream`
+// and joined back into it.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);
