@@ -100,7 +100,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
   const T lane_scale = real ? error_scales[column] : T(0);
   // A pair that is not formed is left alone; gram_partials left its partials unwritten. The verdict
   // waits until the partials' loads are in flight: asked for first, its load of the scales stood
-  // before them, and random 1024 x 1024 matrices took 2.5% longer (H200).
+  // before them (random 1024 x 1024 matrices, H200: 15.5 against 15.1-15.2 ms before the verdict
+  // moved, 15.4 after; docs/results/h200-svd-one-round-sweeps-03e16b0.md, calls 1 and 2).
   const auto leave_unformed = [&] {
     if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
