@@ -2,7 +2,6 @@
 // kernel. The kernels live in the library (src/svd/svd.cu, src/svd_batched/svd_batched.cu, built
 // from src/svd/jacobi.cuh), because rooflab::svd dispatches to them; each rung here runs one of
 // them on its own.
-#include <functional>
 #include <string>
 
 #include "bench/registry.hpp"
@@ -14,24 +13,6 @@
 
 namespace rooflab::bench {
 namespace {
-
-// A rung that runs one of the global-memory schedules on the workspace's matrix.
-std::function<void(Workspace&, cudaStream_t)> run_schedule(jacobi::GlobalSchedule schedule) {
-  return [schedule](Workspace& workspace, cudaStream_t stream) {
-    visit_svd_workspace(workspace, [stream, schedule](auto& w) {
-      jacobi::run_global(w.problem(stream), schedule, w.report(), stream);
-    });
-  };
-}
-
-// A rung that runs one of the library's paths on the workspace's matrix.
-std::function<void(Workspace&, cudaStream_t)> run_on_path(jacobi::Path path) {
-  return [path](Workspace& workspace, cudaStream_t stream) {
-    visit_svd_workspace(workspace, [stream, path](auto& w) {
-      jacobi::run_path(w.problem(stream), path, w.report(), stream);
-    });
-  };
-}
 
 // Rungs 13 and 14 stand on thread-block clusters: where the device or the loaded code lacks them
 // (before sm_90, a PTX build for an older architecture, ROOFLAB_TREAT_AS_SM) they are not run.
@@ -87,12 +68,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                             return {};
                           return "W and V exceed one block's shared memory";
                         },
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::block,
-                                                w.report(), stream);
-                          });
-                        },
+                        run_on_path(jacobi::Path::block_per_matrix),
                         {},
                         svd_sweeps_note});
 
@@ -110,11 +86,7 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu,
     false,
     register_ring_limit,
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_in_registers(w.problem(stream), w.report(), stream);
-      });
-    },
+    run_on_path(jacobi::Path::register_ring),
     {},
     svd_sweeps_note});
 

@@ -208,6 +208,22 @@ std::string svd_sweeps_note(Workspace& workspace) {
   return note;
 }
 
+std::function<void(Workspace&, cudaStream_t)> run_schedule(jacobi::GlobalSchedule schedule) {
+  return [schedule](Workspace& workspace, cudaStream_t stream) {
+    visit_svd_workspace(workspace, [stream, schedule](auto& w) {
+      jacobi::run_global(w.problem(stream), schedule, w.report(), stream);
+    });
+  };
+}
+
+std::function<void(Workspace&, cudaStream_t)> run_on_path(jacobi::Path path) {
+  return [path](Workspace& workspace, cudaStream_t stream) {
+    visit_svd_workspace(workspace, [stream, path](auto& w) {
+      jacobi::run_path(w.problem(stream), path, w.report(), stream);
+    });
+  };
+}
+
 template <class T>
 jacobi::Report SvdWorkspace<T>::report() const {
   return jacobi::Report{const_cast<jacobi::MatrixStatus*>(statuses_.data()),

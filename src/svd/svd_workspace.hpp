@@ -5,6 +5,7 @@
 // every run, and the check: LAPACK's SVD tests (ddrvbd's ratios, each <= 35 in units of the type's
 // epsilon) and the singular values against LAPACK, on the host.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,11 @@ std::string resolve_matrix_class(const std::string& requested, const char* op);
 
 // A Jacobi rung's note: its workspace's sweeps_note().
 std::string svd_sweeps_note(Workspace& workspace);
+
+// A Jacobi rung's run, for the rungs of both ladders that run one kernel family on its own: one of
+// the global-memory schedules, or one of the library's paths, on the workspace's matrices.
+std::function<void(Workspace&, cudaStream_t)> run_schedule(jacobi::GlobalSchedule schedule);
+std::function<void(Workspace&, cudaStream_t)> run_on_path(jacobi::Path path);
 
 // The limit of the blocked rungs: empty when a pair of 4-column blocks of an m x n matrix of the
 // problem's type fits in a block's shared memory.

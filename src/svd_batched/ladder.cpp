@@ -68,12 +68,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                           if (layout.bytes <= shared_per_block_for_rungs()) return {};
                           return "one matrix exceeds a block's shared memory";
                         },
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::warp,
-                                                w.report(), stream);
-                          });
-                        },
+                        run_on_path(jacobi::Path::warp_per_matrix),
                         {},
                         svd_sweeps_note});
 
@@ -93,12 +88,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                           if (layout.bytes <= shared_per_block_for_rungs()) return {};
                           return "one matrix exceeds a block's shared memory";
                         },
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::block,
-                                                w.report(), stream);
-                          });
-                        },
+                        run_on_path(jacobi::Path::block_per_matrix),
                         {},
                         svd_sweeps_note});
 
@@ -114,11 +104,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         Where::gpu,
                         false,
                         register_ring_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_in_registers(w.problem(stream), w.report(), stream);
-                          });
-                        },
+                        run_on_path(jacobi::Path::register_ring),
                         {},
                         svd_sweeps_note});
 
@@ -132,13 +118,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         Where::gpu,
                         false,
                         no_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream),
-                                               jacobi::GlobalSchedule::launch_per_round, w.report(),
-                                               stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::launch_per_round),
                         {},
                         svd_sweeps_note});
 
@@ -153,13 +133,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         Where::gpu,
                         false,
                         blocked_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream),
-                                               jacobi::GlobalSchedule::blocked_persistent,
-                                               w.report(), stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::blocked_persistent),
                         {},
                         svd_sweeps_note});
 
@@ -173,12 +147,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         Where::gpu,
                         false,
                         no_limit,
-                        [](Workspace& workspace, cudaStream_t stream) {
-                          visit_svd_workspace(workspace, [stream](auto& w) {
-                            jacobi::run_global(w.problem(stream), jacobi::GlobalSchedule::gram,
-                                               w.report(), stream);
-                          });
-                        },
+                        run_schedule(jacobi::GlobalSchedule::gram),
                         {},
                         svd_sweeps_note});
 
@@ -220,28 +189,24 @@ ROOFLAB_VARIANT(Variant{
 // matrices (3 x 3 rotations, 3 x 2 point sets): a warp per matrix leaves most of its lanes idle on
 // them and pays five shuffle steps a sum; one thread runs the pairs one after the other in its own
 // slice of shared memory, 32 matrices a warp. Added after the production rung, which now calls it.
-ROOFLAB_VARIANT(Variant{
-    "svd-batched",
-    9,
-    "thread-per-matrix",
-    "a thread per matrix, W and V in its slice of shared memory",
-    Where::gpu,
-    false,
-    [](const Problem& problem) -> std::string {
-      const bool fits =
-          problem.dtype == "float"
-              ? jacobi::fits_in_a_thread<float>(int(problem.m), int(problem.n), true)
-              : jacobi::fits_in_a_thread<double>(int(problem.m), int(problem.n), true);
-      if (fits) return {};
-      return "32 matrices exceed a block's shared memory";
-    },
-    [](Workspace& workspace, cudaStream_t stream) {
-      visit_svd_workspace(workspace, [stream](auto& w) {
-        jacobi::run_on_chip(w.problem(stream), jacobi::OnChipTeam::thread, w.report(), stream);
-      });
-    },
-    {},
-    svd_sweeps_note});
+ROOFLAB_VARIANT(Variant{"svd-batched",
+                        9,
+                        "thread-per-matrix",
+                        "a thread per matrix, W and V in its slice of shared memory",
+                        Where::gpu,
+                        false,
+                        [](const Problem& problem) -> std::string {
+                          const bool fits = problem.dtype == "float"
+                                                ? jacobi::fits_in_a_thread<float>(
+                                                      int(problem.m), int(problem.n), true)
+                                                : jacobi::fits_in_a_thread<double>(
+                                                      int(problem.m), int(problem.n), true);
+                          if (fits) return {};
+                          return "32 matrices exceed a block's shared memory";
+                        },
+                        run_on_path(jacobi::Path::thread_per_matrix),
+                        {},
+                        svd_sweeps_note});
 
 }  // namespace
 }  // namespace rooflab::bench
