@@ -86,7 +86,8 @@ __global__ void histogram_naive(const std::int32_t* __restrict__ in, std::int64_
 
 // Rung 2 — a histogram per block in shared memory (the memory-basics lab's hist).
 // The atomics stay in the SM's shared memory, and a block adds its counters to the output once,
-// at the end. A hot bin is still contended by all threads of the block.
+// at the end. A hot bin is still contended by all threads of the block. The launch is the
+// ladder's (a resident grid, only non-zero counters added); the lab launches a thread per value.
 __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::int64_t n,
                                     EvenBins rule, unsigned long long* counts) {
   extern __shared__ std::uint32_t block_counts[];
