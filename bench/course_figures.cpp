@@ -142,7 +142,9 @@ const std::vector<CourseFigure>& course_figures() {
       {"L19",
        "the limiting-factors lecture",
        "58:49-01:00:01",
-       "add, blocks of 256, 2 apart by 256 (n not stated: 2^28 as at 19:19; it says 5.8, 5.9)",
+       "add, blocks of 256, 2 apart by 256 as on the slide (n, timed k not stated: 2^28 as at "
+       "19:19; "
+       "it says 5.8, 5.9)",
        "coalescing",
        {"--n", "2^28"},
        "block-stride-2",

@@ -13,8 +13,8 @@ constexpr int add_threads = 256;
 // balance the tail without launching a block per element.
 int filling_grid() { return current_sm_count() * 8 * 4; }
 
-// Rung 1 — grid-stride, coalesced (the lecture's add strides by the block, 2 per thread: the
-// coalescing op's k = 2 rung).
+// Rung 1 — grid-stride, coalesced (the lecture's add strides by the block, 2 per thread on its
+// slide, its timed count not stated: the coalescing op's k = 2 rung).
 // Consecutive threads touch consecutive floats, so each warp load is one 128-byte line; the grid
 // is sized to the GPU and each thread strides by the whole grid, so any n is covered.
 __global__ void add_grid_stride(const float* __restrict__ a, const float* __restrict__ b,

@@ -17,7 +17,7 @@ unsigned blocks_for(std::int64_t threads) {
 }
 
 // Rungs 1, 2, 4, 6, 8 — block-stride, k elements per thread (the limiting-factors lecture's add:
-// k = 2).
+// k = 2 on its slide; the timed code's k is not stated).
 // Block b owns k * 256 elements; at step j thread t takes b * 256k + j * 256 + t, so a warp's 32
 // loads are 32 consecutive floats: one 128-byte line, 4 sectors, every byte used. Larger k only
 // puts more independent loads in flight per thread.

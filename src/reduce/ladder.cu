@@ -1,11 +1,11 @@
 // The reduce ladder: one sum over n elements, from one atomic per element to the production path.
 // Rungs 3-10 are the kernels of Harris's "Optimizing Parallel Reduction in CUDA" (his kernels 1 to
-// 7), named V0-V6 as the Harris's reduction document names them in retelling them (it covers V2-V6;
-// V0 and V1 are from the first part of its series, not among the course documents), rungs 11-15 the
-// loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads, one
-// pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for aligned
-// floats, with plain read-only loads: rung 18 deals the input by grid stride as production does
-// (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
+// 7), named V0-V6 after the Harris's reduction document's V1-V6 (it covers V2-V6; V1 and the kernel
+// before it, here V0, are from the first part of its series, not among the course documents), rungs
+// 11-15 the loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte
+// loads, one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for
+// aligned floats, with plain read-only loads: rung 18 deals the input by grid stride as production
+// does (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
 // contiguous range as CUB does. Rung 20 is CUB. Rungs 21 and 22 came later and are numbered after
 // the ladder, so that earlier results keep their numbers: rung 21 is a step of the loop-unrolling
 // lab, rung 22 the kernel its "nearly 10x" starts from (its previous post's naive neighboured

@@ -110,8 +110,8 @@ namespace {
 
 ROOFLAB_OP(Op{
     "scan",
-    "inclusive prefix sum, out[i] = in[0] + ... + in[i] (the limiting-factors lecture; reads and "
-    "writes n)",
+    "inclusive prefix sum, out[i] = in[0] + ... + in[i] (announced by the limiting-factors "
+    "lecture; reads and writes n)",
     [](Problem problem) {
       if (problem.n == 0) problem.n = std::int64_t(1) << 28;
       require(problem.n >= 1, "bench scan", "--n", "must be at least 1");
