@@ -169,8 +169,12 @@ std::vector<double> lapack_high_accuracy_singular_values(const Matrix& a) {
                                 work.values.data(), work.m, sva.data(), &unused_u, 1, &unused_v, 1,
                                 stat.data(), istat.data()),
                  "LAPACKE_dgejsv");
-  // dgejsv returns scaled values: the singular values are SVA * WORK(2) / WORK(1).
-  for (double& value : sva) value = value * stat[1] / stat[0];
+  // dgejsv returns the values scaled where A's columns pass the largest double: the singular
+  // values are SVA * (WORK(1) / WORK(2)) (dgejsv.f, "multiply the computed singular values with
+  // USCAL2 / USCAL1", WORK(1) = USCAL2 * SCALEM, WORK(2) = USCAL1). The ratio first: a value
+  // within the range is then not lost to an overflow on the way.
+  const double scale = stat[0] / stat[1];
+  for (double& value : sva) value *= scale;
   return descending(sva);
 }
 

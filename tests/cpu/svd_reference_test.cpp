@@ -155,6 +155,29 @@ TEST(SvdReference, HighAccuracyValuesOfAGradedDiagonalMatrixAreItsEntries) {
   }
 }
 
+// dgejsv scales a matrix whose columns' norms pass the largest double, and returns SVA with the
+// factor apart: the singular values are SVA * (WORK(1) / WORK(2)) (dgejsv.f: "multiply the computed
+// singular values with USCAL2 / USCAL1"; WORK(1) = USCAL2 * SCALEM, WORK(2) = USCAL1). A 50 x 4
+// matrix of entries in [0.75, 1) times 1e308: its largest singular value is past the range (and
+// must come back as infinity), the others within it, against dgesvd on the matrix times 1e-10.
+TEST(SvdReference, HighAccuracyValuesOfAMatrixBeyondTheRangeAreInItsScale) {
+  const double within = 1e-10;
+  Matrix a = zeros(50, 4), a_within = zeros(50, 4);
+  for (int j = 0; j < a.n; ++j)
+    for (int i = 0; i < a.m; ++i) {
+      const double entry = 0.75 + 0.25 * bench::random_double(73, i + 50 * j);
+      a(i, j) = 1e308 * entry;
+      a_within(i, j) = 1e298 * entry;
+    }
+  const std::vector<double> s = lapack_high_accuracy_singular_values(a);
+  const std::vector<double> expected = lapack_bidiagonal_singular_values(a_within);
+  ASSERT_EQ(s.size(), expected.size());
+  ASSERT_GT(expected[0], std::numeric_limits<double>::max() * within);
+  EXPECT_EQ(s[0], INFINITY);
+  for (std::size_t i = 1; i < s.size(); ++i)
+    EXPECT_NEAR(s[i] * within / expected[i], 1.0, 1e-10) << "value " << i;
+}
+
 TEST(SvdReference, HighAccuracyValuesKeepEveryDecadeOfAGradedMatrix) {
   // Q D with D over 30 decades, the columns decreasing and increasing, tall and wide (the wide one
   // is the transpose: row-graded, which dgejsv's row pivoting keeps accurate too). Measured: 7 to
