@@ -6,12 +6,12 @@
 // loads, one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for
 // aligned floats, with plain read-only loads: rung 18 deals the input by grid stride as production
 // does (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
-// contiguous range as CUB does. Rung 20 is CUB. Rungs 21 and 22 came later and are numbered after
-// the ladder, so that earlier results keep their numbers: rung 21 is a step of the loop-unrolling
-// lab, rung 22 the kernel its "nearly 10x" starts from (its previous post's naive neighboured
-// reduction, not among the course documents; the lab shows no code for it, so its in-place form
-// here is rooflab's reading). The course documents' kernels leave one partial per block; their
-// run() finishes on the device by running the same kernel again over the partials
+// contiguous range (CUB's GridEvenShare, rake mapping). Rung 20 is CUB. Rungs 21 and 22 came later
+// and are numbered after the ladder, so that earlier results keep their numbers: rung 21 is a step
+// of the loop-unrolling lab, rung 22 the kernel its "nearly 10x" starts from (its previous post's
+// naive neighboured reduction, not among the course documents; the lab shows no code for it, so its
+// in-place form here is rooflab's reading). The course documents' kernels leave one partial per
+// block; their run() finishes on the device by running the same kernel again over the partials
 // (reduce_in_passes), so every rung's time includes it. Their rungs (2-15, 21 and 22) take float
 // and int32 (the loop-unrolling lab sums ints, Harris's slides reduce 2^22 ints; the Harris's
 // reduction document names no type); rungs 16, 18 and 19 take float.
@@ -633,7 +633,7 @@ ROOFLAB_VARIANT(Variant{"reduce", 17, "production",
                         }});
 
 // ---------------------------------------------------------------------------------------------
-// Rungs 18-19 — production's kernel for aligned floats alone, and CUB's way of dealing the input,
+// Rungs 18-19 — production's kernel for aligned floats alone, and a contiguous range per block,
 // measured side by side with rung 17 and CUB. Each is one pass like production, with its
 // per-stream scratch (no allocation, no memset per call), 256 threads and 4 plain 16-byte loads in
 // flight per thread; they differ in how the input is dealt to blocks. They sum floats and need a
@@ -645,7 +645,9 @@ constexpr int plain_loads = 4;
 // How a rung deals the input's rows (harris_threads 16-byte vectors, 4 KiB) to its blocks.
 enum class Dealing {
   grid_stride,  // production's: row r to block r % blocks; a batch of loads spans the whole grid
-  even_share,   // CUB's: each block a contiguous range of rows, so a batch is one 16 KiB run
+  // CUB's GridEvenShare, rake mapping: each block a contiguous range of rows, so a batch is one
+  // 16 KiB run (CUB's DeviceReduce strip-mines instead: a 16 KiB tile, the next a grid apart)
+  even_share,
 };
 
 // The four lanes of a float4, added as a balanced tree (production's fold_vector order).
@@ -742,12 +744,12 @@ ROOFLAB_VARIANT(Variant{
     "reduce", 18, "plain-grid-stride", "production's grid-stride kernel for aligned floats alone",
     Where::gpu, false, float_only, on<FloatWorkspace>(run_plain_loads<Dealing::grid_stride>)});
 
-// Rung 19 — CUB's dealing in one pass: each block a contiguous range of rows, 4 vectors per
-// thread in flight (CUB's 256 threads x 16 floats per tile on sm_90), plain loads, one wave. A
+// Rung 19 — a contiguous range of rows per block (CUB's GridEvenShare, rake mapping), 4 vectors
+// per thread in flight (CUB's 256 threads x 16 floats per tile on sm_90), plain loads, one wave. A
 // batch reads 16 KiB in one run instead of 4 KiB at four places 4 MiB apart; on an H200 that gave
 // nothing measurable over rung 18 (246 against 247 us at 2^28): DRAM pages don't care.
 ROOFLAB_VARIANT(Variant{"reduce", 19, "even-share",
-                        "CUB's dealing: a contiguous range per block, 4 loads, plain, one pass",
+                        "a contiguous range per block (GridEvenShare), 4 loads, plain, one pass",
                         Where::gpu, false, float_only,
                         on<FloatWorkspace>(run_plain_loads<Dealing::even_share>)});
 
