@@ -79,4 +79,14 @@ inline double link_bandwidth(int links, double bytes_per_second_per_link) {
   return links > 0 ? links * bytes_per_second_per_link : 0;
 }
 
+// One NVLink's rate in one direction, bytes/s, on a GPU of compute capability major.minor: NVLink 3
+// on A100 (8.0) and NVLink 4 on Hopper (9.0) 25 GB/s; NVLink 3 on GA102 (8.6, four x4 links, its
+// whitepaper) 14.0625 GB/s; NVLink 5 (10.x) 50 GB/s. 0 for any other (no NVLink, or not known here).
+inline double nvlink_per_link_rate(int major, int minor) {
+  if ((major == 8 && minor == 0) || major == 9) return 25e9;
+  if (major == 8 && minor == 6) return 14.0625e9;
+  if (major == 10) return 50e9;
+  return 0;
+}
+
 }  // namespace rooflab::dist

@@ -92,5 +92,14 @@ TEST(DistributedMath, H100LinkTheoryIs18LinksOf25GBs) {
   EXPECT_DOUBLE_EQ(link_bandwidth(0, 25e9), 0.0);
 }
 
+TEST(DistributedMath, PerLinkRateFollowsTheNvlinkGeneration) {
+  EXPECT_DOUBLE_EQ(nvlink_per_link_rate(9, 0), 25e9);       // H100, H200: NVLink 4
+  EXPECT_DOUBLE_EQ(nvlink_per_link_rate(8, 0), 25e9);       // A100: NVLink 3
+  EXPECT_DOUBLE_EQ(nvlink_per_link_rate(8, 6), 14.0625e9);  // GA102 (A40, RTX 3090): four x4 links
+  EXPECT_DOUBLE_EQ(nvlink_per_link_rate(10, 0), 50e9);      // B200: NVLink 5
+  EXPECT_DOUBLE_EQ(nvlink_per_link_rate(8, 9), 0.0);        // Ada: no NVLink
+  EXPECT_DOUBLE_EQ(nvlink_per_link_rate(7, 5), 0.0);        // Turing: not known here
+}
+
 }  // namespace
 }  // namespace rooflab::dist

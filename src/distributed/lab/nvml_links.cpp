@@ -3,6 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cstdio>
+
+#include "distributed/shard_math.hpp"
+
 namespace rooflab::dist::lab {
 namespace {
 
@@ -13,12 +17,6 @@ using NvmlShutdown = int (*)();
 using NvmlByPciBusId = int (*)(const char*, NvmlDevice*);
 using NvmlLinkState = int (*)(NvmlDevice, unsigned, int*);
 constexpr unsigned max_links = 18;  // NVML_NVLINK_MAX_LINKS
-
-double per_link_rate(int major) {
-  if (major == 8 || major == 9) return 25e9;
-  if (major == 10) return 50e9;
-  return 0;
-}
 
 }  // namespace
 
@@ -49,17 +47,18 @@ LinkTheory nvlink_theory(int cuda_device) {
       }
       cudaDeviceProp properties{};
       cudaGetDeviceProperties(&properties, cuda_device);
-      theory.per_link_bytes_per_second = per_link_rate(properties.major);
+      theory.per_link_bytes_per_second = nvlink_per_link_rate(properties.major, properties.minor);
       if (theory.active_links == 0) {
         theory.why = "unknown: no active NVLink (PCIe only?)";
       } else if (theory.per_link_bytes_per_second == 0) {
-        theory.why =
-            "unknown: NVLink rate of compute capability " + std::to_string(properties.major) + ".x";
+        theory.why = "unknown: NVLink rate of compute capability " +
+                     std::to_string(properties.major) + "." + std::to_string(properties.minor);
       } else {
         theory.known = true;
         theory.bytes_per_second = theory.active_links * theory.per_link_bytes_per_second;
-        theory.why = std::to_string(theory.active_links) + " active NVLinks (NVML) x " +
-                     std::to_string(int(theory.per_link_bytes_per_second / 1e9)) +
+        char rate[32];  // GB/s, as many digits as it has (14.0625 on GA102)
+        std::snprintf(rate, sizeof rate, "%g", theory.per_link_bytes_per_second / 1e9);
+        theory.why = std::to_string(theory.active_links) + " active NVLinks (NVML) x " + rate +
                      " GB/s a direction";
       }
     }

@@ -14,8 +14,8 @@ struct LinkTheory {
 };
 
 // Active NVLinks (nvmlDeviceGetNvLinkState) times the per-link rate of the GPU's NVLink
-// generation, from its compute capability: 8.x and 9.0 (NVLink 3, 4) 25 GB/s a direction, 10.x
-// (NVLink 5) 50 GB/s. Unknown without NVML, without active links or for other GPUs.
+// generation, from its compute capability (nvlink_per_link_rate, distributed/shard_math.hpp).
+// Unknown without NVML, without active links or for other GPUs.
 LinkTheory nvlink_theory(int cuda_device);
 
 }  // namespace rooflab::dist::lab
