@@ -131,7 +131,7 @@ ROOFLAB_VARIANT(Variant{
     }});
 
 // cuSOLVER in the same run: gesvdjBatched where it exists (m, n <= 32), and gesvdj called once
-// per matrix beyond, which is what PyTorch falls back to.
+// per matrix beyond, which is what PyTorch uses above 32 x 32.
 ROOFLAB_VARIANT(Variant{"svd-batched", 10, "cusolver-gesvdj-batched",
                         "cuSOLVER gesvdjBatched (m, n <= 32 only)", Where::gpu, true,
                         [](const Problem& problem) -> std::string {

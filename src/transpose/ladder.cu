@@ -297,8 +297,9 @@ ROOFLAB_VARIANT(Variant{
     true,
     [](const Problem& problem) -> std::string {
       if (problem.dtype != "float" && problem.dtype != "double")
-        return "cuBLAS geam has float and double only";
-      if (problem.rows > INT_MAX || problem.cols > INT_MAX) return "cuBLAS takes 32-bit sizes";
+        return "the rung calls Sgeam and Dgeam: float and double only";
+      if (problem.rows > INT_MAX || problem.cols > INT_MAX)
+        return "the rung calls the 32-bit-size geam";
       return {};
     },
     on<TransposeWorkspace>([](TransposeWorkspace& w, cudaStream_t stream) {
