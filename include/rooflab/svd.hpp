@@ -62,10 +62,11 @@ struct SvdBatchOutcome {
 // from A on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on
 // R^T, as LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries. Not
 // converged then either -> SvdInfo.converged = false. U and V may be null when opt.compute_uv is
-// false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) * epsilon with vectors, max(m, n) *
-// epsilon without. Converged:
-// every pair's scaled off-diagonal is within tol, or, on the Gram schedule (its cluster, fused
-// rounds or three kernels a round; docs/svd.md, "The production path"), two sweeps in a row ended
+// false. tol 0 means sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon without, epsilon
+// = std::numeric_limits<T>::epsilon(): LAPACK dgesvj's default in form, twice its value (dgesvj's
+// eps is the unit roundoff, half of it). Converged: every pair's scaled off-diagonal is within
+// tol, or, on the Gram schedule (its cluster, fused rounds or three kernels a round; docs/svd.md,
+// "The production path"), two sweeps in a row ended
 // within 16 sqrt(max(m, n)) epsilon, the rounding floor of its Gram products, which clustered
 // spectra do not get under (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last
 // sweep's largest. A sweep is n(n-1)/2 column-pair tests, but for the pairs of a column taken as

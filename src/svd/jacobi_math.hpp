@@ -397,7 +397,7 @@ constexpr double hand_over_share_above_tol = 0.9;
 // The Gram products' rounding floor. Formed with plain sums over columns of M rows, a Gram matrix
 // is off by a few sqrt(M) eps relative to its columns' norms, and a block solve orthogonalizes its
 // columns only that far: on clustered spectra (singular values equal to a few eps, which any
-// rotation among them suits) a sweep's largest cosine settles at 1 to 1.7 tol (LAPACK dgesvj's
+// rotation among them suits) a sweep's largest cosine settles at 1 to 1.7 tol (rooflab's
 // default tol, sqrt(M) eps) and passes under tol only by chance. H100, seed 1, the clustered class:
 // 5.2-7.6e-15 at 512 (tol 5.0e-15) from sweep 11 to 19, 0.75-1.16e-14 at 1024 (tol 7.1e-15) from
 // sweep 11 to 25, 1.07-1.67e-14 at 2048 (tol 1.0e-14) from sweep 12 on, unconverged after both

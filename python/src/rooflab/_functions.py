@@ -333,7 +333,8 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
             or column-major matrices packed one after another (a.mT of a C-contiguous stack): both
             are read in place.
         compute_uv: False for S alone (U and Vh are then None).
-        tol: the convergence threshold on the scaled off-diagonal; None for LAPACK dgesvj's default.
+        tol: the convergence threshold on the scaled off-diagonal; None for sqrt(max(m, n)) eps
+            (LAPACK dgesvj's default in form, with eps the type's machine epsilon: twice dgesvj's).
         max_sweeps: at most this many sweeps per matrix and try: from 30 (the default) a matrix
             left unconverged, or whose sweeps stall (the library's hand-over), is solved again from
             A on the transposed triangle (the library's second try), and ``info.sweeps`` counts
