@@ -205,8 +205,10 @@ Matrix dlatms_class(int m, int n, std::uint64_t seed, const Precision& p) {
   return with_singular_values(m, n, dlatms_spectrum(mode, std::min(m, n), cond, seed), seed);
 }
 
-// LAPACK ddrvbd's types 4 and 5: its type 3 (dlatms mode 4, 1 down to ulp) scaled to the edge of
-// the type's range, where an SVD that squares or sums squares of entries under- or overflows.
+// After LAPACK ddrvbd's types 4 and 5: its type 3 as its comments describe it (dlatms mode 4, 1
+// down to ulp; its code passes dlatms a condition of min(m, n)) scaled to the edge of the type's
+// range, where an SVD that squares or sums squares of entries under- or overflows. ddrvbd scales
+// type 5 to (1 / underflow) * ulp, a quarter of overflow * eps as here.
 Matrix scaled_class(int m, int n, std::uint64_t seed, const Precision& p, double scale) {
   Matrix a = dlatms_class<4, true>(m, n, seed, p);
   for (double& value : a.values) value *= scale;
@@ -269,11 +271,12 @@ const std::vector<Definition>& definitions() {
       {{"mode1-eps", "mode1 with c = 1/eps"}, dlatms_class<1, true>},
       {{"mode2-eps", "mode2 with c = 1/eps"}, dlatms_class<2, true>},
       {{"mode3-eps", "mode3 with c = 1/eps"}, dlatms_class<3, true>},
-      {{"mode4-eps", "mode4 with c = 1/eps (LAPACK ddrvbd's type 3)"}, dlatms_class<4, true>},
+      {{"mode4-eps", "mode4 with c = 1/eps (LAPACK ddrvbd's type 3 as its comments give it)"},
+       dlatms_class<4, true>},
       {{"mode5-eps", "mode5 with c = 1/eps"}, dlatms_class<5, true>},
-      {{"scaled-tiny", "mode4-eps times underflow / eps (LAPACK ddrvbd's type 4)"},
+      {{"scaled-tiny", "mode4-eps times underflow / eps (after LAPACK ddrvbd's type 4)"},
        scaled_tiny_class},
-      {{"scaled-huge", "mode4-eps times overflow * eps (LAPACK ddrvbd's type 5)"},
+      {{"scaled-huge", "mode4-eps times overflow * eps (after ddrvbd's type 5: 4x its scale)"},
        scaled_huge_class},
       {{"graded",
         "random times diag(10^(-g j / (n - 1))): columns scaled from 1 to 1e-30 (1e-12 in float)"},

@@ -32,10 +32,11 @@ Matrix transposed(const Matrix& a);
 // Singular values, descending, by LAPACK dgesvj (one-sided Jacobi: high relative accuracy),
 // through the transpose when m < n. k = min(m, n) values.
 std::vector<double> lapack_singular_values(const Matrix& a);
-// The sweeps LAPACK's dgesvj takes on `a` computing U and V (its tolerance then sqrt(M) eps, the
-// default of rooflab's SVD), through the transpose when m < n: the bar of the SVD's sweep count
-// on the same matrix. dgesvj counts, as rooflab does, the last sweep, which finds every pair
-// orthogonal. `converged` is false where dgesvj ran out of sweeps (INFO > 0; sweeps is then 31).
+// The sweeps LAPACK's dgesvj takes on `a` computing U and V at its default tolerance (sqrt(M) times
+// LAPACK's eps, the unit roundoff: half of rooflab's default, docs/svd.md "Convergence"), through
+// the transpose when m < n: the bar of the SVD's sweep count on the same matrix. dgesvj counts, as
+// rooflab does, the last sweep, which finds every pair orthogonal. `converged` is false where
+// dgesvj ran out of sweeps (INFO > 0; sweeps is then 31).
 struct JacobiSweeps {
   int sweeps = 0;
   bool converged = false;

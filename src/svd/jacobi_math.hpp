@@ -270,14 +270,14 @@ ROOFLAB_JACOBI_HOST_DEVICE inline double reflection_completion_work(int M, int N
 
 // A Householder reflector H = I - tau v v^T that maps [alpha; x] to [beta; 0], v's first entry 1
 // (LAPACK's dlarfg; the block QR's, and the completion's in jacobi.cuh), from alpha and ||x||^2.
-// The caller multiplies x by `inverse` = 1 / (alpha - beta) for v's other entries. tau =
-// (beta - alpha) / beta and `inverse` come from one reciprocal, 1 / (beta (alpha - beta)), and beta
-// from one square root: a division and a hypot fewer on the QR's path from one step to the next
-// (block_qr.cu's kernel took 10-13% less at 100 to 160 columns on an H100). The caller keeps
-// beta^2 = alpha^2 + ||x||^2 between the smallest normal number and max / 4 (block_qr.cu scales
-// alpha and x by a power of two first where it would not be, as dlarfg does), so that
-// beta (alpha - beta), between beta^2 and 2 beta^2, neither over- nor underflows. A zero x leaves
-// H = I (tau 0).
+// The caller multiplies x by `inverse` = 1 / (alpha - beta) for v's other entries. tau = (beta -
+// alpha) / beta and `inverse` come from one reciprocal, 1 / (beta (alpha - beta)), and beta from
+// one square root: a division and a hypot fewer on the QR's path from one step to the next
+// (block_qr.cu's kernel took 10-13% less at 100 to 160 columns on an H100). The caller keeps beta^2
+// = alpha^2 + ||x||^2 between the smallest normal number and max / 4 (block_qr.cu scales alpha and
+// x by a power of two first where it would not be; dlarfg rescales on the small side only), so that
+// beta (alpha - beta), between beta^2 and 2 beta^2, neither over- nor underflows. A zero x leaves H
+// = I (tau 0).
 template <class T>
 struct Reflector {
   T beta, tau, inverse;
