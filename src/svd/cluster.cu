@@ -194,7 +194,7 @@ __device__ __noinline__ ColumnsSeen look_at_columns(
 }
 #endif
 
-// One kernel of about 245 lines on purpose: every sweep runs inside it, its columns held in the
+// One kernel of about 290 lines on purpose: every sweep runs inside it, its columns held in the
 // cluster's shared memory from the first round to the last, and its phases (the round's solve,
 // the exchange of the lent halves, the all-pairs test) are separated by cluster barriers that
 // every block must reach in the same order; the phases' comments below are its chapters.

@@ -27,7 +27,7 @@ template <class T>
 constexpr std::size_t fused_shared_bytes = sizeof(T) * gram_width*(fused_ldt + apply_ld_out<T> +
                                                                    gram_width + apply_ldq);
 
-// One kernel of about 110 lines on purpose: its phases (load, partial G, the cluster's sum, the
+// One kernel of about 125 lines on purpose: its phases (load, partial G, the cluster's sum, the
 // solve, the product) are separated by cluster barriers that every block must reach in the same
 // order, and the phases' comments below are its chapters.
 template <class T>

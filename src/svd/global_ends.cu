@@ -182,9 +182,9 @@ __global__ void __launch_bounds__(completion_threads) global_complete(GlobalStat
                         G.coefficients + matrix * G.positions, Y, ldy, 32);
 }
 
-// The completion of one matrix with many columns of sigma 0 by cuSOLVER's Householder QR
-// (complete_single_matrix). One block numbers W's columns by completion_slot (those of sigma > 0
-// first, then the others) and counts the others.
+// For the completion of a single matrix's columns of sigma 0 (complete_single_matrix: the
+// reflections, Gram-Schmidt over the GPU or cuSOLVER's Householder QR), one block numbers W's
+// columns by completion_slot (those of sigma > 0 first, then the others) and counts the others.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     number_completion_slots(GlobalState<T> G, int* slot_of_column, unsigned* zero_count) {
@@ -362,16 +362,16 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
   }
 }
 
-// The completion's parts that run in one block take up to these multiply-adds; beyond, cuSOLVER's
-// Householder QR, which spreads over the GPU. Gram-Schmidt a column at a time (M N per column of
-// sigma 0 counted here) ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1 ms against
-// 0.55 ms for a random one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). Of the
-// reflections only the factoring of the r kept columns (M r^2) runs in one block, the missing
-// columns then over the GPU. The whole form in one block paid at 0.2 M multiply-adds (rank one,
-// 256 x 256: 0.45 against 0.55 ms through cuSOLVER), not at 4.2 M (rank one, 1024 x 1024: 3.25
-// against 2.31 ms) nor at 7.4 M (rank 64 of 256 x 256, 1 M of them factoring: 4.06 against 2.52
-// ms; H100, double, svd at 0ae527b, blocks of 256 threads); the factoring alone keeps the bound
-// of 2^19 that held for the whole form.
+// The completion's parts that run in one block take up to these multiply-adds; beyond (and beyond
+// Gram-Schmidt over the GPU, below, for a few missing columns), cuSOLVER's Householder QR, which
+// spreads over the GPU. Gram-Schmidt a column at a time (M N per column of sigma 0 counted here)
+// ran at a few GFLOP/s there: the 100 x 100 zero matrix took 2.1 ms against 0.55 ms for a random
+// one, a rank-one 1024 x 1024 matrix 1.14 s (H100, double). Of the reflections only the factoring
+// of the r kept columns (M r^2) runs in one block, the missing columns then over the GPU. The whole
+// form in one block paid at 0.2 M multiply-adds (rank one, 256 x 256: 0.45 against 0.55 ms through
+// cuSOLVER), not at 4.2 M (rank one, 1024 x 1024: 3.25 against 2.31 ms) nor at 7.4 M (rank 64 of
+// 256 x 256, 1 M of them factoring: 4.06 against 2.52 ms; H100, double, svd at 0ae527b, blocks of
+// 256 threads); the factoring alone keeps the bound of 2^19 that held for the whole form.
 constexpr double one_block_gram_schmidt_work = 1 << 18;
 constexpr double one_block_factor_work = 1 << 19;
 // A few missing columns among many kept ones (a column or two cleared as rounding noise in a large
@@ -426,8 +426,9 @@ void gram_schmidt_over_the_gpu(const GlobalState<T>& G, const int* slots, int ke
 // W's kept columns U_r (sigma > 0) are orthonormal; the first N columns of the Q of their
 // Householder QR, H_1 ... H_r, are U_r up to signs and then an orthonormal basis of what U_r
 // leaves out: those complete W's columns of sigma 0. The reflections form them so, factoring in
-// one block and forming the missing columns over the GPU; where the factoring or Gram-Schmidt is
-// too much work for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host reads
+// one block and forming the missing columns over the GPU; a few missing columns among many kept
+// ones go to Gram-Schmidt over the GPU; where the factoring or Gram-Schmidt is still too much work
+// for one block, cuSOLVER's QR and formation of Q do it over the GPU. The host reads
 // how many columns need it, which number_completion_slots counted into `zero_count` (page-locked,
 // mapped) and `slots`, once the stream has run the outputs' kernels (write_results launches them
 // first: svd waits for the stream anyway). Returns whether it completed any, and the outputs are

@@ -1,7 +1,8 @@
 // The global rounds (the single-matrix ladder's rungs 1 and 2): a warp per column pair of every
 // matrix, one launch per round of disjoint pairs or one cooperative launch per sweep with a
 // grid-wide barrier between rounds. Also the sweep's start (the sort by tracked norm) and end
-// that every host-driven global schedule queues.
+// that the host-driven schedules queue (the Gram schedule only a batch's first start: its all-pairs
+// test ends each sweep and sorts for the next).
 #include "svd/global_schedule.cuh"
 
 namespace rooflab::jacobi {

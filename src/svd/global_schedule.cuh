@@ -10,8 +10,8 @@ namespace rooflab::jacobi {
 
 // ---------------------------------------------------------------------------------------------
 // Global rounds (global_rounds.cu): a warp per column pair, a launch per round, or a cooperative
-// launch per sweep; and the sweep's start (the sort by norm) and end for every host-driven
-// schedule.
+// launch per sweep; and the sweep's start (the sort by norm) and end for the host-driven schedules
+// (of the Gram schedule's sweeps, only a batch's first start).
 
 template <class T>
 void launch_sweep_start(const GlobalState<T>& G, int sort_chunks, cudaStream_t stream);

@@ -35,7 +35,7 @@ struct GlobalState {
   T* W = nullptr;
   T* V = nullptr;
   T* norms = nullptr;         // positions per matrix: tracked squared norms, then sigma
-  T* coefficients = nullptr;  // positions per matrix: Gram-Schmidt scratch
+  T* coefficients = nullptr;  // positions per matrix: the completion's scratch (coefficients, tau)
   // Positions per matrix, by column: error scales (jacobi_math.hpp, RoundingNoise).
   T* error_scales = nullptr;
   int* pos = nullptr;  // positions per matrix: column at each position, then output order
@@ -45,7 +45,8 @@ struct GlobalState {
   int* test_arrivals = nullptr;  // per matrix: the all-pairs test's blocks done this sweep
   // Bit 0 set when a round of this sweep found a column of rounding noise (clear_gram_noise), bit
   // 1 when one of the sweep before did. Only where a single matrix takes the Gram schedule
-  // through host-driven sweeps, the one case that takes the tests on arrival and after noise
+  // through host-driven sweeps, or a cluster larger than the portable size: the cases that take
+  // the test on arrival (run_global.cu), the host-driven sweeps the test after noise too
   // (gram.cu); null elsewhere. In a batch they saved nothing (the slowest matrix sets its time)
   // and cost up to 4% (16 float rank-64 256 x 256 matrices, H100).
   int* noise = nullptr;
@@ -72,7 +73,8 @@ struct GlobalState {
   // Where one matrix takes the host-driven Gram sweeps (`noise` set): the columns that may still
   // rotate (a positive error scale, left_alone_scale) and those of them without a positive tracked
   // norm, counted by this sweep's test as it sorts the positions (two words), the previous sweep's
-  // (or the test on arrival's), and where the sweep's start publishes them beside the count.
+  // (null in the first sweep: the test on arrival publishes its own), and where the sweep's first
+  // kernel publishes them beside the count.
   unsigned* rotating_columns = nullptr;
   const unsigned* previous_rotating = nullptr;
   unsigned* published_rotating = nullptr;
@@ -224,7 +226,8 @@ __device__ void publish_counts(const GlobalState<T>& G, const unsigned* count,
 
 // The previous sweep's counts, final once a sweep starts (its kernels all completed), to the host:
 // it decides from them whether to queue the rest of this sweep. Called after the wait by the
-// sweep's first kernel (SweepQueue gives the kernels behind it no previous counts).
+// sweep's first kernels (SweepQueue gives the kernels behind them no previous counts; in round 0
+// both gram_partials and gram_solve publish the same counts).
 template <class T>
 __device__ void publish_previous_count(const GlobalState<T>& G) {
   if (G.previous_count != nullptr && blockIdx.x == 0 && threadIdx.x == 0)

@@ -467,8 +467,8 @@ __global__ void __launch_bounds__(gram_threads)
   if (on_arrival) {
     arrival_end(G, matrix, G.active_count);
     // One matrix (the test on arrival is a single matrix's): its counts are final, for the host to
-    // read before it queues the first sweep (SweepQueue; not ahead of a cluster, which reads the
-    // count itself).
+    // read when it reaches the mark that follows this test (SweepQueue, which queues the first
+    // rounds behind the mark meanwhile; not ahead of a cluster, which reads the count itself).
     if (G.published_count != nullptr) publish_counts(G, G.active_count, G.rotating_columns);
   } else
     sweep_end(G, matrix, G.active_count, tested);

@@ -259,7 +259,7 @@ __device__ __forceinline__ void add_tile_product(const float* x_tile, const floa
 }
 // A 32 x 32 product shared by the gram_threads threads of a block (the partials' Gram, the
 // all-pairs test's pair of groups): in double warp w holds the 16 x 16 quarter at rows 16 (w % 2)
-// and column blocks 2 (w / 2) + b, element a of block b as add_tile_gram lays it out; in float
+// and column blocks 2 (w / 2) + b, element a of block b as add_tile_product lays it out; in float
 // thread t the 2 x 4 patch at (2 (t % 16), 4 (t / 16)), element (a, b) at sum[b][a].
 template <class T>
 struct GramQuarter {
@@ -287,9 +287,9 @@ struct GramQuarter {
 };
 
 // A solve block's share of a pair's Gram matrix G = X^T X, formed from tiles of 64 rows (column s
-// of the rows at tile[s * ld]): in double warp w the 16 x 8 block at rows 16 (w % 2), columns
-// 8 (w / 2) on the tensor cores, as add_tile_gram lays it out; in float thread t the 2 x 2 patch at
-// (2 (t % 16), 2 (t / 16)) with FMAs.
+// of the rows at tile[s * ld]): in double warp w the 16 x 8 block at rows 16 (w % 2),
+// columns 8 (w / 2) on the tensor cores, as add_tile_product lays it out; in float thread t the
+// 2 x 2 patch at (2 (t % 16), 2 (t / 16)) with FMAs.
 template <class T>
 struct SolveGramPatch {
   std::conditional_t<sizeof(T) == 8, double[1][4], float[2][2]> sum = {};
@@ -326,10 +326,10 @@ __device__ __forceinline__ int seat_column(int seat) {
   return (seat & 1) * (gram_width / 2) + (seat >> 1);
 }
 
-// The fused path, for rounds with pairs enough to fill the GPU with solves or columns of at most
-// two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a time by
-// asynchronous copies into two tiles that share the memory of G's and Q's buffers (the next tile
-// loads while this one is multiplied), and leaves G in `g0` in the ordering's first seats. The
+// gram_solve's own formation, for rounds with pairs enough to fill the GPU with solves or columns
+// of at most two tiles of rows: the solve's block forms its pair's Gram matrix itself, 64 rows at a
+// time by asynchronous copies into two tiles that share the memory of G's and Q's buffers (the next
+// tile loads while this one is multiplied), and leaves G in `g0` in the ordering's first seats. The
 // partials kernel and its trip through memory drop out. `column` is lane l's W column: position
 // first + l.
 template <class T>
@@ -370,23 +370,23 @@ __device__ __forceinline__ float select_value(bool p, float a, float b) {
   return r;
 }
 
-// A pair's solve, shared by gram_solve and gram_round_fused: a block of 256 threads diagonalizes
-// the pair's 32 x 32 Gram matrix G by two-sided Jacobi, G <- J^T G J, in the rounds of the circle
-// method (or, in most rounds of the ring, of the cross ordering: only the pairs between the two
-// blocks, gram_full_inner_period). A round's J rotates 16 disjoint pairs of columns, so J^T G J
-// changes G in 2 x 2 blocks, each on its own: the block of rows of pair i and columns of pair j
-// becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round, computes R_j itself and
-// takes R_i from the lane that computed it, and rotates Q's columns of pair j in its two rows. G
-// and Q are kept in seat coordinates (InnerOrder): in round r pair j's columns sit at seats 2j and
-// 2j + 1 (indexed by column, the gathers cost 2.5 times their ideal wavefronts), and a thread
-// writes its outputs to the next round's seats, in the other of two buffers; one barrier per round.
-// Within a row the even seats come first, then the odd ones (seat_column): the 16 threads of a row
-// read pair j's two elements at j and 16 + j, and in the cross ordering, where even seats stay and
-// odd ones move down a pair, they write 16 consecutive elements of each half. Kept as neighbours,
-// pairs of seats 16 bytes apart, every store met a two-way bank conflict (8 of a round's 14 shared
-// accesses); split, 256 x 256 double took 2.16 against 2.32 ms, 512 x 512 5.32 against 5.66 ms on
-// the H200. The outputs are ordered by decreasing eigenvalue (padding last), the larger half going
-// to the second block's positions, as the odd-even ring's swap sends it on.
+// A pair's solve, shared by gram_solve, gram_round_fused and the cluster's kernel: a block of 256
+// threads diagonalizes the pair's 32 x 32 Gram matrix G by two-sided Jacobi, G <- J^T G J, in the
+// rounds of the circle method (or, in most rounds of the ring, of the cross ordering: only the
+// pairs between the two blocks, gram_full_inner_period). A round's J rotates 16 disjoint pairs of
+// columns, so J^T G J changes G in 2 x 2 blocks, each on its own: the block of rows of pair i and
+// columns of pair j becomes R_i^T G_ij R_j. Thread (i, j) owns that block for the round, computes
+// R_j itself and takes R_i from the lane that computed it, and rotates Q's columns of pair j in its
+// two rows. G and Q are kept in seat coordinates (InnerOrder): in round r pair j's columns sit at
+// seats 2j and 2j + 1 (indexed by column, the gathers cost 2.5 times their ideal wavefronts), and a
+// thread writes its outputs to the next round's seats, in the other of two buffers; one barrier per
+// round. Within a row the even seats come first, then the odd ones (seat_column): the 16 threads of
+// a row read pair j's two elements at j and 16 + j, and in the cross ordering, where even seats
+// stay and odd ones move down a pair, they write 16 consecutive elements of each half. Kept as
+// neighbours, pairs of seats 16 bytes apart, every store met a two-way bank conflict (8 of a
+// round's 14 shared accesses); split, 256 x 256 double took 2.16 against 2.32 ms, 512 x 512 5.32
+// against 5.66 ms on the H200. The outputs are ordered by decreasing eigenvalue (padding last), the
+// larger half going to the second block's positions, as the odd-even ring's swap sends it on.
 constexpr int solve_parts = gram_solve_threads / 32;
 constexpr int solve_rows =
     gram_width / solve_parts;  // rows of G per warp: warp w rows w R .. w R + R - 1

@@ -589,7 +589,7 @@ struct SweepOutcome {
   int sweeps = 0;
   bool converged = false;
   T off = 0;                 // the last sweep's largest scaled off-diagonal
-  T first_off = 0;           // the first sweep's: 0 when the columns were orthogonal on arrival
+  T first_off = 0;           // the first sweep's: at most tol when nothing rotated in it
   bool handed_over = false;  // stopped by the register ring's early hand-over (register_ring.cu)
 };
 

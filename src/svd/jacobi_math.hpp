@@ -708,9 +708,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline int shared_leading_dimension(int rows) {
 }
 
 // Where one matrix's working set lies in shared memory: W (M x N), V (N x N, when the vectors are
-// wanted), tracked norms, Gram-Schmidt coefficients and error scales (RoundingNoise; n_pad each),
-// positions (n_pad ints), and for a block team 32 words of reduction scratch. Offsets are 16-byte
-// aligned.
+// wanted), tracked norms, the completion's coefficients and error scales (RoundingNoise; n_pad
+// each), positions (n_pad ints), and for a block team 32 words of reduction scratch. Offsets are
+// 16-byte aligned.
 struct OnChipLayout {
   int M = 0, N = 0, n_pad = 0;
   int ldw = 0, ldv = 0;

@@ -1,7 +1,6 @@
 // The svd ladder: one-sided Jacobi on one matrix, from a launch per round to the whole SVD in one
-// kernel. The kernels live in the library (src/svd/svd.cu, src/svd_batched/svd_batched.cu, built
-// from src/svd/jacobi.cuh), because rooflab::svd dispatches to them; each rung here runs one of
-// them on its own.
+// kernel. The kernels live in the library (src/svd/: a file per schedule, built from jacobi.cuh and
+// gram.cuh), because rooflab::svd dispatches to them; each rung here runs one of them on its own.
 #include <string>
 
 #include "bench/registry.hpp"
@@ -22,7 +21,7 @@ std::string needs_clusters(const Problem&) {
          std::to_string(current_device_features().arch);
 }
 
-// Rung 1 — one launch per round (jacobi.cuh's process_pair, svd.cu's global_round).
+// Rung 1 — one launch per round (jacobi.cuh's process_pair, global_rounds.cu's global_round).
 // Columns stay in global memory; a warp per column pair, n/2 pairs a launch, n launches a sweep
 // and a host round trip per sweep to test convergence. Every round re-reads both columns from L2
 // and pays a launch (~3 us): launch overhead and L2 traffic bound it.
@@ -37,7 +36,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
-// Rung 2 — a whole sweep per launch (svd.cu's global_sweep_cooperative).
+// Rung 2 — a whole sweep per launch (global_rounds.cu's global_sweep_cooperative).
 // The same rounds inside one cooperative kernel, a grid-wide barrier between them: the launch
 // cost per round becomes a barrier (~1 us), but the columns still cross L2 every round.
 ROOFLAB_VARIANT(Variant{"svd",
@@ -51,7 +50,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
-// Rung 3 — the whole SVD in one kernel (svd_batched.cu's svd_block_per_matrix, batch 1).
+// Rung 3 — the whole SVD in one kernel (on_chip.cu's svd_block_per_matrix, batch 1).
 // W, V, norms and positions in one block's shared memory (up to 227 KB on Hopper): rounds are
 // separated by __syncthreads instead of launches, and every column access is an on-chip load.
 // One SM does all the work, so it only pays while the matrix is small.
@@ -73,11 +72,11 @@ ROOFLAB_VARIANT(Variant{"svd",
                         svd_sweeps_note});
 
 // Rung 4 — the register ring (src/svd/register_ring.cu).
-// The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp 8 rows
-// of them (16 for columns longer than 32); odd rounds swap columns between neighbouring lanes with
-// shuffles, and only three partial dot products per pair and warp cross shared memory. A round is
-// one block barrier and the rotation's latency instead of a pass of W and V through one SM's
-// shared memory.
+// The same sweeps with W and V in registers: a lane holds two positions of the ring, a warp 7 to 16
+// rows of them (the rows split evenly over up to 4 warps); odd rounds swap columns between
+// neighbouring lanes with shuffles, and only three partial dot products per pair and warp cross
+// shared memory. A round is one block barrier and the rotation's latency instead of a pass of W and
+// V through one SM's shared memory.
 ROOFLAB_VARIANT(Variant{
     "svd",
     4,
@@ -90,7 +89,7 @@ ROOFLAB_VARIANT(Variant{
     {},
     svd_sweeps_note});
 
-// Rung 5 — blocked one-sided Jacobi (svd.cu's blocked_round).
+// Rung 5 — blocked one-sided Jacobi (blocked.cu's blocked_round).
 // The odd-even ring runs over blocks of b columns; a block of threads takes each pair of blocks,
 // sweeps its 2b columns once in shared memory, and applies the accumulated 2b x 2b rotation to
 // V's columns. Column data crosses L2 once per pair of blocks instead of once per pair of
@@ -106,7 +105,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
-// Rung 6 — blocked, persistent (svd.cu's blocked_persistent).
+// Rung 6 — blocked, persistent (blocked.cu's blocked_persistent).
 // The same pairs of blocks in one cooperative kernel for the whole iteration: a grid-wide barrier
 // (about a microsecond) instead of a launch per round, and the convergence test on the device
 // instead of a host round trip per sweep. For one matrix the rounds are short, so what they
@@ -122,11 +121,11 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
-// Rung 7 — blocked through Gram matrices (svd.cu's gram_partials, gram_solve, gram_apply).
+// Rung 7 — blocked through Gram matrices (gram.cu's gram_partials, gram_solve, gram_apply).
 // The blocked ring with 16-column blocks, but a pair of blocks is diagonalized through its 32 x 32
-// Gram matrix (formed over all rows at once, then two-sided Jacobi in one warp) and the rotation
-// reaches W and V as one product: the inner rounds touch 1024 numbers instead of 32 columns of M
-// rows, and the columns cross memory three times per pair of blocks.
+// Gram matrix (formed over all rows at once, then two-sided Jacobi by a block of 256 threads) and
+// the rotation reaches W and V as one product: the inner rounds touch 1024 numbers instead of 32
+// columns of M rows, and the columns cross memory three times per pair of blocks.
 ROOFLAB_VARIANT(Variant{
     "svd",
     7,
@@ -139,10 +138,11 @@ ROOFLAB_VARIANT(Variant{
     {},
     svd_sweeps_note});
 
-// Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: the register
-// ring for small matrices, one kernel while shared memory holds the matrix, the Gram schedule
-// beyond, in one cluster per matrix where it fits, else its rounds fused where their clusters
-// fit), with its argument checks, scratch allocation and the final synchronization a caller sees.
+// Rung 8 — rooflab::svd: the library's dispatch by shape (jacobi::production_path: QR
+// preconditioning for a tall matrix where it pays, the register ring up to 64 x 64, the Gram
+// schedule beyond 64 columns or from 49 columns, in one cluster per matrix where it fits, else its
+// rounds fused where their clusters fit, one block's shared memory for the rest), with its argument
+// checks, scratch allocation and the final synchronization a caller sees.
 ROOFLAB_VARIANT(Variant{"svd",
                         8,
                         "rooflab-svd",
@@ -162,10 +162,11 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
-// Rung 9 — QR preconditioning (svd.cu's run_qr_preconditioned), LAPACK dgejsv's first step.
-// cuSOLVER's Householder QR of the tall matrix, the Jacobi SVD of the N x N triangle R on the path
-// the library picks for it, and U = Q U_r (Q formed, then one product): the sweeps rotate N rows
-// instead of M, so it pays once M is well above N (a square matrix only pays the QR).
+// Rung 9 — QR preconditioning (qr_preconditioning.cu's run_qr_preconditioned), after LAPACK
+// dgejsv's first step. The Householder QR of the tall matrix (cuSOLVER's; one block's for a square
+// matrix that fits, block_qr.cu), the Jacobi SVD of the N x N triangle R on the path the library
+// picks for it, and U = Q U_r (Q formed, then one product): the sweeps rotate N rows instead of M,
+// so it pays once M is well above N (a square matrix only pays the QR).
 ROOFLAB_VARIANT(Variant{"svd",
                         9,
                         "qr-preconditioned",
@@ -177,7 +178,7 @@ ROOFLAB_VARIANT(Variant{"svd",
                         {},
                         svd_sweeps_note});
 
-// Rung 13 — the Gram rounds fused (svd.cu's gram_round_fused). A round of rung 7 is three kernels
+// Rung 13 — the Gram rounds fused (fused.cu's gram_round_fused). A round of rung 7 is three kernels
 // one after another, each paying its launch, a trip of G or Q through L2 and the wait for its
 // slowest block; here a cluster of blocks per pair loads its rows once, adds the blocks' parts of G
 // through distributed shared memory, solves, and applies Q to its rows in one launch. (Numbered

@@ -168,7 +168,7 @@ void run_qr_preconditioned(const Problem<T>& problem, bool on_transposed_triangl
   ROOFLAB_CUDA(op, "zeroing the matrix's largest entry",
                cudaMemsetAsync(G.max_bits, 0, word_bytes, stream));
   load_scaled(G, stream);
-  // What cuSOLVER factors: W, or its columns sorted by norm.
+  // What the QR factors: W, or its columns sorted by norm.
   T* const factored = on_transposed_triangle ? sorted : G.W;
   if (on_transposed_triangle) {
     qr_column_norms<T>

@@ -454,7 +454,7 @@ __device__ __forceinline__ int noted_binades(const int* words) {
 // HandsOver, a spectrum that the sweeps unfold slowly (ring_spectrum_unfolding, jacobi_math.hpp)
 // stops them after sweep RingUnfolding::sweep, unconverged and handed over: the kernel restarts
 // on the transposed triangle, or the second try takes the matrix.
-// Long (about 100 lines): the loop over sweeps holds the lane's columns in registers throughout.
+// Long (about 120 lines): the loop over sweeps holds the lane's columns in registers throughout.
 template <int Rows, bool HandsOver, class T>
 __device__ SweepOutcome<T> ring_sweeps(const BlockTeam& team, unsigned char* smem,
                                        const OnChipLayout& L, const RingScratch<T>& scratch,

@@ -205,10 +205,11 @@ class SweepQueue {
   }
 
   // Queues sweep `sweep`'s start and its first rounds; returns the rounds queued, or -1 when the
-  // whole sweep went in one cooperative launch. In the Gram schedule the previous sweep's test
-  // (the test on arrival's before the first) sorted the positions and the first round publishes
-  // the count: the mark follows that round. Where the matrix takes the test on arrival, that test
-  // publishes its counts itself and the mark follows it.
+  // whole sweep went in one cooperative launch. In the Gram schedule after the first sweep the
+  // previous sweep's test sorted the positions and the first round publishes the count: the mark
+  // follows that round. Before the first sweep, where the matrix takes the test on arrival, that
+  // test publishes its counts itself and the mark follows it; elsewhere global_sweep_start sorts
+  // the positions and publishes, and the mark follows it.
   int queue_sweep_start(int sweep) {
     G_.active_count = sweep_counts_ + sweep;
     G_.previous_count = sweep > 0 ? sweep_counts_ + sweep - 1 : nullptr;

@@ -108,7 +108,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         {},
                         svd_sweeps_note});
 
-// Rung 5 — the global-memory rounds for the whole batch (svd.cu's global_round).
+// Rung 5 — the global-memory rounds for the whole batch (global_rounds.cu's global_round).
 // Beyond shared memory: every matrix's pairs of a round in one launch, so the launches are shared
 // by the batch; converged matrices drop out of later sweeps.
 ROOFLAB_VARIANT(Variant{"svd-batched",
@@ -122,7 +122,7 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         {},
                         svd_sweeps_note});
 
-// Rung 6 — blocked (svd.cu's blocked_step in the persistent kernel), beyond shared memory.
+// Rung 6 — blocked (blocked.cu's blocked_step in the persistent kernel), beyond shared memory.
 // Pairs of b-column blocks of every matrix in each round, each swept in a block's shared memory,
 // the rotations reaching V as one 2b x 2b product; one cooperative launch for the whole iteration.
 // A 256 x 256 batch in double runs 8 pairs of 16-column blocks per matrix at once.
