@@ -2,8 +2,8 @@
 """Summarizes an Nsight Compute CSV log (ncu --csv) as a markdown table: one row per kernel, in the
 order the kernels first ran (a kernel launched with different grids, such as the two stages of
 a two-pass reduction, gets a row per grid), with the median over its launches of each metric present: time,
-DRAM throughput (% of peak), global-load sectors per request, and shared-memory bank conflicts
-(loads and stores together) per launch. Lines that are not CSV (the program's own output, when
+DRAM throughput (% of peak), global-load sectors per request, shared-memory bank conflicts (loads
+and stores together) and local-memory sectors (loads and stores together: spills) per launch. Lines that are not CSV (the program's own output, when
 ncu writes to stdout) are skipped.
 
 Usage: ncu_table.py NCU.csv [--kernel REGEX]"""
@@ -21,6 +21,7 @@ COLUMNS = [
     ("DRAM % of peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
     ("sectors / request", None),  # l1tex global-load sectors / requests
     ("bank conflicts", None),  # l1tex shared-memory bank conflicts, loads + stores
+    ("local sectors", None),  # l1tex local-memory sectors, loads + stores
 ]
 
 
@@ -85,6 +86,11 @@ def derived(metrics: dict, column: str):
         if parts[0] is not None:
             return parts[0]
         present = [part for part in parts[1:] if part is not None]
+        return sum(present) if present else None
+    if column == "local sectors":
+        present = [metrics[name] for name in ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+                                              "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")
+                   if name in metrics]
         return sum(present) if present else None
     return None
 

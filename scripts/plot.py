@@ -21,13 +21,13 @@ matplotlib.use("Agg")  # files only: no display on GPU machines or CI
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 COMPUTE_CEILINGS = {"fp32 peak", "fp64 peak"}
-# Model ceiling name -> (key in environment.ceilings, unit)
+# Model ceiling name -> key in environment.ceilings (GB/s, or GFLOP/s for COMPUTE_CEILINGS)
 CEILING_KEYS = {
-    "copy bandwidth": ("copy_bandwidth_gbps", "GB/s"),
-    "read bandwidth": ("read_bandwidth_gbps", "GB/s"),
-    "host-transfer bandwidth": ("host_to_device_gbps", "GB/s"),
-    "fp32 peak": ("fp32_peak_gflops", "GFLOP/s"),
-    "fp64 peak": ("fp64_peak_gflops", "GFLOP/s"),
+    "copy bandwidth": "copy_bandwidth_gbps",
+    "read bandwidth": "read_bandwidth_gbps",
+    "host-transfer bandwidth": "host_to_device_gbps",
+    "fp32 peak": "fp32_peak_gflops",
+    "fp64 peak": "fp64_peak_gflops",
 }
 COLORS = {"gpu": "#3b75af", "cpu": "#8c8c8c", "vendor": "#ef8636"}
 
@@ -43,7 +43,7 @@ def device_name(results):
 
 def ceiling_value(results, name):
     """The measured ceiling's value (GB/s or GFLOP/s), or None when the file lacks it."""
-    key, _ = CEILING_KEYS.get(name, (None, None))
+    key = CEILING_KEYS.get(name)
     value = results.get("environment", {}).get("ceilings", {}).get(key) if key else None
     return value if value else None
 

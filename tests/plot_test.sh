@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/plot.py draws a ladder chart per run and the roofline from a results file that holds
 # every kind of row (measured, CPU, vendor, FAILED, FAILED by design, skipped, no flops).
-# Skipped (exit 77) where python3 has no matplotlib: CI does not install it; GPU machines have it.
+# Skipped (exit 77) where python3 has no matplotlib (scripts/install-deps.sh installs it).
 set -u
 plot=$1
 work=$2

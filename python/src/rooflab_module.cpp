@@ -383,8 +383,8 @@ nb::object describe_dlpack(nb::handle array, bool writable) {
 }
 
 // PyTorch tensors read and made in one native call each (the package's functions try these first):
-// a plain tensor (torch_tensors.hpp) on PyTorch's current stream, with every other argument
-// already checked by the package. Each reads the tensors, has PyTorch allocate the result and
+// a plain tensor (torch_tensors.hpp) on PyTorch's current stream, with the other arguments checked
+// by the package but histogram_even's bins, lo and hi and the scans' out, checked here. Each reads the tensors, has PyTorch allocate the result and
 // queues the work, where the package's general path took a Python frame or more per step (their
 // cost: docs/python.md). Each returns None for anything else, which the package then takes through
 // its general path: it reads every kind of array, and says what is wrong.

@@ -40,9 +40,6 @@ class Torch:
     def swap_last_axes(self, array):
         return array.mT
 
-    def synchronize(self):
-        self.torch.cuda.synchronize()
-
 
 class Cupy:
     name = "cupy"
@@ -69,9 +66,6 @@ class Cupy:
     def swap_last_axes(self, array):
         return array.swapaxes(-1, -2)
 
-    def synchronize(self):
-        self.cupy.cuda.runtime.deviceSynchronize()
-
 
 class Jax:
     name = "jax"
@@ -95,9 +89,6 @@ class Jax:
     def is_native(self, array) -> bool:
         return isinstance(array, self.jax.Array) and array.devices() == {self.gpu}
 
-    def synchronize(self):
-        pass  # rooflab waits for its stream before it hands JAX a result
-
 
 class Numba:
     name = "numba"
@@ -120,9 +111,6 @@ class Numba:
 
     def is_native(self, array) -> bool:
         return self.cuda.is_cuda_array(array) and type(array).__module__.startswith("numba")
-
-    def synchronize(self):
-        self.cuda.synchronize()
 
 
 _ADAPTERS = {adapter.name: adapter for adapter in (Torch, Cupy, Jax, Numba)}

@@ -1,8 +1,9 @@
 """How rooflab meets the frameworks: it queues on the caller's stream (behind the framework's own
 kernels on a non-default stream, and before those that follow) or on the one given as stream=, in
 each of its forms; it works on the arrays' device; and it refuses, saying why, what it cannot read
-in place. Each stream test holds the stream busy first (a spinning kernel), so that work on any
-other stream would read the input before the framework has written it."""
+in place. The stream tests hold the stream busy first (a spinning kernel), so that work on any
+other stream would read the input before the framework has written it, but for Numba's, which
+relies on its asynchronous copy to the device on the stream."""
 
 import concurrent.futures
 import warnings

@@ -2,8 +2,9 @@
 
 Reductions, prefix sums, histograms, transposes and Jacobi SVDs from the rooflab CUDA library,
 on the caller's CUDA arrays in place and on the caller's current stream; results come back in the
-caller's framework (torch in, torch out). Only :func:`svd` waits for the GPU. docs/python.md has
-the conventions and the measured speed.
+caller's framework (torch in, torch out). Only :func:`svd` waits for the GPU, except with JAX
+arrays and DLPack-only ones, whose streams rooflab cannot order against: there every call waits for
+its stream. docs/python.md has the conventions and the measured speed.
 
 Importing needs no GPU; a call without one raises :class:`Error`.
 """

@@ -2,8 +2,9 @@
 
 Each function but svd first offers its arguments to the native module's torch_<function>, which
 takes the common case of PyTorch in one call: plain CUDA tensors (not a subclass; C-contiguous, not
-a lazily conjugated or negated view) on PyTorch's current stream, no stream= given, every other
-argument already checked here. It returns None for anything else, which the general path (Call,
+a lazily conjugated or negated view) on PyTorch's current stream, no stream= given, the other
+arguments checked here but those the native call checks itself (histogram_even's bins, lo and hi,
+the scans' out). It returns None for anything else, which the general path (Call,
 in _arrays.py) then takes: it reads every kind of array, and says what is wrong.
 """
 
@@ -333,8 +334,9 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
             or column-major matrices packed one after another (a.mT of a C-contiguous stack): both
             are read in place.
         compute_uv: False for S alone (U and Vh are then None).
-        tol: the convergence threshold on the scaled off-diagonal; None for sqrt(max(m, n)) eps
-            (LAPACK dgesvj's default in form, with eps the type's machine epsilon: twice dgesvj's).
+        tol: the convergence threshold on the scaled off-diagonal; None for the library's default,
+            sqrt(max(m, n)) eps with vectors and max(m, n) eps without, eps the dtype's machine
+            epsilon (LAPACK dgesvj's default in form, twice its value).
         max_sweeps: at most this many sweeps per matrix and try: from 30 (the default) a matrix
             left unconverged, or whose sweeps stall (the library's hand-over), is solved again from
             A on the transposed triangle (the library's second try), and ``info.sweeps`` counts
