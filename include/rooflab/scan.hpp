@@ -4,7 +4,7 @@
 // error.
 //
 // - One pass over the data (n elements read, n written), with stream-ordered temporary storage of
-//   about 8 bytes per 4096 elements (per 1024 for 8-byte types), zeroed by one memset.
+//   about 8 bytes per 8192 elements (per 2048 for 8-byte types), zeroed by one memset.
 // - in == out is allowed (in place); otherwise the two ranges must not overlap.
 // - Any n >= 0 (n = 0 does nothing, whatever the pointers), any element-aligned pointers.
 // - Deterministic: the same input at the same addresses gives the same bits on every run and every

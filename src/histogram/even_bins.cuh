@@ -6,7 +6,7 @@
 //
 // Double (fast_bin_double): t = fl(fl(v - lo) * scale), with the same first step as the rule.
 //   Both are fl(v - lo) * bins / range times two rounding factors (1 + u), |u| <= 2^-53 (a
-//   subnormal product d * bins is exact), so |t - q| <= 4.01 * 2^-53 * bins < 2^-27 for
+//   subnormal product d * bins is exact), so |t - q| <= 4.01 * 2^-53 * bins < 2^-26 for
 //   bins <= 2^24. Where t lies at least 2^-20 from the nearest integer, floor(t) = floor(q),
 //   and t >= 0 and floor(q) <= bins - 1 there (a q at bins puts t next to an integer).
 //   Next to 0 and bins, the histogram's own edges at lo and hi, the bin needs no rule: floor(q)

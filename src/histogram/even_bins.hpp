@@ -28,8 +28,9 @@
 //   lies mid-bin there. So data piled up at lo, as the smallest value of a skewed distribution
 //   is, never waits for the rule; the edges inside are untouched.
 //   The host takes this path only when 2E <= 2^-8 (at most a few values in a thousand near an
-//   edge), bins <= 2^21 and the magnitudes stay far from float's range. Five FP32 instructions
-//   and a range test per value, no division, no branch on the common path.
+//   edge), bins <= 2^21 and the magnitudes stay far from float's range. Seven FP32 instructions
+//   (the FMA, its clamp to [1.5, top] in two, the add that floors, two adds and the comparison
+//   with the edge margin) per value, no division, no branch on the common path.
 // Double precision (fast_bin_double in even_bins.cuh, every other case): the same idea in double.
 //
 // Integer edges (integer_edge_bin; the one-bin-per-integer mapping, lo = 0, hi = bins):
@@ -50,9 +51,10 @@
 //             Sterbenz's lemma for v in [lo, 2 lo], else v's own grid), and the product and the
 //             quotient only scale it by powers of two (a quotient below 1 may round, its floor
 //             stays 0).
-//   Two integer instructions a value and no edge test: never slower than the other evaluations.
+//   Three integer instructions a value (the subtraction, the clamp to the spare slot, the shift)
+//   and no edge test: never slower than the other evaluations.
 //
-// Integer quotient (integer_quotient_slot; int32 data, lo and hi integers, any bin count):
+// Integer quotient (integer_quotient_slot; int32 data, lo and hi integers, a multiplier passing):
 //   with x = v - lo and R = hi - lo integers, m = x * bins and R are exact in double and
 //   x * bins <= R * bins <= 2^53, so floor(fl(m / R)) = floor(m / R): a quotient that is not an
 //   integer lies at least 1/R below the next one, and rounding moves it by at most
@@ -61,9 +63,10 @@
 //   c = ceil(2^k b' / R') < 2^32, the error e = c R' - 2^k b' (0 <= e < R') adds x e / (2^k R')
 //   to x b' / R', whose fraction is at most (R' - 1) / R'; where x e < 2^k for the largest x,
 //   the floor cannot change: bin = (x c) >> k = umulhi(x, c) >> (k - 32). The host searches
-//   k from 32 up for the first c that passes (make_even_bins); bins up to 4096 over rooflab's
-//   3 * 10^6 integers take k = 37, c < 2^28. Four integer instructions a value, no edge test, no
-//   range test (below).
+//   k from 32 up for the first c that passes (make_even_bins). Over rooflab's 3 * 10^6 integers
+//   ([-10^6, 2 * 10^6)) 3515 bin counts of 1 to 4096 find one (k from 32 to 44; the powers of two
+//   from 256 to 4096 take k = 37) and 581, the first 811, none below 2^32: those take another
+//   evaluation. Four integer instructions a value, no edge test, no range test (below).
 //
 // Counter slots (the counting kernels): each copy of the counters has one more, the spare slot
 // `bins`, which takes every value that is not counted there (outside [lo, hi), or near an edge

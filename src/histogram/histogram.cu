@@ -17,8 +17,9 @@
 //                     on an edge, which the two evaluations below cannot decide, so each value
 //                     went through the rule in double (exact_bin, a division) and a second pass:
 //                     138 us against 74.8 us for 50M all-equal int32 on an H100.
-//   integer quotient  int32 data between integer bounds, any bin count: the rule is then an
-//                     integer division by an invariant, done by a multiply-high.
+//   integer quotient  int32 data between integer bounds, where a multiplier below 2^32 passes
+//                     (most bin counts): the rule is then an integer division by an invariant,
+//                     done by a multiply-high.
 //   single precision  int32 and float data wherever its error bound allows.
 //   double precision  the rest.
 #include <cuda_runtime.h>

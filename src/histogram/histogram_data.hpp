@@ -8,7 +8,8 @@
 //   scaled    the type's own bounds, many values to a bin: int32 [-10^6, 2 * 10^6), float and
 //             double [0, 1), uint8 [0, 256). Distributions that spread values spread them over
 //             the counted range and a sixteenth of it on each side (a ninth of uniform values
-//             falls outside [lo, hi), so the out-of-range test is exercised). The bounds and
+//             falls outside [lo, hi), so the out-of-range test is exercised), uint8 over its
+//             counted range alone. The bounds and
 //             grids are chosen so that CUB bins exactly as the API's rule does.
 //   identity  one bin per integer: lo = 0, hi = bins, values the integers in [0, bins) (uint8:
 //             [0, min(bins, 256))). At 256 bins uint8's two mappings are the same.

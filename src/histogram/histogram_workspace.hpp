@@ -45,7 +45,7 @@ class HistogramWorkspace : public Workspace {
   void refill(std::uint64_t seed) override;
   Check check(Where where) override;
 
-  // Host copy of the input for the CPU rung and the check, downloaded on first use after each
+  // Host copy of the input for the CPU rungs and the check, downloaded on first use after each
   // refill.
   void prepare_host();
 

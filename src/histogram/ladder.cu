@@ -180,16 +180,17 @@ void launch_vectorized(HistogramWorkspace& w, cudaStream_t stream) {
   detail::check_launch(op_name, "histogram_vectorized");
 }
 
-ROOFLAB_VARIANT(Variant{
-    "histogram", 1, "naive-global",
-    "one atomicAdd on the output per value (the memory-basics lab's naiveHist)", Where::gpu, false,
-    int32_only, on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
-      zero_counts(w, stream);
-      const unsigned blocks = current_sm_count() * (2048 / rung_threads);  // one resident wave
-      histogram_naive<<<blocks, rung_threads, 0, stream>>>(w.input<std::int32_t>(), w.n, rule_of(w),
-                                                           w.device_counts());
-      detail::check_launch(op_name, "histogram_naive");
-    })});
+ROOFLAB_VARIANT(Variant{"histogram", 1, "naive-global",
+                        "one atomicAdd on the output per value (the memory-basics lab's naiveHist)",
+                        Where::gpu, false, int32_only,
+                        on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+                          zero_counts(w, stream);
+                          // One resident wave where an SM holds 2048 threads (sm_80, sm_90).
+                          const unsigned blocks = current_sm_count() * (2048 / rung_threads);
+                          histogram_naive<<<blocks, rung_threads, 0, stream>>>(
+                              w.input<std::int32_t>(), w.n, rule_of(w), w.device_counts());
+                          detail::check_launch(op_name, "histogram_naive");
+                        })});
 
 ROOFLAB_VARIANT(Variant{
     "histogram", 2, "shared-block",

@@ -1,6 +1,6 @@
 // The scan ladder (the parallel prefix sum the limiting-factors lecture announces): from a
 // block-wide scan in shared memory to a single pass at copy speed. Rungs 2-5 scan blocks of 1024
-// elements and share one second level; rungs 6-11 scan tiles held in registers (warp_scan.cuh) and
+// elements and share one second level; rungs 6-10 scan tiles held in registers (warp_scan.cuh) and
 // differ in how a tile learns the sum of the tiles before it, in the order tiles are taken, and in
 // tile size.
 #include <cub/device/device_scan.cuh>
@@ -106,8 +106,8 @@ void launch_hillis_steele(const T* in, T* out, T* block_totals, std::int64_t n,
 // Rung 3 — Blelloch's work-efficient scan (Blelloch 1990; GPU Gems 3, ch. 39).
 // An up-sweep builds a tree of partial sums in place and a down-sweep turns it into the exclusive
 // scan: 2 (n - 1) additions instead of n log n, 512 threads for 1024 elements. But the tree's
-// strides are powers of two: from stride 32 on, the threads of a warp hit one shared-memory bank
-// and their accesses serialize (up to 16-way).
+// strides are powers of two, so a warp's accesses crowd onto fewer banks as the stride grows:
+// 2-way at stride 1, up to 32-way at stride 16, where every active lane hits one bank.
 // Rung 4 — the same with bank-conflict-free padding (GPU Gems 3, ch. 39): one word skipped every
 // 32, index i stored at i + i / 32, spreads each stride's accesses over all 32 banks.
 template <class T, bool Padded>

@@ -97,8 +97,8 @@ __device__ __forceinline__ void publish(const Lookback& lookback, int level, uns
 }
 
 // Entry `index` of `level` in each lane that asks for one (index != no_entry), once it is
-// published; zero in the other lanes. Warp-collective: polls, backing off, until every asking
-// lane has its entry.
+// published; zero in the other lanes. Warp-collective: polls, sleeping a fixed 64 ns between
+// polls, until every asking lane has its entry.
 template <class T>
 __device__ __forceinline__ T read_published(const Lookback& lookback, int level, unsigned index) {
   unsigned long long word[words_per_entry<T>] = {};
