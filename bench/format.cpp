@@ -152,6 +152,7 @@ Row row_from_json(const nlohmann::json& json) {
   const std::string status = json.at("status");
   row.status = status == "ok" ? Status::ok : status == "skipped" ? Status::skipped : Status::failed;
   row.note = json.at("note");
+  row.expected_failure = json.value("expected_failure", "");  // absent from older results files
   row.error = number(json, "error");
   row.tolerance = number(json, "tolerance");
   row.reps = json.at("reps");
