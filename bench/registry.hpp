@@ -2,7 +2,8 @@
 // The ladder as data. An Op says what a problem is (its sizes, its bytes-and-flops model, how to
 // build a validated workspace); a Variant is one rung of that op's ladder (or a vendor comparator,
 // or a CPU baseline). The CLI, the report and the GPU tests all iterate this registry: adding a
-// rung is adding one ROOFLAB_VARIANT next to its kernel.
+// rung is adding one ROOFLAB_VARIANT, next to its kernel or, for the kernels the library
+// dispatches to (the SVD's), in the op's ladder.cpp.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -22,8 +23,9 @@ struct Problem {
   std::int64_t m = 0;
   std::int64_t batch = 0;
   std::string dtype;
-  // Histogram only: the number of bins (--bins) and how the input is drawn (--dist: "uniform"
-  // or "equal", every value the same, the worst case for atomics).
+  // Histogram only: the number of bins (--bins) and how the input is drawn (--dist: a
+  // distribution, uniform, equal, sorted, zipf, hot or normal, and a bin mapping, ":scaled" or
+  // ":identity"; histogram_op.cpp).
   std::int64_t bins = 0;
   std::string dist;
   // svd and svd-batched only (Op::takes_matrix_class): the class of the input matrices (--matrix,
@@ -63,8 +65,9 @@ struct Check {
 enum class Where { cpu, gpu };
 
 // One problem instance: inputs on the device, the reference, and outputs to check. refill()
-// draws fresh random inputs (never zeros), recomputes the reference in higher precision and
-// poisons the outputs, so that an element a variant fails to write cannot pass.
+// draws fresh inputs from its seed (random, or the op's input class: an svd matrix class may be
+// zero), recomputes the reference in higher precision and poisons the outputs, so that an element
+// a variant fails to write cannot pass.
 class Workspace {
  public:
   virtual ~Workspace() = default;

@@ -13,11 +13,11 @@ namespace rooflab::bench {
 
 struct RunOptions {
   int reps = 20;     // timed repetitions (fewer when a variant would exceed the time budget)
-  int warmup = 2;    // untimed runs before timing
+  int warmup = 2;    // untimed runs before timing a GPU variant (CPU variants have none)
   bool hot = false;  // true: keep L2 warm between repetitions
   bool ignore_limits = false;     // true: run variants beyond their size limits too
   std::vector<std::string> only;  // rung numbers or names; empty: every variant
-  std::uint64_t seed = 1;         // inputs of variant i are drawn with seed + i
+  std::uint64_t seed = 1;  // each variant that runs draws the next seed from here, CPU ones first
   // true: every variant's inputs are drawn with seed, so all of them solve the same problem (for
   // methods whose work depends on the input, such as the sweeps of a Jacobi SVD).
   bool same_inputs = false;

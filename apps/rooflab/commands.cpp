@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -534,8 +535,16 @@ std::vector<bench::CourseFigure> course_figures_of(const std::string& document) 
   if (document.empty()) return all;
   std::vector<bench::CourseFigure> figures;
   std::vector<std::string> documents;
+  // course.md's headings capitalize the names ("The Jacobi SVD paper"): any case is taken.
+  const auto same_name = [&document](const std::string& name) {
+    return std::equal(name.begin(), name.end(), document.begin(), document.end(),
+                      [](char a, char b) {
+                        return std::tolower(static_cast<unsigned char>(a)) ==
+                               std::tolower(static_cast<unsigned char>(b));
+                      });
+  };
   for (const bench::CourseFigure& figure : all) {
-    if (figure.document == document) figures.push_back(figure);
+    if (same_name(figure.document)) figures.push_back(figure);
     if (std::find(documents.begin(), documents.end(), figure.document) == documents.end())
       documents.push_back(figure.document);
   }

@@ -78,7 +78,7 @@ int report(std::ostream& out, const std::string& directory, bool quick,
 // not take is a rooflab::Error naming it).
 BenchRequest course_request(const bench::CourseFigure& figure);
 // The figures `rooflab report --course` runs: every one when `document` is empty, else that
-// document's (its name as course.md's headings give it), in their order; another name, or a
+// document's (its name as course.md's headings give it, in any case), in their order; another name, or a
 // document without timed figures (Harris's reduction gives none in its text), is a UsageError
 // naming the documents that have them.
 std::vector<bench::CourseFigure> course_figures_of(const std::string& document);

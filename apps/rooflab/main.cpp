@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
 
   std::string info_format = "table";
   auto* info_command = app.add_subcommand("info", "the device and its measured ceilings");
-  info_command->add_option("--format", info_format, "table or json");
+  info_command->add_option("--format", info_format, "table or json (csv and md print the table)");
 
   std::string list_op;
   auto* list_command = app.add_subcommand("list", "the ops, or one op's rungs (no GPU needed)");
@@ -87,10 +87,13 @@ int main(int argc, char** argv) {
   auto* bench_command = app.add_subcommand(
       "bench", "validate and time every rung of one op (no size given: the op's report sizes)");
   bench_command->add_option("OP", request.op, "the op (rooflab list shows them)")->required();
-  bench_command->add_option("--n", request.n, "elements, or columns for svd (2^28, 256M, 1G, 5e7)");
+  bench_command->add_option(
+      "--n", request.n,
+      "elements; bytes for transfer and pageable-access; columns for svd (2^28, 256M, 1G, 5e7)");
   bench_command->add_option("--rows", request.rows, "rows of a matrix");
   bench_command->add_option("--cols", request.cols, "columns of a matrix");
-  bench_command->add_option("--m", request.m, "rows of an svd matrix");
+  bench_command->add_option("--m", request.m,
+                            "rows of an svd matrix; heavy elements per 32 for divergence");
   bench_command->add_option("--batch", request.batch, "matrices in a batch");
   bench_command->add_option("--dtype", request.dtype, "element type (op-specific)");
   bench_command->add_option("--bins", request.bins, "histogram: number of bins");
@@ -139,7 +142,7 @@ int main(int argc, char** argv) {
   report_command
       ->add_option("--document", course_document,
                    "with --course: that document's figures only (its name as course.md's "
-                   "headings give it, e.g. \"the Jacobi SVD paper\")")
+                   "headings give it, in any case, e.g. \"the Jacobi SVD paper\")")
       ->needs(course_flag);
   add_run_options(report_command, report_options, report_seed);
 

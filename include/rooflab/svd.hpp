@@ -56,28 +56,28 @@ struct SvdBatchOutcome {
 // opt.max_sweeps sweeps (30 or more; a smaller max_sweeps bounds the work and gets no second try),
 // or whose sweeps stall there (from sweep 10, most pairs still above tol on a spectrum wider than
 // 1/sqrt(eps): the hand-over), or, double and of more than 64 columns, whose spectrum they unfold
-// slowly (after sweep 4, nearly every pair above tol and the columns' norms spread over at least 24
-// binades, under 2.5 times their spread after sweep 1: the early hand-over, docs/svd.md), or,
-// double and of 56 to 64 columns in the register ring, likewise after sweep 2 (no zero column, a
-// spread of at least 20 binades, 1.1 to 1.8 times sweep 1's), is solved again from A on the
-// transposed triangle (its columns sorted by norm, Householder QR, the sweeps on R^T, the first
-// preconditioning of LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both tries.
-// Not converged then either -> SvdInfo.converged = false. U and V may be null when opt.compute_uv
-// is false. tol 0 means sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon without,
-// epsilon = std::numeric_limits<T>::epsilon(): LAPACK dgesvj's default in form, twice its value
-// (dgesvj's eps is the unit roundoff, half of it). Converged: every pair's scaled off-diagonal is
-// within tol, or, on the Gram schedule (its cluster, fused rounds or three kernels a round;
-// docs/svd.md, "The production path"), two sweeps in a row ended within 16 sqrt(max(m, n)) epsilon,
-// the rounding floor of its Gram products, which clustered spectra do not get under (docs/svd.md,
-// "The Gram products' floor"); SvdInfo.off is then the last sweep's largest. A sweep is n(n-1)/2
-// column-pair tests, but for the pairs of a column taken as zero or as rounding noise, which no
-// sweep rotates again (a single matrix on the Gram schedule's rounds whose columns still rotating
-// fit one pair of 16-column blocks sweeps them in a few rounds, docs/svd.md); the count includes
-// the last sweep, which finds every pair orthogonal (once the sweeps meet only small off-diagonals,
-// that last sweep is a single test of every pair, with nothing left to rotate). The first call on a
-// host thread allocates a few bytes of page-locked host memory for the status, kept until the
-// thread exits. QR preconditioning and the second try form Q on a stream of the library's own (one
-// per host thread and device), forked from `stream` and joined back into it.
+// slowly (after sweep 4, nearly every pair above tol and the columns' squared norms spread over at
+// least 24 binades, under 2.5 times their spread after sweep 1: the early hand-over, docs/svd.md),
+// or, double and of 56 to 64 columns in the register ring, likewise after sweep 2 (no zero column,
+// squared norms spread over at least 20 binades, 1.1 to 1.8 times sweep 1's), is solved again from
+// A on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on R^T, the
+// first preconditioning of LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both
+// tries. Not converged then either -> SvdInfo.converged = false. U and V may be null when
+// opt.compute_uv is false. tol 0 means sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon
+// without, epsilon = std::numeric_limits<T>::epsilon(): LAPACK dgesvj's default in form, twice its
+// value (dgesvj's eps is the unit roundoff, half of it). Converged: every pair's scaled
+// off-diagonal is within tol, or, on the Gram schedule (its cluster, fused rounds or three kernels
+// a round; docs/svd.md, "The production path"), two sweeps in a row ended within 16 sqrt(max(m, n))
+// epsilon, the rounding floor of its Gram products, which clustered spectra do not get under
+// (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last sweep's largest. A sweep
+// is n(n-1)/2 column-pair tests, but for the pairs of a column taken as zero or as rounding noise,
+// which no sweep rotates again (a single matrix on the Gram schedule's rounds whose columns still
+// rotating fit one pair of 16-column blocks sweeps them in a few rounds, docs/svd.md); the count
+// includes the last sweep, which finds every pair orthogonal (once the sweeps meet only small
+// off-diagonals, that last sweep is a single test of every pair, with nothing left to rotate). The
+// first call on a host thread allocates a few bytes of page-locked host memory for the status, kept
+// until the thread exits. QR preconditioning and the second try form Q on a stream of the library's
+// own (one per host thread and device), forked from `stream` and joined back into it.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);

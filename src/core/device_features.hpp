@@ -18,7 +18,7 @@ struct DeviceFeatures {
       0;  // the virtual architecture the loaded kernels came from (__CUDA_ARCH__ / 10)
   int binary_arch = 0;  // the architecture of the machine code that runs (the device's after a JIT)
   int treat_as = 0;     // ROOFLAB_TREAT_AS_SM, 0 where unset
-  int arch = 0;         // what the dispatch plans for: the least of the three above
+  int arch = 0;  // what the dispatch plans for: the least of device_arch, kernel_arch and treat_as
   int shared_per_block = 0;  // bytes of shared memory one block may opt in to
   int shared_per_sm = 0;     // bytes of shared memory per multiprocessor
 
@@ -30,7 +30,8 @@ struct DeviceFeatures {
 
 // The features for a device of compute capability `device_arch` with the given shared memory,
 // running kernels compiled from `kernel_arch`, under ROOFLAB_TREAT_AS_SM = `treat_as` (0: unset).
-// The shared memory is capped at that of the architecture planned for, where it is known.
+// Under treat_as, below the device's architecture, the shared memory is capped at that of the
+// architecture planned for, where it is known; the kernels' own architecture does not cap it.
 DeviceFeatures plan_device_features(int device_arch, int kernel_arch, int binary_arch, int treat_as,
                                     int shared_per_block, int shared_per_sm);
 

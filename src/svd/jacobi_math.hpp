@@ -447,14 +447,14 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
 // double, the cluster's fresh squared norms, binades by ilogb;
 // docs/results/h100-svd-sweep-trace.txt at 100 and 256 columns, h100-svd-unfolding-trace.txt at 136
 // to 240 over three seeds): after sweep 4 modes 3 and 5, at 1/sqrt(eps) and 1/eps, had every pair
-// above tol and their norms spread over 29 to 48 binades, 1.71 to 2.05 times their spread after
-// sweep 1. Every other class had pairs below tol (graded), a spread under 24 binades (random, mode
-// 4, rank n - 1, clustered, zero columns), a spread that no longer widened (mode 1), or one that
-// grew 3.4 to 4.8 times from sweep 1 (rank n / 4, duplicated columns, zero rows): a rank-deficient
-// matrix's null columns shrink by a factor each sweep, so their spread multiplies where a slowly
-// unfolding one adds. The bounds below lie between the two. A bound on sweep 4's widening alone (8
-// binades) let zero rows through at 160 and 200 columns, which the second try made 24% to 37%
-// slower.
+// above tol and their squared norms spread over 29 to 48 binades, 1.71 to 2.05 times their spread
+// after sweep 1. Every other class had pairs below tol (graded), a spread under 24 binades (random,
+// mode 4, rank n - 1, clustered, zero columns), a spread that no longer widened (mode 1), or one
+// that grew 3.4 to 4.8 times from sweep 1 (rank n / 4, duplicated columns, zero rows): a
+// rank-deficient matrix's null columns shrink by a factor each sweep, so their spread multiplies
+// where a slowly unfolding one adds. The bounds below lie between the two. A bound on sweep 4's
+// widening alone (8 binades) let zero rows through at 160 and 200 columns, which the second try
+// made 24% to 37% slower.
 //
 // The Gram schedule's test looks at double matrices of more than 64 columns (square ones of at most
 // 64 go to the register ring, whose test is ring_spectrum_unfolding; measured from 80). With Q

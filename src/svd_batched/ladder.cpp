@@ -74,8 +74,9 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
 
 // Rung 3 — a block per matrix in shared memory (src/svd/on_chip.cu's svd_block_per_matrix).
 // Many lanes per column pair shorten each round of a larger matrix; the 227 KB of shared memory a
-// Hopper block may opt in to (cudaFuncSetAttribute beyond 48 KB) hold matrices up to about 120 x
-// 120 in double and 170 x 170 in float (99 KB on sm_86 and sm_89, 64 KB on sm_75: less).
+// Hopper block may opt in to (cudaFuncSetAttribute beyond 48 KB) hold square matrices with their
+// vectors up to 111 x 111 in double and 160 x 160 in float (99 KB on sm_86 and sm_89, 64 KB on
+// sm_75: less).
 ROOFLAB_VARIANT(Variant{"svd-batched",
                         3,
                         "block-per-matrix",
@@ -139,7 +140,8 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
 
 // Rung 7 — the Gram schedule (the svd ladder's rung 7) for every matrix at once: each round's
 // pairs of 16-column blocks of all matrices go through their Gram matrices together, so a batch
-// of 256 x 256 matrices runs 8 pairs per matrix and round, a warp each for the inner solve.
+// of 256 x 256 matrices runs 8 pairs per matrix and round, a block of 256 threads each for the
+// inner solve.
 ROOFLAB_VARIANT(Variant{"svd-batched",
                         7,
                         "gram",
@@ -152,8 +154,9 @@ ROOFLAB_VARIANT(Variant{"svd-batched",
                         svd_sweeps_note});
 
 // Rung 8 — rooflab::svd_batched: the library's dispatch (jacobi::production_path: the register
-// ring for fewer matrices than SMs, warp or block per matrix, the Gram schedule beyond), with its
-// checks and the final synchronization.
+// ring for fewer matrices than SMs, the Gram schedule for wide matrices too few to fill half the
+// SMs, a thread, warp or block per matrix where the matrix fits on chip, the Gram schedule beyond
+// shared memory), with its checks and the final synchronization.
 ROOFLAB_VARIANT(Variant{
     "svd-batched",
     8,

@@ -94,7 +94,7 @@ ROOFLAB_OP(Op{
     /*takes_matrix_class=*/true,
 });
 
-// Multiply-adds of a batch's nominal SVDs: what the slow comparators' limits are measured in.
+// Flops of a batch's nominal SVDs: what the slow comparators' limits are measured in.
 double batch_work(const Problem& problem) {
   return double(problem.batch) * nominal_svd_flops(problem.m, problem.n);
 }

@@ -57,6 +57,10 @@ TEST(CourseFigures, OneDocumentsFiguresOrAUsageErrorNamingTheDocuments) {
     }
   for (const bench::CourseFigure& figure : all) all_items.push_back(figure.item);
   EXPECT_EQ(items, all_items);  // documents in the order of their first figure, as course.md
+  // The name as course.md's heading writes it, capitalized.
+  EXPECT_EQ(app::course_figures_of("The Jacobi SVD paper").size(),
+            app::course_figures_of("the Jacobi SVD paper").size());
+  EXPECT_FALSE(app::course_figures_of("The Jacobi SVD paper").empty());
   for (const char* refused : {"the paper", "Harris's reduction"}) {
     try {
       app::course_figures_of(refused);
