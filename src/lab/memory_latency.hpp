@@ -106,9 +106,9 @@ class MemoryLatencyWorkspace : public Workspace {
   // Builds and uploads the chain of `shape` unless it is the one in place for this seed, and
   // puts the walk back at node 0. Outside the timed region (Variant::prepare).
   void use_chain(const ChainShape& shape);
-  // "32768 lines (4.0 MiB), 1 node per line: 412 cycles, 240.3 ns per load (...)"
+  // "32767 lines (4.0 MiB), 1 node per line: 412 cycles, 240.3 ns per load (...)"
   std::string latency_note() const;
-  // A CPU rung's, `where` naming what holds the chain: "32768 lines (4.0 MiB) in host memory:
+  // A CPU rung's, `where` naming what holds the chain: "32767 lines (4.0 MiB) in host memory:
   // 95.2 ns per load (host clock over 65536 loads), about 333 cycles at 3.5 GHz, the core's
   // maximum clock" (the cycles only where the maximum clock is readable).
   std::string host_latency_note(const std::string& where) const;

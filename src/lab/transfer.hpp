@@ -72,7 +72,7 @@ class TransferWorkspace : public Workspace {
 Problem resolve_transfer_bytes(Problem problem, const std::string& op, std::int64_t default_bytes);
 
 // Whether the device can migrate managed pages on demand (cudaDevAttrConcurrentManagedAccess):
-// without it, the first-touch and prefetch rungs cannot run.
+// without it, the first-touch, prefetch and managed-resident rungs cannot run.
 bool device_migrates_managed_memory();
 
 }  // namespace rooflab::bench

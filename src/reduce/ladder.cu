@@ -449,7 +449,8 @@ __global__ void __launch_bounds__(harris_threads)
   if (threadIdx.x == 0) *out = total;
 }
 
-// One wave of blocks of 256: 8 per SM fill a 2048-thread SM.
+// Blocks of 256, 8 per SM: a wave where 8 fit (a 2048-thread SM, at most 32 registers a thread;
+// rung 16's kernel takes more, and its grid runs as about 1.3 waves).
 unsigned resident_wave() { return unsigned(current_sm_count()) * 8; }
 
 // The complete-unroll rungs (9 and 15): reduce_complete_unroll with Loads loads a thread, the

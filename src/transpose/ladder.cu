@@ -1,7 +1,7 @@
 // The transpose ladder (the memory-basics lab): the same bytes moved seven ways. First with strided
 // reads, then through a shared-memory tile, without and with bank conflicts, then with more work
-// and wider accesses per thread, then in another tile order; the production path, two candidates
-// for the odd-pitch target, and cuBLAS geam for comparison.
+// and wider accesses per thread, then in another tile order; the production path, the taller tile
+// it takes for floats at an odd pitch, and cuBLAS geam for comparison.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -96,8 +96,8 @@ __global__ void transpose_block_rows(const T* __restrict__ in, T* __restrict__ o
 
 // Rung 5 — 16-byte accesses (a 64 x 64 tile, 256 threads).
 // A thread reads a float4 (double2) along an input row and writes one gathered down a tile
-// column: a quarter (half) of the memory instructions, 64 bytes in flight per thread, and
-// 256-byte row segments per warp instead of 128. Needs rows and cols in multiples of 64.
+// column: a quarter (half) of the memory instructions, 64 (128) bytes in flight per thread, and
+// 256-byte (512-byte) row segments per warp instead of 128. Needs rows and cols in multiples of 64.
 constexpr int wide_side = 64, wide_threads = 256;
 template <class T>
 __global__ void __launch_bounds__(wide_threads)
@@ -201,7 +201,8 @@ ROOFLAB_VARIANT(Variant{
 
 ROOFLAB_VARIANT(Variant{
     "transpose", 5, "wide-access",
-    "64 x 64 tile, 16-byte loads and stores: 64 bytes in flight per thread", Where::gpu, false,
+    "64 x 64 tile, 16-byte loads and stores: 64 bytes in flight per thread (128 for double)",
+    Where::gpu, false,
     [](const Problem& problem) {
       std::string why = float_or_double(problem);
       if (why.empty() && (problem.rows % wide_side != 0 || problem.cols % wide_side != 0))
@@ -250,10 +251,11 @@ ROOFLAB_VARIANT(Variant{
     Where::gpu, false, float_or_double,
     on<TransposeWorkspace>(run_scalar_tiles<32, 32, 128, TileOrder::column_major>)});
 
-// Rung 8 — production: rooflab::transpose. 4- and 8-byte elements: the scalar tiles at 64 x 64
-// in column-major order (256-byte row segments: a segment straddling sectors at an odd pitch
-// costs 1 sector in 9 instead of 1 in 5); other sizes: 16-byte packets at any row pitch in
-// the same tile order; bands for a short side, 1 x N as a copy.
+// Rung 8 — production: rooflab::transpose. 4- and 8-byte elements: the scalar tiles in
+// column-major order, 64 x 64 (256-byte row segments for 4-byte elements, 512 for 8-byte ones),
+// and for 4-byte elements at a row pitch that is not sector-aligned rung 9's 128 x 32; other
+// sizes: 16-byte packets at any row pitch in the same tile order; bands for a short side, 1 x N
+// as a copy.
 ROOFLAB_VARIANT(Variant{"transpose", 8, "production",
                         "rooflab::transpose: any shape and element size, 64-bit sizes", Where::gpu,
                         false, no_limit,

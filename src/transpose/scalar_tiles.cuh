@@ -1,6 +1,7 @@
 // Scalar shared-memory tiles in column-major tile order: production's kernel for 4- and 8-byte
-// elements, and the ladder's tile32 rungs and tall-tile candidates (the same kernel at other
-// tile shapes and orders, so that the ladder measures exactly what production runs).
+// elements (64 x 64, and 128 x 32 for 4-byte elements at an odd pitch: the ladder's rung 9), and
+// the ladder's tile32 rungs (the same kernel at other tile shapes and orders, so that the ladder
+// measures exactly what production runs).
 //
 // A block of Threads threads moves a TileRows x TileCols tile of the input: it reads it along
 // input rows (TileCols consecutive elements per warp row, coalesced) into a padded shared tile

@@ -15,13 +15,13 @@
 // sectors at their ends are half as many per byte written (4097 x 4099 floats on an H200: 44.0
 // against 50.4 us; at 16384^2, where every sector is whole, 64 x 64 is faster, 536 against 552).
 //
-// 1-, 2- and 16-byte elements, and unaligned ones: square tiles of 16-byte packets. A block
-// reads a side x side block of the input along its rows (coalesced), parks it in shared memory,
-// and writes it along the input's columns, which are the output's rows (coalesced again).
-// Every global access of a full tile moves 16 bytes whatever the row pitch: a row segment is
-// moved as the aligned 16-byte packets inside it, the few elements before the first and after
-// the last packet by one thread lane by lane (a Run, below). Edge tiles move exactly their
-// valid elements, one per access.
+// 1-, 2- and 16-byte elements, and unaligned ones: square tiles of 16-byte packets. A block reads a
+// side x side block of the input along its rows (coalesced), parks it in shared memory, and writes
+// it along the input's columns, which are the output's rows (coalesced again). Every global access
+// of a full tile of aligned elements moves 16 bytes whatever the row pitch (unaligned elements go
+// one element, byte by byte, at a time): a row segment is moved as the aligned 16-byte packets
+// inside it, the few elements before the first and after the last packet by one thread lane by lane
+// (a Run, below). Edge tiles move exactly their valid elements, one per access.
 //
 // Bands: when one side is shorter than a tile (33 x 2^20), square tiles would be mostly empty.
 // A block takes all of the short side and a slab of the long one instead; on the contiguous
@@ -160,9 +160,9 @@ __device__ void store_slot(const Run<E>& run, int slot, const Vector<E>& values)
 
 // ---- Square tiles -------------------------------------------------------------------------
 
-// Side of the square tile, in elements: 64 bytes of every tile per thread (128 for 8-byte
-// elements), which with 4-5 resident blocks per SM keeps well over the ~30 KB per SM in flight
-// that HBM latency asks for.
+// Side of the square tile, in elements: 64 bytes of every tile per thread for 1- and 16-byte
+// elements (32 for 2-byte ones, 128 for unaligned 8-byte ones), which with 4-5 resident blocks
+// per SM keeps well over the ~30 KB per SM in flight that HBM latency asks for.
 template <class E>
 constexpr int tile_side() {
   return sizeof(E) == 1 ? 128 : sizeof(E) >= 16 ? 32 : 64;
@@ -188,8 +188,8 @@ using Tile = E[tile_side<E>()][tile_side<E>() + tile_padding<E>()];
 
 // Full tile: thread t owns slot t % slots_per_row of every (256 / slots_per_row)-th row, so a
 // warp reads whole row segments. All of a thread's loads are issued before the first lands in
-// shared memory: 64 bytes in flight per thread (128 for doubles). Unaligned elements would sit
-// in registers byte by byte, so they go one row at a time.
+// shared memory: 64 bytes in flight per thread for 1- and 16-byte elements, 32 for 2-byte ones.
+// Unaligned elements would sit in registers byte by byte, so they go one row at a time.
 template <class E>
 __device__ void load_full_tile(Tile<E>& tile, const E* __restrict__ source, std::int64_t cols) {
   constexpr int side = tile_side<E>(), slots_per_row = side / lanes<E>;

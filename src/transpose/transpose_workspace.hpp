@@ -30,7 +30,7 @@ class TransposeWorkspace : public Workspace {
   void refill(std::uint64_t seed) override;
   Check check(Where where) override;
 
-  // Host copy of the input for the CPU rung, downloaded on first use after each refill.
+  // Host copy of the input for the CPU rungs, downloaded on first use after each refill.
   void prepare_host();
 
   template <class T>

@@ -104,8 +104,8 @@ __host__ __device__ __forceinline__ std::int64_t head_elements(const T* start,
 // acc op= fold(load(i)) for i = first, first + stride, ... below count. LoadsInFlight loads are
 // issued before any of them is folded, which keeps bytes in flight while the adds wait; the last,
 // partial batch too, so that it costs one round trip to memory rather than one per load (at
-// 2^24 floats each thread of a one-wave grid loads 15 or 16 vectors: 3 full batches, then 3 or 4
-// more that would otherwise wait for each other).
+// 2^24 floats each thread of a one-wave grid loads 15 or 16 vectors: 3 full batches and 3 more
+// that would otherwise wait for each other, or 4 full batches).
 // How a full batch joins acc is the Batch policy, chosen by what ptxas (CUDA 13, sm_90) made of
 // each kernel, read in the SASS and measured on an H200: folded one after another into acc
 // (chain), the 1-D reduce's loads were moved down to just before their adds, one load in flight

@@ -113,8 +113,8 @@ constexpr int small_row_stored(int lanes_per_row, int lane, int kept) {
 
 // Blocks of the small-rows path: a warp per pass of rows, at most one wave of resident blocks
 // (the warps stride over the passes beyond), at least one. (Capping the grid at 64 KiB of loads
-// in flight per SM, 2 blocks instead of 8, made 1M x 32 floats 37% slower on an H200: 58.0
-// against 42.4 us.)
+// in flight per SM, 2 blocks instead of a wave's 8 then, made 1M x 32 floats 37% slower on an
+// H200: 58.0 against 42.4 us.)
 inline int small_rows_blocks(std::int64_t rows, int lanes_per_row, int resident_blocks) {
   const std::int64_t per_block = small_rows_per_pass(lanes_per_row) * (reduce_block_threads / 32);
   const std::int64_t wanted = rows / per_block + (rows % per_block != 0);
