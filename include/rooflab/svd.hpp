@@ -6,7 +6,7 @@
 namespace rooflab {
 
 struct SvdOptions {
-  double tol = 0;  // 0: the per-type default; else at least the type's epsilon
+  double tol = 0;  // 0: the per-type default; else at least the type's unit roundoff, epsilon / 2
   int max_sweeps = 30;
   bool compute_uv = true;
 };
@@ -63,21 +63,21 @@ struct SvdBatchOutcome {
 // A on the transposed triangle (its columns sorted by norm, Householder QR, the sweeps on R^T, the
 // first preconditioning of LAPACK's dgejsv), with opt.max_sweeps more; SvdInfo.sweeps counts both
 // tries. Not converged then either -> SvdInfo.converged = false. U and V may be null when
-// opt.compute_uv is false. tol 0 means sqrt(max(m, n)) * epsilon with vectors, max(m, n) * epsilon
-// without, epsilon = std::numeric_limits<T>::epsilon(): LAPACK dgesvj's default in form, twice its
-// value (dgesvj's eps is the unit roundoff, half of it). Converged: every pair's scaled
-// off-diagonal is within tol, or, on the Gram schedule (its cluster, fused rounds or three kernels
-// a round; docs/svd.md, "The production path"), two sweeps in a row ended within 16 sqrt(max(m, n))
-// epsilon, the rounding floor of its Gram products, which clustered spectra do not get under
-// (docs/svd.md, "The Gram products' floor"); SvdInfo.off is then the last sweep's largest. A sweep
-// is n(n-1)/2 column-pair tests, but for the pairs of a column taken as zero or as rounding noise,
-// which no sweep rotates again (a single matrix on the Gram schedule's rounds whose columns still
-// rotating fit one pair of 16-column blocks sweeps them in a few rounds, docs/svd.md); the count
-// includes the last sweep, which finds every pair orthogonal (once the sweeps meet only small
-// off-diagonals, that last sweep is a single test of every pair, with nothing left to rotate). The
-// first call on a host thread allocates a few bytes of page-locked host memory for the status, kept
-// until the thread exits. QR preconditioning and the second try form Q on a stream of the library's
-// own (one per host thread and device), forked from `stream` and joined back into it.
+// opt.compute_uv is false. tol 0 means LAPACK dgesvj's default: sqrt(max(m, n)) * u with vectors,
+// max(m, n) * u without, u = std::numeric_limits<T>::epsilon() / 2, the unit roundoff (a given tol
+// must be at least u). Converged: every pair's scaled off-diagonal is within tol, or, on the Gram
+// schedule (its cluster, fused rounds or three kernels a round; docs/svd.md, "The production
+// path"), two sweeps in a row ended within 16 sqrt(max(m, n)) epsilon, the rounding floor of its
+// Gram products, which clustered spectra do not get under (docs/svd.md, "The Gram products'
+// floor"); SvdInfo.off is then the last sweep's largest. A sweep is n(n-1)/2 column-pair tests, but
+// for the pairs of a column taken as zero or as rounding noise, which no sweep rotates again (a
+// single matrix on the Gram schedule's rounds whose columns still rotating fit one pair of
+// 16-column blocks sweeps them in a few rounds, docs/svd.md); the count includes the last sweep,
+// which finds every pair orthogonal (once the sweeps meet only small off-diagonals, that last sweep
+// is a single test of every pair, with nothing left to rotate). The first call on a host thread
+// allocates a few bytes of page-locked host memory for the status, kept until the thread exits. QR
+// preconditioning and the second try form Q on a stream of the library's own (one per host thread
+// and device), forked from `stream` and joined back into it.
 template <class T>
 SvdInfo svd(const T* A, int m, int n, int lda, T* S, T* U, int ldu, T* V, int ldv,
             const SvdOptions& opt = {}, cudaStream_t stream = nullptr);

@@ -214,7 +214,7 @@ def test_histogram_bins_out_of_range(bins):
 @pytest.mark.parametrize("options, argument", [
     ({"max_sweeps": 0}, "max_sweeps"),
     ({"max_sweeps": 2.0}, "max_sweeps"),
-    ({"tol": 1e-9}, "tol"),  # below float32's epsilon
+    ({"tol": 1e-9}, "tol"),  # below float32's unit roundoff
     ({"tol": float("nan")}, "tol"),
     ({"tol": -1.0}, "tol"),
 ])

@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 // float, as the partials do), and raises the matrix's test_bits to its largest |G_pq| / sqrt(norm_p
 // norm_q) over p < q, with the tracked norms (the solves' eigenvalues), or after a sweep that found
 // rounding noise the columns' squared norms from the same tiles (test_group_pair). Each tile's
-// products are summed apart and then added, as the partials' slices are: tol is sqrt(M) eps, about
+// products are summed apart and then added, as the partials' slices are: tol is sqrt(M) u, about
 // the rounding of a dot product summed in one chain over M rows. With one chain the test cost
 // instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08 ms,
 // 1024 x 1024 20.0 against 18.9 ms); with tile sums 2.96 against 3.39 and 18.4 against 18.8. Pairs

@@ -94,9 +94,9 @@ enum class Path {
   qr_transposed_triangle
 };
 
-// The per-type default tolerance, in the form of LAPACK dgesvj's: sqrt(rows) * epsilon when the
-// vectors are wanted, rows * epsilon otherwise; rows is max(m, n), the length of the columns being
-// rotated, and epsilon the type's machine epsilon (twice LAPACK's eps, the unit roundoff).
+// The per-type default tolerance, LAPACK dgesvj's: sqrt(rows) * u when the vectors are wanted,
+// rows * u otherwise; rows is max(m, n), the length of the columns being rotated, and u the type's
+// unit roundoff, epsilon / 2 (LAPACK's eps, dlamch('E')).
 template <class T>
 T default_tolerance(int m, int n, bool uv);
 

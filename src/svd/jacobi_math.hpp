@@ -56,7 +56,7 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T binade_scale(T x, T y) {
 // H200 a dependent chain of rsqrt and an add took 75 cycles a step, with this instead 58). The
 // same steps in the same order (the hardware's approximation from x's upper word, then one cubic
 // correction), so the result is bit for bit the library's; the rotations below only pass it normal
-// numbers (SvdOptions require tol >= epsilon) or values whose result they drop. float keeps the
+// numbers (SvdOptions require tol >= epsilon / 2) or values whose result they drop. float keeps the
 // library's rsqrt.
 template <class T>
 __device__ __forceinline__ T rsqrt_of_normal(T x) {
@@ -397,14 +397,14 @@ constexpr double hand_over_share_above_tol = 0.9;
 // The Gram products' rounding floor. Formed with plain sums over columns of M rows, a Gram matrix
 // is off by a few sqrt(M) eps relative to its columns' norms, and a block solve orthogonalizes its
 // columns only that far: on clustered spectra (singular values equal to a few eps, which any
-// rotation among them suits) a sweep's largest cosine settles at 1 to 1.7 tol (rooflab's
-// default tol, sqrt(M) eps) and passes under tol only by chance. H100, seed 1, the clustered class:
-// 5.2-7.6e-15 at 512 (tol 5.0e-15) from sweep 11 to 19, 0.75-1.16e-14 at 1024 (tol 7.1e-15) from
-// sweep 11 to 25, 1.07-1.67e-14 at 2048 (tol 1.0e-14) from sweep 12 on, unconverged after both
-// tries' 60 sweeps; float 1024, 4.3-6.2e-6 (tol 3.8e-6) from sweep 7 to 18 (docs/svd.md, "The Gram
-// products' floor"). A sweep whose largest cosine is within gram_floor_factor sqrt(M) eps is at the
-// floor; two such sweeps in a row end the iteration, converged: the columns are then as orthogonal
-// as the Gram products can make them.
+// rotation among them suits) a sweep's largest cosine settles at 1 to 1.7 sqrt(M) eps, 2 to 3.4
+// times the default tol (sqrt(M) u), and passes under tol only by chance. Measured at a tol of
+// sqrt(M) eps (H100, seed 1, the clustered class): 5.2-7.6e-15 at 512 (tol 5.0e-15) from sweep 11
+// to 19, 0.75-1.16e-14 at 1024 (tol 7.1e-15) from sweep 11 to 25, 1.07-1.67e-14 at 2048 (tol
+// 1.0e-14) from sweep 12 on, unconverged after both tries' 60 sweeps; float 1024, 4.3-6.2e-6 (tol
+// 3.8e-6) from sweep 7 to 18 (docs/svd.md, "The Gram products' floor"). A sweep whose largest
+// cosine is within gram_floor_factor sqrt(M) eps is at the floor; two such sweeps in a row end the
+// iteration, converged: the columns are then as orthogonal as the Gram products can make them.
 constexpr double gram_floor_factor = 16;
 constexpr int gram_floor_sweeps = 2;
 template <class T>

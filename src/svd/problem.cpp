@@ -13,9 +13,14 @@
 namespace rooflab::jacobi {
 
 template <class T>
+T unit_roundoff() {
+  return std::numeric_limits<T>::epsilon() / 2;
+}
+
+template <class T>
 T default_tolerance(int m, int n, bool uv) {
   const double rows = std::max(m, n);
-  return T((uv ? std::sqrt(rows) : rows) * std::numeric_limits<T>::epsilon());
+  return T((uv ? std::sqrt(rows) : rows) * unit_roundoff<T>());
 }
 
 template <class T>
@@ -24,11 +29,11 @@ T resolve_options(const char* op, int m, int n, const SvdOptions& options) {
   require(n >= 1, op, "n", "must be at least 1, got " + std::to_string(n));
   require(options.max_sweeps >= 1, op, "opt.max_sweeps",
           "must be at least 1, got " + std::to_string(options.max_sweeps));
-  // As LAPACK's dgesvj (CTOL >= 1): orthogonality below epsilon is not asked for, and the
-  // rotations' arithmetic relies on it (rsqrt_of_normal).
-  require(options.tol == 0 ||
-              (std::isfinite(options.tol) && T(options.tol) >= std::numeric_limits<T>::epsilon()),
-          op, "opt.tol", "must be 0 (the default) or at least the type's epsilon");
+  // As LAPACK's dgesvj (CTOL >= 1): orthogonality below the unit roundoff is not asked for, and
+  // the rotations' arithmetic relies on it (rsqrt_of_normal).
+  require(options.tol == 0 || (std::isfinite(options.tol) && T(options.tol) >= unit_roundoff<T>()),
+          op, "opt.tol",
+          "must be 0 (the default) or at least the type's unit roundoff, epsilon / 2");
   return options.tol > 0 ? T(options.tol) : default_tolerance<T>(m, n, options.compute_uv);
 }
 

@@ -16,6 +16,7 @@
 
 #include "cpu/svd_matrices.hpp"
 #include "cpu/svd_reference.hpp"
+#include "svd/jacobi.hpp"
 #include "svd/jacobi_math.hpp"
 
 namespace rooflab::jacobi {
@@ -105,7 +106,7 @@ void complete_zero_columns_model(cpu::Matrix& w, const std::vector<double>& sigm
 ModelResult sequential_model(const cpu::Matrix& a) {
   const int M = a.m, N = a.n;
   const int n_pad = N + (N & 1);
-  const double tol = std::sqrt(double(M)) * std::numeric_limits<double>::epsilon();
+  const double tol = default_tolerance<double>(M, N, true);
   cpu::Matrix w = a, v = cpu::zeros(N, N);
   for (int i = 0; i < N; ++i) v(i, i) = 1;
   std::vector<double> norms(n_pad, -1), error_scales(n_pad, 0);

@@ -2,11 +2,13 @@
 // argument, so these run without one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 
 #include "rooflab/error.hpp"
 #include "rooflab/svd.hpp"
+#include "svd/jacobi.hpp"
 
 namespace rooflab {
 namespace {
@@ -45,13 +47,24 @@ TEST(SvdArguments, BadOptionsNameTheOption) {
   negative_tol.tol = -1e-9;
   EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, negative_tol); }),
             "opt.tol");
-  SvdOptions below_epsilon;  // as dgesvj: no orthogonality below the type's epsilon
+  SvdOptions below_epsilon;  // as dgesvj (CTOL >= 1): no orthogonality below the unit roundoff
   below_epsilon.tol = 1e-10;
   EXPECT_EQ(argument_of([&] { svd<float>(fake, 4, 4, 4, fake, fake, 4, fake, 4, below_epsilon); }),
             "opt.tol");
   below_epsilon.tol = 1e-17;
   EXPECT_EQ(argument_of([&] {
               svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, below_epsilon);
+            }),
+            "opt.tol");
+  SvdOptions unit_roundoff;  // u itself is a tol: the null A is then the error
+  unit_roundoff.tol = std::numeric_limits<double>::epsilon() / 2;
+  EXPECT_EQ(argument_of([&] {
+              svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, unit_roundoff);
+            }),
+            "A");
+  unit_roundoff.tol = std::nextafter(unit_roundoff.tol, 0.0);
+  EXPECT_EQ(argument_of([&] {
+              svd<double>(nullptr, 4, 4, 4, nullptr, nullptr, 4, nullptr, 4, unit_roundoff);
             }),
             "opt.tol");
   SvdOptions nan_tol;
@@ -77,6 +90,14 @@ TEST(SvdArguments, BatchedChecksBatchAndPointers) {
 
 TEST(SvdArguments, EmptyBatchIsANoOp) {
   EXPECT_NO_THROW(svd_batched<float>(nullptr, 4, 4, 0, nullptr, nullptr, nullptr));
+}
+
+// The default is LAPACK dgesvj's (dgesvj.f: TOL = CTOL * dlamch('E'), CTOL = sqrt(M) with vectors
+// and M without, dlamch('E') the unit roundoff 2^-53), so that sweep counts compare at one tol.
+TEST(SvdArguments, TheDefaultToleranceIsDgesvjs) {
+  EXPECT_EQ(jacobi::default_tolerance<double>(100, 64, true), 10 * std::ldexp(1.0, -53));
+  EXPECT_EQ(jacobi::default_tolerance<double>(30, 256, false), 256 * std::ldexp(1.0, -53));
+  EXPECT_EQ(jacobi::default_tolerance<float>(400, 400, true), 20 * std::ldexp(1.0f, -24));
 }
 
 }  // namespace

@@ -312,12 +312,12 @@ def _require_svd_options(tol, max_sweeps, dtype: str) -> float:
         raise argument_error("svd", "max_sweeps", f"is {max_sweeps!r}; it must be an int of at least 1")
     if tol is None:
         return 0.0
-    epsilon = float(np.finfo(dtype).eps)
+    unit_roundoff = float(np.finfo(dtype).eps) / 2
     if not isinstance(tol, (int, float, np.floating, np.integer)) or isinstance(tol, bool) \
-            or not np.isfinite(tol) or tol < epsilon:
-        raise argument_error("svd", "tol", f"is {tol!r}; it must be None (the default: sqrt(max(m, n)) eps "
-                             f"with vectors, max(m, n) eps without) or a number of at least {dtype}'s "
-                             f"epsilon, {epsilon:.3g}")
+            or not np.isfinite(tol) or tol < unit_roundoff:
+        raise argument_error("svd", "tol", f"is {tol!r}; it must be None (the default: sqrt(max(m, n)) u "
+                             f"with vectors, max(m, n) u without) or a number of at least {dtype}'s "
+                             f"unit roundoff u, {unit_roundoff:.3g}")
     return float(tol)
 
 
@@ -335,8 +335,8 @@ def svd(a: Array, compute_uv: bool = True, tol: Optional[float] = None, max_swee
             are read in place.
         compute_uv: False for S alone (U and Vh are then None).
         tol: the convergence threshold on the scaled off-diagonal; None for the library's default,
-            sqrt(max(m, n)) eps with vectors and max(m, n) eps without, eps the dtype's machine
-            epsilon (LAPACK dgesvj's default in form, twice its value).
+            LAPACK dgesvj's: sqrt(max(m, n)) u with vectors and max(m, n) u without, u the dtype's
+            unit roundoff (half its machine epsilon). A given tol must be at least u.
         max_sweeps: at most this many sweeps per matrix and try: from 30 (the default) a matrix
             left unconverged, or whose sweeps stall (the library's hand-over), is solved again from
             A on the transposed triangle (the library's second try), and ``info.sweeps`` counts
