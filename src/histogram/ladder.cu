@@ -2,9 +2,10 @@
 // global atomic per value to block, warp and packed counters in shared memory; the production path,
 // and CUB's HistogramEven for comparison. Every rung bins with the same exact rule (even_bins.cuh):
 // the ladder is about where and how the counting happens.
-// Rung 8 counts uint8 data, production's byte kernel by itself.
+// Rung 8 counts uint8 data, production's byte kernel by itself; rung 9 is rung 2 launched as the
+// lab launches its hist.
 #include <cub/device/device_histogram.cuh>
-
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -57,14 +58,14 @@ unsigned resident_grid(Kernel kernel, std::size_t shared, std::int64_t items,
                                  items_per_round, op_name);
 }
 
-// Adds a block's copies of the counters into the output, skipping zeros.
+// Adds a block's copies of the counters into the output, skipping zeros unless every_bin.
 __device__ void add_block_counts(const std::uint32_t* block_counts, int copies, int bins,
-                                 unsigned long long* counts) {
+                                 unsigned long long* counts, bool every_bin = false) {
   __syncthreads();
   for (int bin = int(threadIdx.x); bin < bins; bin += int(blockDim.x)) {
     std::uint64_t total = 0;
     for (int c = 0; c < copies; ++c) total += block_counts[c * bins + bin];
-    if (total != 0) atomicAdd(counts + bin, static_cast<unsigned long long>(total));
+    if (every_bin || total != 0) atomicAdd(counts + bin, static_cast<unsigned long long>(total));
   }
 }
 
@@ -88,6 +89,7 @@ __global__ void histogram_naive(const std::int32_t* __restrict__ in, std::int64_
 // The atomics stay in the SM's shared memory, and a block adds its counters to the output once,
 // at the end. A hot bin is still contended by all threads of the block. The launch is the
 // ladder's (a resident grid, only non-zero counters added); the lab launches a thread per value.
+template <bool EveryBin>
 __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::int64_t n,
                                     EvenBins rule, unsigned long long* counts) {
   extern __shared__ std::uint32_t block_counts[];
@@ -96,7 +98,7 @@ __global__ void histogram_per_block(const std::int32_t* __restrict__ in, std::in
        i += std::int64_t(gridDim.x) * blockDim.x) {
     if (const int bin = bin_of(in[i], rule); bin >= 0) atomicAdd(block_counts + bin, 1u);
   }
-  add_block_counts(block_counts, 1, rule.bins, counts);
+  add_block_counts(block_counts, 1, rule.bins, counts, EveryBin);
 }
 
 // Rung 3 — a histogram per warp.
@@ -198,9 +200,9 @@ ROOFLAB_VARIANT(Variant{
     shared_counters_fit(1), on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
       zero_counts(w, stream);
       const std::size_t shared = std::size_t(w.bins) * 4;
-      const unsigned blocks = resident_grid(histogram_per_block, shared, w.n, rung_threads);
-      histogram_per_block<<<blocks, rung_threads, shared, stream>>>(w.input<std::int32_t>(), w.n,
-                                                                    rule_of(w), w.device_counts());
+      const unsigned blocks = resident_grid(histogram_per_block<false>, shared, w.n, rung_threads);
+      histogram_per_block<false><<<blocks, rung_threads, shared, stream>>>(
+          w.input<std::int32_t>(), w.n, rule_of(w), w.device_counts());
       detail::check_launch(op_name, "histogram_per_block");
     })});
 
@@ -321,6 +323,27 @@ void cub_histogram(HistogramWorkspace& w, cudaStream_t stream) {
   detail::check_launch(op_name, "widen_counts");
   w.binned_by_cub = true;
 }
+
+// Rung 9 — rung 2's kernel launched as the memory-basics lab launches its hist (l. 115-119): a
+// thread per value (ceil(n / 256) blocks of 256), and every block adds every bin to the output,
+// zero or not. Each block then counts only 256 values, and the blocks' adds to the output number
+// blocks x bins: at 256 bins as many global atomics as rung 1's, though spread over the bins.
+ROOFLAB_VARIANT(Variant{
+    "histogram", 9, "shared-block-per-value",
+    "rung 2 launched as the memory-basics lab launches hist: a thread per value, every bin added",
+    Where::gpu, false, shared_counters_fit(1),
+    on<HistogramWorkspace>([](HistogramWorkspace& w, cudaStream_t stream) {
+      zero_counts(w, stream);
+      const std::size_t shared = std::size_t(w.bins) * 4;
+      // Lets the kernel have its shared memory beyond 48 KB (the count of resident blocks unused).
+      detail::resident_blocks(reinterpret_cast<const void*>(histogram_per_block<true>),
+                              rung_threads, shared, op_name);
+      const std::int64_t blocks =
+          std::max<std::int64_t>(1, (w.n + rung_threads - 1) / rung_threads);
+      histogram_per_block<true><<<unsigned(blocks), rung_threads, shared, stream>>>(
+          w.input<std::int32_t>(), w.n, rule_of(w), w.device_counts());
+      detail::check_launch(op_name, "histogram_per_block_every_bin");
+    })});
 
 // CUB HistogramEven: integer samples binned exactly in integers (int levels), floats as
 // (v - lo) * float(bins / (hi - lo)); on the lab's data both agree with the rule.
