@@ -390,7 +390,9 @@ ROOFLAB_JACOBI_HOST_DEVICE inline T all_pairs_test_threshold(T tol) {
 // took 10 to 12 more). After sweep 10 every other class measured had at most 64% of its pairs
 // above tol (random, clustered, graded, duplicated columns, rank n/4, modes 1, 2 and 4 at 1/eps;
 // float's modes at 1/eps 65-72%) or its norms spread under 6e6 (modes 3 and 5 at 1/sqrt(eps),
-// 92-95% of pairs, 25 to 41 sweeps in all).
+// 92-95% of pairs, 25 to 41 sweeps in all). Those shares were measured at a tol of sqrt(M) eps,
+// twice today's default, at which a share above tol can only be smaller; the hand-over's tests
+// passed at today's (H200, 52a2b61).
 constexpr int hand_over_first_sweep = 10;
 constexpr double hand_over_share_above_tol = 0.9;
 
@@ -454,7 +456,8 @@ ROOFLAB_JACOBI_HOST_DEVICE inline bool wider_than_the_gram_resolves(T largest, T
 // rank-deficient matrix's null columns shrink by a factor each sweep, so their spread multiplies
 // where a slowly unfolding one adds. The bounds below lie between the two. A bound on sweep 4's
 // widening alone (8 binades) let zero rows through at 160 and 200 columns, which the second try
-// made 24% to 37% slower.
+// made 24% to 37% slower. Measured at a tol of sqrt(M) eps, twice today's default; the early
+// hand-over's tests passed at today's (H200, 52a2b61).
 //
 // The Gram schedule's test looks at double matrices of more than 64 columns (square ones of at most
 // 64 go to the register ring, whose test is ring_spectrum_unfolding; measured from 80). With Q
