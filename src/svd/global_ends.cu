@@ -205,16 +205,29 @@ __global__ void __launch_bounds__(global_threads)
 // columns, which are independent. In one block, as global_complete does it for a batch's matrix,
 // forming them took 42.8 us of the 512 x 512 zero matrix's 131 us of kernels (H200, double,
 // docs/results/h200-ncu-svd-structured-e070880.json), and a rank-one 512 x 512 matrix went to
-// cuSOLVER's QR.
+// cuSOLVER's QR. Both kernels step through the reflections one after another, each step a few
+// dependent reads of Y: where Y (M x kept) fits a block's shared memory (`y_on_chip`) they read it
+// there instead of from global memory. factor_for_completion then leaves the factored Y in the
+// output, where reflect_for_completion's blocks load it. At 100 x 100 with every odd column zero
+// (H200, Nsight Compute, docs/results/h200-svd-completion-on-chip.txt) reflect_for_completion took
+// 72.6 us against 102.5 from global memory; factor_for_completion 146.8 against 147.6: its steps'
+// time lies elsewhere, not yet located.
 template <class T>
 __global__ void __launch_bounds__(completion_threads)
-    factor_for_completion(GlobalState<T> G, const int* slot_of_column, int kept) {
+    factor_for_completion(GlobalState<T> G, const int* slot_of_column, int kept, bool y_on_chip) {
+  extern __shared__ __align__(16) unsigned char completion_smem[];
   __shared__ unsigned long long scratch[32];
   wait_for_previous_kernel();
+  const BlockTeam team{scratch};
   std::int64_t ldy = 0;
   T* Y = w_output(G.P, 0, ldy);
-  factor_kept_columns(BlockTeam{scratch}, G.w(0), G.ldw, G.M, G.N, G.norms_of(0), kept,
-                      slot_of_column, G.coefficients, Y, ldy, 32);
+  T* const factored = y_on_chip ? reinterpret_cast<T*>(completion_smem) : Y;
+  const std::int64_t ld_factored = y_on_chip ? G.M : ldy;
+  factor_kept_columns(team, G.w(0), G.ldw, G.M, G.N, G.norms_of(0), kept, slot_of_column,
+                      G.coefficients, factored, ld_factored, 32);
+  if (y_on_chip)
+    for (std::int64_t e = team.rank(); e < std::int64_t(G.M) * kept; e += team.size())
+      Y[e % G.M + e / G.M * ldy] = factored[e];
 }
 
 // A warp a group, eight groups a block: a block forms 32 columns at a time.
@@ -222,10 +235,19 @@ constexpr int reflection_threads = 256;
 
 template <class T>
 __global__ void __launch_bounds__(reflection_threads)
-    reflect_for_completion(GlobalState<T> G, const int* slot_of_column, int kept) {
+    reflect_for_completion(GlobalState<T> G, const int* slot_of_column, int kept, bool y_on_chip) {
+  extern __shared__ __align__(16) unsigned char completion_smem[];
   wait_for_previous_kernel();
   std::int64_t ldy = 0;
   const T* Y = w_output(G.P, 0, ldy);
+  if (y_on_chip) {
+    T* const on_chip = reinterpret_cast<T*>(completion_smem);
+    for (std::int64_t e = threadIdx.x; e < std::int64_t(G.M) * kept; e += blockDim.x)
+      on_chip[e] = Y[e % G.M + e / G.M * ldy];
+    __syncthreads();
+    Y = on_chip;
+    ldy = G.M;
+  }
   constexpr int groups = reflection_threads / 32;
   reflect_missing_columns(G.w(0), G.ldw, G.M, G.N, G.norms_of(0), kept, slot_of_column,
                           G.coefficients, Y, ldy, 32, int(threadIdx.x % 32),
@@ -446,13 +468,21 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
   const int kept = N - zeros;
   const bool reflections = completion_by_reflections(kept, zeros);
   if (reflections && double(M) * kept * kept <= one_block_factor_work) {
+    const std::size_t y_bytes = sizeof(T) * std::size_t(M) * kept;
+    const bool y_on_chip =  // beside factor_for_completion's scratch of its own
+        kept > 0 && y_bytes + sizeof(unsigned long long[32]) <= std::size_t(shared_memory_optin());
+    const int on_chip_bytes = y_on_chip ? int(y_bytes) : 0;
+    if (y_on_chip) {
+      allow_shared_memory(factor_for_completion<T>, on_chip_bytes);
+      allow_shared_memory(reflect_for_completion<T>, on_chip_bytes);
+    }
     if (kept > 0)
-      launch_after_previous("svd", factor_for_completion<T>, 1, completion_threads, 0, 1, stream,
-                            "factor_for_completion", G, slots, kept);
+      launch_after_previous("svd", factor_for_completion<T>, 1, completion_threads, on_chip_bytes,
+                            1, stream, "factor_for_completion", G, slots, kept, y_on_chip);
     const int groups = reflection_threads / 32;
     launch_after_previous("svd", reflect_for_completion<T>, ((N + 3) / 4 + groups - 1) / groups,
-                          reflection_threads, 0, 1, stream, "reflect_for_completion", G, slots,
-                          kept);
+                          reflection_threads, on_chip_bytes, 1, stream, "reflect_for_completion", G,
+                          slots, kept, y_on_chip);
     return true;
   }
   const double gram_schmidt_work = double(M) * N * zeros;
