@@ -208,10 +208,20 @@ __global__ void __launch_bounds__(global_threads)
 // cuSOLVER's QR. Both kernels step through the reflections one after another, each step a few
 // dependent reads of Y: where Y (M x kept) fits a block's shared memory (`y_on_chip`) they read it
 // there instead of from global memory. factor_for_completion then leaves the factored Y in the
-// output, where reflect_for_completion's blocks load it. At 100 x 100 with every odd column zero
-// (H200, Nsight Compute, docs/results/h200-svd-completion-on-chip.txt) reflect_for_completion took
-// 72.6 us against 102.5 from global memory; factor_for_completion 146.8 against 147.6: its steps'
-// time lies elsewhere, not yet located.
+// output, where reflect_for_completion's blocks load it; their groups form their columns in shared
+// memory too where those fit. On an H200 in double (Nsight Compute, 100 x 100 with every odd
+// column zero; docs/results/h200-svd-completion-on-chip.txt) Y on chip took reflect_for_completion
+// from 102.5 to 72.6 us, and in a later run the columns on chip from 65.1 to 61.8 (512 x 512 of
+// rank two: 27.0 to 16.4). The factoring's steps take about 2.3 us each at 100 rows whether Y lies
+// in global or shared memory, and whether tau_k comes from memory or registers: the block size
+// moves them (factor_half_block_rows), nothing else tried did.
+// Rows up to which factor_for_completion runs on half the completion's block: its time on an H200
+// in double (Nsight Compute; 1024 / 512 / 256 threads) at 100 x 100 with 50 kept columns 146 /
+// 116 / 138 us, rank 25 of 100 x 100 68 / 53 / 58, 128 x 128 with 64 kept 218 / 187 / 238, rank
+// 50 of 200 x 200 172 / 148 / 178; at 512 x 512 of rank two 15 / 20 / 33 us and 1024 x 1024 of
+// rank one 29 / 40 / 63 (docs/results/h200-svd-completion-on-chip.txt).
+constexpr int factor_half_block_rows = 256;
+
 template <class T>
 __global__ void __launch_bounds__(completion_threads)
     factor_for_completion(GlobalState<T> G, const int* slot_of_column, int kept, bool y_on_chip) {
@@ -232,26 +242,38 @@ __global__ void __launch_bounds__(completion_threads)
 
 // A warp a group, eight groups a block: a block forms 32 columns at a time.
 constexpr int reflection_threads = 256;
+constexpr int reflection_groups = reflection_threads / 32;
+
+// Shared memory of reflect_for_completion: each group's four columns (`x_on_chip`, first), then Y
+// (`y_on_chip`).
+template <class T>
+std::size_t reflection_columns_bytes(int M) {
+  return sizeof(T) * std::size_t(M) * 4 * reflection_groups;
+}
 
 template <class T>
 __global__ void __launch_bounds__(reflection_threads)
-    reflect_for_completion(GlobalState<T> G, const int* slot_of_column, int kept, bool y_on_chip) {
+    reflect_for_completion(GlobalState<T> G, const int* slot_of_column, int kept, bool y_on_chip,
+                           bool x_on_chip) {
   extern __shared__ __align__(16) unsigned char completion_smem[];
   wait_for_previous_kernel();
+  T* const columns = reinterpret_cast<T*>(completion_smem);
+  const int group = int(threadIdx.x / 32);
   std::int64_t ldy = 0;
   const T* Y = w_output(G.P, 0, ldy);
   if (y_on_chip) {
-    T* const on_chip = reinterpret_cast<T*>(completion_smem);
+    T* const on_chip = x_on_chip ? columns + std::int64_t(G.M) * 4 * reflection_groups : columns;
     for (std::int64_t e = threadIdx.x; e < std::int64_t(G.M) * kept; e += blockDim.x)
       on_chip[e] = Y[e % G.M + e / G.M * ldy];
     __syncthreads();
     Y = on_chip;
     ldy = G.M;
   }
-  constexpr int groups = reflection_threads / 32;
   reflect_missing_columns(G.w(0), G.ldw, G.M, G.N, G.norms_of(0), kept, slot_of_column,
                           G.coefficients, Y, ldy, 32, int(threadIdx.x % 32),
-                          int(blockIdx.x * groups + threadIdx.x / 32), int(gridDim.x * groups));
+                          int(blockIdx.x * reflection_groups + group),
+                          int(gridDim.x * reflection_groups),
+                          x_on_chip ? columns + std::int64_t(G.M) * 4 * group : nullptr);
 }
 
 // Q's slot of each column of W, gathered (to_q) or scattered back (to_q false) for the columns of
@@ -469,20 +491,26 @@ bool complete_single_matrix(const GlobalState<T>& G, const int* slots,
   const bool reflections = completion_by_reflections(kept, zeros);
   if (reflections && double(M) * kept * kept <= one_block_factor_work) {
     const std::size_t y_bytes = sizeof(T) * std::size_t(M) * kept;
+    const std::size_t optin = std::size_t(shared_memory_optin());
     const bool y_on_chip =  // beside factor_for_completion's scratch of its own
-        kept > 0 && y_bytes + sizeof(unsigned long long[32]) <= std::size_t(shared_memory_optin());
-    const int on_chip_bytes = y_on_chip ? int(y_bytes) : 0;
-    if (y_on_chip) {
-      allow_shared_memory(factor_for_completion<T>, on_chip_bytes);
-      allow_shared_memory(reflect_for_completion<T>, on_chip_bytes);
-    }
+        kept > 0 && y_bytes + sizeof(unsigned long long[32]) <= optin;
+    const std::size_t x_bytes = reflection_columns_bytes<T>(M);
+    const bool x_on_chip = x_bytes <= optin;
+    const std::size_t before_y = x_on_chip ? x_bytes : 0;
+    const bool y_on_chip_to_reflect = y_on_chip && before_y + y_bytes <= optin;
+    const int factor_bytes = y_on_chip ? int(y_bytes) : 0;
+    const int reflect_bytes = int(before_y + (y_on_chip_to_reflect ? y_bytes : 0));
+    const int factor_threads =
+        M <= factor_half_block_rows ? completion_threads / 2 : completion_threads;
+    allow_shared_memory(factor_for_completion<T>, factor_bytes);
+    allow_shared_memory(reflect_for_completion<T>, reflect_bytes);
     if (kept > 0)
-      launch_after_previous("svd", factor_for_completion<T>, 1, completion_threads, on_chip_bytes,
-                            1, stream, "factor_for_completion", G, slots, kept, y_on_chip);
-    const int groups = reflection_threads / 32;
-    launch_after_previous("svd", reflect_for_completion<T>, ((N + 3) / 4 + groups - 1) / groups,
-                          reflection_threads, on_chip_bytes, 1, stream, "reflect_for_completion", G,
-                          slots, kept, y_on_chip);
+      launch_after_previous("svd", factor_for_completion<T>, 1, factor_threads, factor_bytes, 1,
+                            stream, "factor_for_completion", G, slots, kept, y_on_chip);
+    launch_after_previous("svd", reflect_for_completion<T>,
+                          ((N + 3) / 4 + reflection_groups - 1) / reflection_groups,
+                          reflection_threads, reflect_bytes, 1, stream, "reflect_for_completion", G,
+                          slots, kept, y_on_chip_to_reflect, x_on_chip);
     return true;
   }
   const double gram_schmidt_work = double(M) * N * zeros;

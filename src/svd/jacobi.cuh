@@ -480,12 +480,14 @@ __device__ void factor_kept_columns(const Team& team, const T* W, std::int64_t l
 // columns at a time (kept ones among them stay idle): each reflection's v is read once for four
 // dot products, and their four sums overlap. Each lane keeps its rows (h, h + lanes, ...) of the
 // four columns throughout: no barrier. A thread team takes one at a time: four cost its kernel 8
-// more registers and a stack frame.
+// more registers and a stack frame. Where `columns` is given (the group's own M x 4 of shared
+// memory, leading dimension M), the four columns are formed there, each step reading what the one
+// before wrote, and copied to W at the end.
 template <class T, bool one_thread = false>
 __device__ void reflect_missing_columns(T* W, std::int64_t ldw, int M, int N, const T* sigma,
                                         int kept, const int* slot, const T* coefficients,
                                         const T* Y, std::int64_t ldy, int lanes, int h, int group,
-                                        int all_groups) {
+                                        int all_groups, T* columns = nullptr) {
   constexpr int together = one_thread ? 1 : 4;
   const int quads = (N + together - 1) / together;
   for (int s = 0; s < (quads + all_groups - 1) / all_groups; ++s) {
@@ -497,7 +499,7 @@ __device__ void reflect_missing_columns(T* W, std::int64_t ldw, int M, int N, co
       const int c = first_column + t;
       missing[t] = c < N && !(sigma[c] > 0);
       any = any || missing[t];
-      x[t] = W + std::int64_t(min(c, N - 1)) * ldw;
+      x[t] = columns != nullptr ? columns + t * M : W + std::int64_t(min(c, N - 1)) * ldw;
       if (missing[t])
         for (int i = h; i < M; i += lanes) x[t][i] = i == slot[c] ? T(1) : T(0);
     }
@@ -519,6 +521,10 @@ __device__ void reflect_missing_columns(T* W, std::int64_t ldw, int M, int N, co
             if (missing[t]) x[t][i] = fma(-dot[t], vi, x[t][i]);
         }
     }
+    if (columns != nullptr)
+      for (int t = 0; t < together; ++t)
+        if (missing[t])
+          for (int i = h; i < M; i += lanes) W[i + std::int64_t(first_column + t) * ldw] = x[t][i];
   }
 }
 
