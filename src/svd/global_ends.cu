@@ -215,13 +215,6 @@ __global__ void __launch_bounds__(global_threads)
 // rank two: 27.0 to 16.4). The factoring's steps take about 2.3 us each at 100 rows whether Y lies
 // in global or shared memory, and whether tau_k comes from memory or registers: the block size
 // moves them (factor_half_block_rows), nothing else tried did.
-// Rows up to which factor_for_completion runs on half the completion's block: its time on an H200
-// in double (Nsight Compute; 1024 / 512 / 256 threads) at 100 x 100 with 50 kept columns 146 /
-// 116 / 138 us, rank 25 of 100 x 100 68 / 53 / 58, 128 x 128 with 64 kept 218 / 187 / 238, rank
-// 50 of 200 x 200 172 / 148 / 178; at 512 x 512 of rank two 15 / 20 / 33 us and 1024 x 1024 of
-// rank one 29 / 40 / 63 (docs/results/h200-svd-completion-on-chip.txt).
-constexpr int factor_half_block_rows = 256;
-
 template <class T>
 __global__ void __launch_bounds__(completion_threads)
     factor_for_completion(GlobalState<T> G, const int* slot_of_column, int kept, bool y_on_chip) {
@@ -418,6 +411,12 @@ __global__ void __launch_bounds__(global_threads) global_write(GlobalState<T> G)
 // 256 threads); the factoring alone keeps the bound of 2^19 that held for the whole form.
 constexpr double one_block_gram_schmidt_work = 1 << 18;
 constexpr double one_block_factor_work = 1 << 19;
+// Rows up to which factor_for_completion runs on half the completion's block: its time on an H200
+// in double (Nsight Compute; 1024 / 512 / 256 threads) at 100 x 100 with 50 kept columns 147 /
+// 116 / 138 us, rank 25 of 100 x 100 68 / 53 / 58, 128 x 128 with 64 kept 218 / 187 / 238, rank
+// 50 of 200 x 200 172 / 148 / 178; at 512 x 512 of rank two 15 / 20 / 33 us and 1024 x 1024 of
+// rank one 29 / 40 / 63 (docs/results/h200-svd-completion-on-chip.txt).
+constexpr int factor_half_block_rows = 256;
 // A few missing columns among many kept ones (a column or two cleared as rounding noise in a large
 // matrix: dlatms mode 4 at condition 1/eps keeps 1023 of 1024) go to Gram-Schmidt over the GPU, a
 // column at a time in seven launches (gram_schmidt_over_the_gpu), past this many multiply-adds.
