@@ -104,14 +104,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       atomicAdd(&G.above_tol[matrix], unsigned(solved.above_tol));
     T* norms = G.norms_of(matrix);
     if (!solved.rotated) {
-      if (block_rank == 0 && part_index == 0) {
-        if (real) {
-          norms[column] = solved.diagonal;
-          if (lane_scale > 0 && solved.diagonal == 0)
-            error_scales[column] = left_alone_scale(lane_scale, solved.diagonal);
-        }
-        pos[first + (lane + gram_block) % gram_width] = column;
-      }
+      if (block_rank == 0 && part_index == 0)
+        leave_pair_unrotated(norms, error_scales, pos, first, column, real, lane_scale,
+                             solved.diagonal);
     } else {
       let_next_kernel_start();
       T eigenvalue;

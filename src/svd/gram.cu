@@ -141,12 +141,8 @@ __global__ void __launch_bounds__(gram_solve_threads)
   if (!solved.rotated) {
     if (part != 0) return;
     if (lane == 0) work.rotated[item] = 0;
-    if (real) {
-      norms[column] = solved.diagonal;
-      if (lane_scale > 0 && solved.diagonal == 0)
-        error_scales[column] = left_alone_scale(lane_scale, solved.diagonal);
-    }
-    pos[first + (lane + gram_block) % gram_width] = column;
+    leave_pair_unrotated(norms, error_scales, pos, first, column, real, lane_scale,
+                         solved.diagonal);
     return;
   }
   let_next_kernel_start();

@@ -478,6 +478,23 @@ __device__ __forceinline__ void leave_pair_unformed(const GlobalState<T>& G, std
     atomicOr(G.noise + matrix, 1);
 }
 
+// A pair whose solve rotated nothing: each column's norm is its fresh diagonal, a column whose
+// diagonal is 0 and whose scale is positive is marked left alone (left_alone_scale), and the halves
+// trade positions, as a solve that rotates nothing has them do. Lane l of one warp of the pair
+// calls it for its column (`real`: not padding).
+template <class T>
+__device__ __forceinline__ void leave_pair_unrotated(T* norms, T* error_scales, int* pos, int first,
+                                                     int column, bool real, T lane_scale,
+                                                     T diagonal) {
+  const int lane = threadIdx.x & 31;
+  if (real) {
+    norms[column] = diagonal;
+    if (lane_scale > T(0) && diagonal == T(0))
+      error_scales[column] = left_alone_scale(lane_scale, diagonal);
+  }
+  pos[first + (lane + gram_block) % gram_width] = column;
+}
+
 // Lane l's output error scale once a rotated pair's solve is done: output l of W Q is
 // sum_k W_k Q_kl, so its scale is sum_k E_k Q_kl^2, E_k lane k's input scale. A column the solve
 // left alone (noise, zero or padding) has e_l for its column of Q and exact zeros elsewhere in its
