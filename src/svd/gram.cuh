@@ -479,9 +479,9 @@ __device__ __forceinline__ void leave_pair_unformed(const GlobalState<T>& G, std
 }
 
 // A pair whose solve rotated nothing: each column's norm is its fresh diagonal, a column whose
-// diagonal is 0 and whose scale is positive is marked left alone (left_alone_scale), and the halves
-// trade positions, as a solve that rotates nothing has them do. Lane l of one warp of the pair
-// calls it for its column (`real`: not padding).
+// diagonal is 0 and whose scale is positive is marked left alone (left_alone_scale), and the pair's
+// halves trade positions, as after every solve. Lane l of one warp of the pair calls it for its
+// column (`real`: not padding).
 template <class T>
 __device__ __forceinline__ void leave_pair_unrotated(T* norms, T* error_scales, int* pos, int first,
                                                      int column, bool real, T lane_scale,
