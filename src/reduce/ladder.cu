@@ -1,8 +1,8 @@
 // The reduce ladder: one sum over n elements, from one atomic per element to the production path.
-// Rungs 3-10 are the kernels of Harris's "Optimizing Parallel Reduction in CUDA" (his kernels 1 to
-// 7), named V0-V6 after the Harris's reduction document's V1-V6 (it covers V2-V6; V1 and the kernel
-// before it, here V0, are from the first part of its series, not among the course documents), rungs
-// 11-15 the loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte
+// Rungs 3-7, 9 and 10 are the kernels of Harris's "Optimizing Parallel Reduction in CUDA" (his
+// kernels 1 to 7), named V0-V6 after the Harris's reduction document's V1-V6 (it covers V2-V6; V1
+// and the kernel before it, here V0, are from the first part of its series, not among the course
+// documents), rung 8 rooflab's __syncwarp fix of rung 7, rungs 11-15 the loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte
 // loads, one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for
 // aligned floats, with plain read-only loads: rung 18 deals the input by grid stride as production
 // does (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
@@ -13,8 +13,9 @@
 // in-place form here is rooflab's reading). The course documents' kernels leave one partial per
 // block; their run() finishes on the device by running the same kernel again over the partials
 // (reduce_in_passes), so every rung's time includes it. Their rungs (2-15, 21 and 22) take float
-// and int32 (the loop-unrolling lab sums ints, Harris's slides reduce 2^22 ints; the Harris's
-// reduction document names no type); rungs 16, 18 and 19 take float.
+// and int32 (the loop-unrolling lab sums ints, and so do Harris's NVIDIA slides, 2^22 of them,
+// which are not among the course documents; the Harris's reduction document names no type); rungs
+// 16, 18 and 19 take float.
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -159,9 +160,9 @@ __global__ void reduce_atomic_global(const T* in, T* out, std::int64_t n) {
 }
 
 // Rung 22 — neighboured pairs in place in global memory (the loop-unrolling lab's starting point,
-// 0.010491 s, the first row of its summary table: its previous post's naive kernel, which is not
-// among the course documents and whose code the lab does not show; this form is rooflab's
-// reading of it; numbered last).
+// 0.010491 in the first row of its summary table, which gives no unit: seconds, by docs/reduce.md's
+// reading of its "ms"; its previous post's naive kernel, which is not among the course documents
+// and whose code the lab does not show; this form is rooflab's reading of it; numbered last).
 // Rung 3's tree with no shared memory: each block of 1024 threads (the loop-unrolling lab's) halves
 // its own slice where it lies, the threads with t % 2s == 0 adding element t + s. Every step loads
 // and stores through L1 and L2 instead of shared memory, with rung 3's divergence and slow %. It
