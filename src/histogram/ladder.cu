@@ -326,8 +326,9 @@ void cub_histogram(HistogramWorkspace& w, cudaStream_t stream) {
 
 // Rung 9 — rung 2's kernel launched as the memory-basics lab launches its hist (l. 115-119): a
 // thread per value (blocks of 256: the lab does not give its threadsPerBlock), and every block adds
-// every bin to the output, zero or not. Each block then counts only 256 values, and the blocks' adds to the output number
-// blocks x bins: at 256 bins as many global atomics as rung 1's, though spread over the bins.
+// every bin to the output, zero or not. Each block then counts only 256 values, and the blocks'
+// adds to the output number blocks x bins: at 256 bins as many global atomics as rung 1's, though
+// spread over the bins.
 ROOFLAB_VARIANT(Variant{
     "histogram", 9, "shared-block-per-value",
     "rung 2 launched as the memory-basics lab launches hist: a thread per value, every bin added",

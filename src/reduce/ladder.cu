@@ -2,16 +2,17 @@
 // Rungs 3-7, 9 and 10 are the kernels of Harris's "Optimizing Parallel Reduction in CUDA" (his
 // kernels 1 to 7), named V0-V6 after the Harris's reduction document's V1-V6 (it covers V2-V6; V1
 // and the kernel before it, here V0, are from the first part of its series, not among the course
-// documents), rung 8 rooflab's __syncwarp fix of rung 7, rungs 11-15 the loop-unrolling lab's unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte
-// loads, one pass), rung 17 production. Rungs 18-19 are production's one-pass kernel written for
-// aligned floats, with plain read-only loads: rung 18 deals the input by grid stride as production
-// does (beside rung 17 it shows what production's generality costs), rung 19 deals each block a
-// contiguous range (CUB's GridEvenShare, rake mapping). Rung 20 is CUB. Rungs 21 and 22 came later
-// and are numbered after the ladder, so that earlier results keep their numbers: rung 21 is a step
-// of the loop-unrolling lab, rung 22 the kernel its "nearly 10x" starts from (its previous post's
-// naive neighboured reduction, not among the course documents; the lab shows no code for it, so its
-// in-place form here is rooflab's reading). The course documents' kernels leave one partial per
-// block; their run() finishes on the device by running the same kernel again over the partials
+// documents), rung 8 rooflab's __syncwarp fix of rung 7, rungs 11-15 the loop-unrolling lab's
+// unrolling steps, rung 16 what today's GPUs add (shuffles, 16-byte loads, one pass), rung 17
+// production. Rungs 18-19 are production's one-pass kernel written for aligned floats, with plain
+// read-only loads: rung 18 deals the input by grid stride as production does (beside rung 17 it
+// shows what production's generality costs), rung 19 deals each block a contiguous range (CUB's
+// GridEvenShare, rake mapping). Rung 20 is CUB. Rungs 21 and 22 came later and are numbered after
+// the ladder, so that earlier results keep their numbers: rung 21 is a step of the loop-unrolling
+// lab, rung 22 the kernel its "nearly 10x" starts from (its previous post's naive neighboured
+// reduction, not among the course documents; the lab shows no code for it, so its in-place form
+// here is rooflab's reading). The course documents' kernels leave one partial per block; their
+// run() finishes on the device by running the same kernel again over the partials
 // (reduce_in_passes), so every rung's time includes it. Their rungs (2-15, 21 and 22) take float
 // and int32 (the loop-unrolling lab sums ints, and so do Harris's NVIDIA slides, 2^22 of them,
 // which are not among the course documents; the Harris's reduction document names no type); rungs
