@@ -23,8 +23,7 @@
 #   256 bins (int32, float, uint8)  >= 90% and never slower than CUB
 #   4096 bins                       uniform >= 80%, every other distribution >= 60%
 #   65536 bins                      uniform >= 50% (no target for the others)
-#   double                          at least CUB's speed (the lab's CUB comparator skips double:
-#                                   the table says so)
+#   double                          at least CUB's speed
 set -uo pipefail
 out=${1:?usage: scripts/histogram-distributions.sh OUTDIR [ROOFLAB]}
 cd "$(dirname "$0")/.."

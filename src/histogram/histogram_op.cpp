@@ -122,8 +122,8 @@ Check HistogramWorkspace::check(Where where) {
                        std::to_string(reference[first]);
   if (binned_by_cub)
     detail +=
-        " (CUB bins floats as int((v - lo) * float(bins / (hi - lo))), which can differ from the "
-        "double rule at bin edges)";
+        " (CUB bins floats and doubles as int((v - lo) * (bins / (hi - lo))) in their own type, "
+        "which can differ from the rule at bin edges)";
   return Check{false, comparison.max_error, 0, detail};
 }
 

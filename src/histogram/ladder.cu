@@ -346,14 +346,12 @@ ROOFLAB_VARIANT(Variant{
       detail::check_launch(op_name, "histogram_per_block_every_bin");
     })});
 
-// CUB HistogramEven: integer samples binned exactly in integers (int levels), floats as
-// (v - lo) * float(bins / (hi - lo)); on the lab's data both agree with the rule.
+// CUB HistogramEven: integer samples binned exactly in integers (int levels), floats and doubles
+// as (v - lo) * (bins / (hi - lo)) in their own type; on the lab's data both agree with the rule.
 ROOFLAB_VARIANT(Variant{"histogram", 20, "cub",
                         "CUB DeviceHistogram::HistogramEven (32-bit counts, widened)", Where::gpu,
                         true,
                         [](const Problem& problem) -> std::string {
-                          if (problem.dtype == "double")
-                            return "the CUB comparator is built for int32, uint8 and float";
                           if (problem.n >= (std::int64_t(1) << 31))
                             return "CUB's 32-bit counts could overflow (limit n < 2^31)";
                           return {};
@@ -362,6 +360,7 @@ ROOFLAB_VARIANT(Variant{"histogram", 20, "cub",
                           switch (w.dtype) {
                             case DType::u8: return cub_histogram<std::uint8_t, int>(w, stream);
                             case DType::f32: return cub_histogram<float, float>(w, stream);
+                            case DType::f64: return cub_histogram<double, double>(w, stream);
                             default: return cub_histogram<std::int32_t, int>(w, stream);
                           }
                         })});
