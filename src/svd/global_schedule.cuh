@@ -113,16 +113,29 @@ struct ClusterShape {
   bool portable() const { return blocks() <= portable_cluster_blocks; }
 };
 
+// The all-pairs test's blocks (gram.cu): per matrix, a block per pair of 32-column groups and slice
+// of rows. With more than one slice each block leaves its sums in `partials` and the pair's last
+// block to arrive (pair_arrivals, cleared at the start and by that block) adds them up and judges.
+template <class T>
+struct GramTest {
+  int groups = 0;
+  int group_pairs = 0;                 // per matrix
+  std::int64_t batch_group_pairs = 0;  // over the batch
+  int slices = 1, slice_rows = 0;      // slice_rows: a multiple of gram_tile_rows
+  T* partials = nullptr;               // per matrix, pair and slice: test_partial_values
+  unsigned* pair_arrivals = nullptr;
+  __host__ __device__ int blocks_per_matrix() const { return group_pairs * slices; }
+};
+
 // The Gram schedule's plan for a problem: its round scratch, the apply's tiles of rows, the
-// all-pairs test's groups of columns, and the fused round's or the cluster's shape where run_global
-// takes them (cluster 0, pairs 0: not taken).
+// all-pairs test's blocks, and the fused round's or the cluster's shape where run_global takes
+// them (cluster 0, pairs 0: not taken).
 template <class T>
 struct GramPlan {
   GramWork<T> work;
   std::int64_t pairs = 0;  // pairs of blocks of a round, over the batch
   int w_tiles = 0, v_tiles = 0;
-  int test_groups = 0;
-  std::int64_t test_group_pairs = 0;
+  GramTest<T> test;
   FusedShape fused;
   ClusterShape cluster;
 };
@@ -138,11 +151,11 @@ template <class T>
 std::size_t gram_scratch_bytes(const GramPlan<T>& plan);
 template <class T>
 void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces);
-// The bytes at the start of the round scratch that gram_apply reads before it knows whether it
-// needs them (a pair's rotation and columns, and its flag), for the caller to clear: what it reads
-// is then defined also where no solve wrote it.
+// The bytes at the start of the round scratch for the caller to clear: what gram_apply reads before
+// it knows whether it needs them (a pair's rotation and columns, and its flag), then defined also
+// where no solve wrote it, and the all-pairs test's pair arrivals.
 template <class T>
-std::size_t gram_read_ahead_bytes(const GramPlan<T>& plan);
+std::size_t gram_cleared_bytes(const GramPlan<T>& plan);
 // One round's three kernels (partials, solve, apply) for `items` pairs.
 template <class T>
 void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::int64_t items,

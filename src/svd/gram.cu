@@ -246,6 +246,7 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 // The next sweep's first round publishes the count (the Gram kernels call publish_previous_count).
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
 constexpr int recheck_capacity = 64;
+constexpr int test_split_tiles = 8;    // the least tiles a test block streams before slices pay
 constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
 constexpr int test_tile_size = 2 * gram_width * test_ld;
 template <class T>
@@ -302,11 +303,64 @@ __device__ bool has_negligible_group(const GlobalState<T>& G, std::int64_t matri
          __syncthreads_and(t < gram_width || t >= 2 * gram_width || negligible);
 }
 
-// One block's share of the test: the pairs of column groups `first` and `second`, with the tracked
-// norms or, `fresh`, the columns' squared norms from the same tiles and rounding noise left out.
-// Every thread of the block calls it.
+// A slice's record in GramTest::partials: each thread's sums of the product and its norm share, the
+// threads' values side by side.
 template <class T>
-__device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, int first, int second,
+constexpr int test_partial_values = gram_threads*(GramQuarter<T>::outer* GramQuarter<T>::inner + 1);
+constexpr unsigned slice_formed = 1u << 16;  // a pair's arrivals: slices formed from bit 16
+
+// With slices of rows, every slice's block of pair `pair_slot` (matrix * group_pairs + pair) calls
+// it: leaves the block's sums in the pair's partials where it `formed` them, and arrives. The
+// pair's last block, where every slice formed its sums, returns true with the sums of all slices
+// in `gram` and `norm`, added in slice order (the same whichever block is last); the others return
+// false. A slice may not form where another does: on arrival a block that sees test_bits raised
+// by another pair's block skips a matrix that fails anyway.
+template <class T>
+__device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, int slice,
+                               bool formed, GramQuarter<T>& gram, T& norm) {
+  constexpr int outer = GramQuarter<T>::outer, inner = GramQuarter<T>::inner;
+  T* const partials = test.partials + pair_slot * test.slices * test_partial_values<T>;
+  if (formed) {
+    T* const mine = partials + slice * test_partial_values<T> + threadIdx.x;
+#pragma unroll
+    for (int b = 0; b < outer; ++b)
+#pragma unroll
+      for (int a = 0; a < inner; ++a) mine[(b * inner + a) * gram_threads] = gram.sum[b][a];
+    mine[outer * inner * gram_threads] = norm;
+    __threadfence();  // the sums, before the block arrives
+  }
+  __shared__ bool judges;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned mark = formed ? slice_formed + 1 : 1u;
+    const unsigned arrived = atomicAdd(&test.pair_arrivals[pair_slot], mark) + mark;
+    const bool last = (arrived & (slice_formed - 1)) == unsigned(test.slices);
+    judges = last && arrived / slice_formed == unsigned(test.slices);
+    if (last) test.pair_arrivals[pair_slot] = 0;  // for the next test
+  }
+  __syncthreads();
+  if (!judges) return false;
+  gram = GramQuarter<T>{};
+  norm = 0;
+  for (int other = 0; other < test.slices; ++other) {
+    const T* const theirs = partials + other * test_partial_values<T> + threadIdx.x;
+#pragma unroll
+    for (int b = 0; b < outer; ++b)
+#pragma unroll
+      for (int a = 0; a < inner; ++a)
+        gram.sum[b][a] += __ldcg(theirs + (b * inner + a) * gram_threads);
+    norm += __ldcg(theirs + outer * inner * gram_threads);
+  }
+  return true;
+}
+
+// One block's share of the test: the pairs of column groups `first` and `second` over the rows of
+// `slice`, with the tracked norms or, `fresh`, the columns' squared norms from the same tiles and
+// rounding noise left out; with slices, judged by the pair's last block (last_of_slices). Every
+// thread of the block calls it.
+template <class T>
+__device__ void test_group_pair(const GlobalState<T>& G, const GramTest<T>& test,
+                                std::int64_t matrix, int pair, int slice, int first, int second,
                                 bool fresh, T* tiles, unsigned long long* team_scratch) {
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -316,8 +370,9 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
   constexpr int slots = 2 * gram_width, shares = gram_threads / slots;
   const int my_slot = threadIdx.x % slots, my_share = threadIdx.x / slots;
   T my_norm = 0;
+  const int begin = slice * test.slice_rows, end = min(G.M, begin + test.slice_rows);
   stream_tiles(
-      0, G.M, tiles, test_tile_size,
+      begin, end, tiles, test_tile_size,
       [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
         copy_tile_async<gram_tile_rows, gram_threads, 2 * gram_width>(
             tile, test_ld, W, G.ldw, G.M, G.N, r0, [&](int slot) {
@@ -338,6 +393,9 @@ __device__ void test_group_pair(const GlobalState<T>& G, std::int64_t matrix, in
 #pragma unroll
           for (int a = 0; a < gram.inner; ++a) gram.sum[b][a] += tile_gram.sum[b][a];
       });
+  if (test.slices > 1 &&
+      !last_of_slices(test, matrix * test.group_pairs + pair, slice, true, gram, my_norm))
+    return;
   __shared__ T norm_shares[shares][slots];
   norm_shares[my_share][my_slot] = my_norm;
   __shared__ int2 recheck[recheck_capacity];  // (p, q)
@@ -424,33 +482,38 @@ __device__ void count_rotating_columns(const GlobalState<T>& G, std::int64_t mat
   }
 }
 
-// A block per matrix and pair of column groups; `on_arrival`: before the first sweep, every active
-// matrix tested (arrival_end).
+// A block per matrix, pair of column groups and slice of rows (GramTest); `on_arrival`: before the
+// first sweep, every active matrix tested (arrival_end).
 template <class T>
 __global__ void __launch_bounds__(gram_threads)
-    gram_all_pairs_test(GlobalState<T> G, int groups, bool on_arrival) {
+    gram_all_pairs_test(GlobalState<T> G, GramTest<T> test, bool on_arrival) {
   extern __shared__ __align__(16) unsigned char test_shared[];
   __shared__ unsigned long long team_scratch[32];
   chain_small_kernel();  // most sweeps test nothing
-  const int group_pairs = groups * (groups + 1) / 2;
-  const std::int64_t matrix = blockIdx.x / group_pairs;
+  const int blocks = test.blocks_per_matrix();
+  const std::int64_t matrix = blockIdx.x / blocks;
   if (!G.active[matrix]) return;  // uniform over the block
   // On arrival test_bits hold the neighbouring columns' test: a matrix that failed it is not
-  // tested again.
-  const bool tested = on_arrival ? !(bits_as_double(G.test_bits[matrix]) > double(G.P.tol))
-                                 : takes_all_pairs_test(G, matrix);
-  const int block = int(blockIdx.x % group_pairs);
-  if (tested) {
-    const GroupPair pair = upper_triangle_pair(block, groups);
-    // Fresh norms after a sweep that found rounding noise: its columns' tracked norms (the
-    // solves' eigenvalues) are off by about eps times the largest, and would fail the test.
-    const bool fresh = G.noise != nullptr && (G.noise[matrix] & 1);
-    if (fresh || !has_negligible_group(G, matrix, pair.first, pair.second))
-      test_group_pair(G, matrix, pair.first, pair.second, fresh, reinterpret_cast<T*>(test_shared),
-                      team_scratch);
+  // tested again. Other blocks of this test raise them meanwhile: thread 0's reading decides.
+  const bool tested = __syncthreads_or(
+      threadIdx.x == 0 && (on_arrival ? !(bits_as_double(G.test_bits[matrix]) > double(G.P.tol))
+                                      : takes_all_pairs_test(G, matrix)));
+  const int block = int(blockIdx.x % blocks), pair = block / test.slices,
+            slice = block % test.slices;
+  const GroupPair groups = upper_triangle_pair(pair, test.groups);
+  // Fresh norms after a sweep that found rounding noise: its columns' tracked norms (the solves'
+  // eigenvalues) are off by about eps times the largest, and would fail the test.
+  const bool fresh = G.noise != nullptr && (G.noise[matrix] & 1);
+  if (tested && (fresh || !has_negligible_group(G, matrix, groups.first, groups.second)))
+    test_group_pair(G, test, matrix, pair, slice, groups.first, groups.second, fresh,
+                    reinterpret_cast<T*>(test_shared), team_scratch);
+  else if (test.slices > 1) {
+    GramQuarter<T> unformed;
+    T norm = 0;
+    last_of_slices(test, matrix * test.group_pairs + pair, slice, false, unformed, norm);
   }
   const int chunks = (G.positions + sort_columns - 1) / sort_columns;
-  for (int chunk = block; chunk < chunks; chunk += group_pairs) {
+  for (int chunk = block; chunk < chunks; chunk += blocks) {
     __syncthreads();  // a previous chunk's counts are read
     rank_chunk<gram_threads / 32>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
     if (G.rotating_columns != nullptr && threadIdx.x < sort_columns)
@@ -458,7 +521,7 @@ __global__ void __launch_bounds__(gram_threads)
   }
   if (threadIdx.x != 0) return;
   __threadfence();  // this block's raise of test_bits, before it arrives
-  if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < group_pairs) return;
+  if (atomicAdd(&G.test_arrivals[matrix], 1) + 1 < blocks) return;
   __threadfence();  // every block arrived: their raises are visible
   if (on_arrival) {
     arrival_end(G, matrix, G.active_count);
@@ -496,12 +559,12 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   plan.pairs = gram ? batch * (G.block_positions / 2) : 0;
   plan.w_tiles = (G.M + gram_apply_rows - 1) / gram_apply_rows;
   plan.v_tiles = G.P.uv ? (G.N + gram_apply_rows - 1) / gram_apply_rows : 0;
-  // The all-pairs test's blocks: a matrix's pairs of 32-column groups.
-  plan.test_groups = (G.N + gram_width - 1) / gram_width;
-  plan.test_group_pairs = std::int64_t(plan.test_groups) * (plan.test_groups + 1) / 2;
+  // The all-pairs test's blocks: a matrix's pairs of 32-column groups, each over slices of rows.
+  plan.test.groups = (G.N + gram_width - 1) / gram_width;
+  plan.test.group_pairs = plan.test.groups * (plan.test.groups + 1) / 2;
+  plan.test.batch_group_pairs = batch * plan.test.group_pairs;
   if (plan.pairs == 0) return plan;
-  require(batch * plan.test_group_pairs < (std::int64_t(1) << 31), op, "batch",
-          "too many matrices");
+  require(plan.test.batch_group_pairs < (std::int64_t(1) << 31), op, "batch", "too many matrices");
   ROOFLAB_CUDA(op, "letting the Gram apply take its shared memory",
                cudaFuncSetAttribute(gram_apply<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(gram_apply_shared_bytes<T>)));
@@ -523,6 +586,24 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   const std::int64_t blocks = std::int64_t(gram_partial_blocks_per_sm) * current_sm_count();
   const std::int64_t wanted = (blocks + plan.pairs - 1) / plan.pairs;
   const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
+  // The test's slices of rows. Up to 512 columns a matrix's pairs of groups are one block an SM or
+  // less, each streaming every tile with a warp a scheduler. Where a block would stream
+  // test_split_tiles or more, slices fill one wave of blocks, of two tiles at least (a block
+  // streams through two buffers); the pair's last block then adds up the slices' sums after a fence
+  // and an atomic, which cost about two or three tiles (H200, the test on arrival of a 512 x 512
+  // identity: float 34.1 -> 24.8 us with 4 slices, double 27.7 -> 26.9 us with 2; with 2 slices of
+  // 256 x 256 float, the library call took 66-69 us against 62).
+  int tests_per_sm = 0;
+  ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
+               cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &tests_per_sm, gram_all_pairs_test<T>, gram_threads, gram_test_shared_bytes<T>));
+  const std::int64_t test_wave = std::int64_t(tests_per_sm) * current_sm_count();
+  const int test_slices = row_tiles < test_split_tiles
+                              ? 1
+                              : int(std::clamp<std::int64_t>(
+                                    test_wave / plan.test.batch_group_pairs, 1, row_tiles / 2));
+  plan.test.slice_rows = (row_tiles + test_slices - 1) / test_slices * gram_tile_rows;
+  plan.test.slices = (G.M + plan.test.slice_rows - 1) / plan.test.slice_rows;
   const int slices = int(std::clamp<std::int64_t>(wanted, 1, row_tiles));
   plan.work.slice_rows = (row_tiles + slices - 1) / slices * gram_tile_rows;
   plan.work.slices = solve_forms_gram ? 0 : (G.M + plan.work.slice_rows - 1) / plan.work.slice_rows;
@@ -534,24 +615,30 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
 // The pieces of the round scratch, in the order take_gram_scratch takes them.
 namespace {
 struct GramScratchBytes {
-  std::size_t partials, rotations, columns, rotated;
+  std::size_t partials, rotations, columns, rotated, test_partials, test_arrivals;
 };
 template <class T>
 GramScratchBytes gram_scratch_pieces(const GramPlan<T>& plan) {
   constexpr std::size_t gram_square = gram_width * gram_width;
+  const std::size_t test_pairs =
+      plan.test.slices > 1 ? std::size_t(plan.test.batch_group_pairs) : 0;
   return {aligned(sizeof(T) * gram_square * plan.work.slices * plan.pairs),
           aligned(sizeof(T) * gram_square * plan.pairs),
-          aligned(sizeof(int) * gram_width * plan.pairs), aligned(sizeof(int) * plan.pairs)};
+          aligned(sizeof(int) * gram_width * plan.pairs),
+          aligned(sizeof(int) * plan.pairs),
+          aligned(sizeof(T) * test_partial_values<T> * plan.test.slices * test_pairs),
+          aligned(sizeof(unsigned) * test_pairs)};
 }
 }  // namespace
 
 template <class T>
 std::size_t gram_scratch_bytes(const GramPlan<T>& plan) {
   const GramScratchBytes bytes = gram_scratch_pieces(plan);
-  return bytes.partials + bytes.rotations + 2 * bytes.columns + bytes.rotated;
+  return bytes.partials + bytes.rotations + 2 * bytes.columns + bytes.rotated +
+         bytes.test_partials + bytes.test_arrivals;
 }
 
-// The pieces gram_apply reads ahead come first (gram_read_ahead_bytes), the partials last.
+// The pieces that start cleared come first (gram_cleared_bytes), the partials last.
 template <class T>
 void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces) {
   const GramScratchBytes bytes = gram_scratch_pieces(plan);
@@ -559,13 +646,15 @@ void take_gram_scratch(GramPlan<T>& plan, ScratchPieces& pieces) {
   plan.work.in_columns = pieces.take<int>(bytes.columns);
   plan.work.out_columns = pieces.take<int>(bytes.columns);
   plan.work.rotated = pieces.take<int>(bytes.rotated);
+  plan.test.pair_arrivals = pieces.take<unsigned>(bytes.test_arrivals);
   plan.work.partials = pieces.take<T>(bytes.partials);
+  plan.test.partials = pieces.take<T>(bytes.test_partials);
 }
 
 template <class T>
-std::size_t gram_read_ahead_bytes(const GramPlan<T>& plan) {
+std::size_t gram_cleared_bytes(const GramPlan<T>& plan) {
   const GramScratchBytes bytes = gram_scratch_pieces(plan);
-  return bytes.rotations + 2 * bytes.columns + bytes.rotated;
+  return bytes.rotations + 2 * bytes.columns + bytes.rotated + bytes.test_arrivals;
 }
 
 template <class T>
@@ -585,9 +674,10 @@ void launch_gram_round(const GlobalState<T>& G, const GramPlan<T>& plan, std::in
 template <class T>
 void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, bool on_arrival,
                            cudaStream_t stream) {
-  launch_after_previous(
-      "svd", gram_all_pairs_test<T>, std::int64_t(G.P.batch) * plan.test_group_pairs, gram_threads,
-      gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, plan.test_groups, on_arrival);
+  launch_after_previous("svd", gram_all_pairs_test<T>,
+                        std::int64_t(G.P.batch) * plan.test.blocks_per_matrix(), gram_threads,
+                        gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, plan.test,
+                        on_arrival);
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                                     \
@@ -595,7 +685,7 @@ void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, boo
   template GramPlan<T> plan_gram<T>(const GlobalState<T>&, bool);                                  \
   template std::size_t gram_scratch_bytes<T>(const GramPlan<T>&);                                  \
   template void take_gram_scratch<T>(GramPlan<T>&, ScratchPieces&);                                \
-  template std::size_t gram_read_ahead_bytes<T>(const GramPlan<T>&);                               \
+  template std::size_t gram_cleared_bytes<T>(const GramPlan<T>&);                                  \
   template void launch_gram_round<T>(const GlobalState<T>&, const GramPlan<T>&, std::int64_t, int, \
                                      cudaStream_t);                                                \
   template void launch_all_pairs_test<T>(const GlobalState<T>&, const GramPlan<T>&, bool,          \

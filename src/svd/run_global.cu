@@ -77,7 +77,7 @@ ScratchSizes scratch_sizes(const GlobalState<T>& G) {
 }
 // Returns each sweep's count of matrices that sweep on, then the test on arrival's, then their
 // counts of columns that may still rotate, two each. What starts cleared lies in one piece, from
-// G.pos to the end of the Gram rounds' read-ahead (cleared_bytes).
+// G.pos to the end of the Gram scratch's cleared pieces (cleared_bytes).
 template <class T>
 unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes& size,
                         const StreamBuffer& scratch) {
@@ -108,8 +108,8 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
 template <class T>
 std::size_t cleared_bytes(const GlobalState<T>& G, const GramPlan<T>& gram) {
   const auto* const start = reinterpret_cast<const unsigned char*>(G.pos);
-  const auto* const read_ahead = reinterpret_cast<const unsigned char*>(gram.work.rotations);
-  return std::size_t(read_ahead - start) + gram_read_ahead_bytes(gram);
+  const auto* const gram_start = reinterpret_cast<const unsigned char*>(gram.work.rotations);
+  return std::size_t(gram_start - start) + gram_cleared_bytes(gram);
 }
 
 // The host-driven sweeps. The host queues each sweep and stops when one ends with no matrix left
@@ -341,8 +341,8 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   // hand-over, of sweeps at the Gram products' rounding floor and the early hand-over's spread)
   // starts at 0, and so do the column positions, which the round kernels read together with a
   // matrix's flag while a stopped matrix's are left unwritten (one that stops before its first
-  // sweep, as a matrix with NaN or Inf does, never gets any), and the Gram rounds' read-ahead: one
-  // clear where there were up to seven.
+  // sweep, as a matrix with NaN or Inf does, never gets any), and the Gram scratch's cleared
+  // pieces (gram_cleared_bytes): one clear where there were up to seven.
   ROOFLAB_CUDA(op, "clearing the sweeps' counts, flags and positions",
                cudaMemsetAsync(G.pos, 0, cleared_bytes(G, plan.gram_plan), stream));
   if (plan.gram && !in_one_cluster) {

@@ -674,31 +674,35 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
 // exactly orthogonal (a Hadamard matrix's, +-1, each column scaled by a power of two) stop before
 // the first sweep. Columns each orthogonal to the next but not to the one two along (a_j = e_j +
 // e_{j+2}) pass the neighbouring columns' test, must fail the whole one and sweep on. On the fused
-// rounds, on the three kernels a round, and ahead of a cluster larger than the portable size.
+// rounds, on the three kernels a round, and ahead of a cluster larger than the portable size; with
+// 256 rows each pair of column groups in one block, with 1024 in slices of rows whose sums the
+// pair's last block adds up (GramTest).
 TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
-  const int m = 256, n = 200;
-  cpu::Matrix orthogonal = cpu::zeros(m, n);
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i)
-      orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
-  cpu::Matrix neighbours = cpu::zeros(m, n);
-  for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
   const std::pair<jacobi::GlobalSchedule, const char*> routes[] = {
       {jacobi::GlobalSchedule::gram_fused, "fused rounds, "},
       {jacobi::GlobalSchedule::gram, "three kernels a round, "},
       {jacobi::GlobalSchedule::gram_cluster, "a cluster of 14 blocks where offered, "}};
-  for (const auto& [schedule, where] : routes) {
-    const Route route = schedule;
-    const std::string what = where;
-    SvdInfo info;
-    expect_accurate<double>(orthogonal, run_svd<double>(orthogonal, {}, 0, &info, route),
-                            what + "orthogonal columns");
-    EXPECT_TRUE(info.converged) << what;
-    EXPECT_EQ(info.sweeps, 1) << what << "orthogonal columns";
-    expect_accurate<double>(neighbours, run_svd<double>(neighbours, {}, 0, &info, route),
-                            what + "orthogonal neighbours");
-    EXPECT_TRUE(info.converged) << what;
-    EXPECT_GT(info.sweeps, 1) << what << "orthogonal neighbours";
+  const int n = 200;
+  for (const int m : {256, 1024}) {
+    cpu::Matrix orthogonal = cpu::zeros(m, n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i)
+        orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
+    cpu::Matrix neighbours = cpu::zeros(m, n);
+    for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
+    for (const auto& [schedule, where] : routes) {
+      const Route route = schedule;
+      const std::string what = where + std::to_string(m) + " rows, ";
+      SvdInfo info;
+      expect_accurate<double>(orthogonal, run_svd<double>(orthogonal, {}, 0, &info, route),
+                              what + "orthogonal columns");
+      EXPECT_TRUE(info.converged) << what;
+      EXPECT_EQ(info.sweeps, 1) << what << "orthogonal columns";
+      expect_accurate<double>(neighbours, run_svd<double>(neighbours, {}, 0, &info, route),
+                              what + "orthogonal neighbours");
+      EXPECT_TRUE(info.converged) << what;
+      EXPECT_GT(info.sweeps, 1) << what << "orthogonal neighbours";
+    }
   }
 }
 
