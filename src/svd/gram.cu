@@ -227,23 +227,24 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 
 // The all-pairs test (jacobi_math.hpp): whether the columns are orthogonal to tol after a sweep
 // that met only small off-diagonals, in one launch instead of the sweep that would rotate nothing.
-// A block per matrix and pair of 32-column groups (first <= second, by column index) forms
-// W_first^T W_second, 64 rows at a time by asynchronous copies (tensor cores in double, FMAs in
-// float, as the partials do), and raises the matrix's test_bits to its largest |G_pq| / sqrt(norm_p
-// norm_q) over p < q, with the tracked norms (the solves' eigenvalues), or after a sweep that found
-// rounding noise the columns' squared norms from the same tiles (test_group_pair). Each tile's
-// products are summed apart and then added, as the partials' slices are: tol is sqrt(M) u, about
-// the rounding of a dot product summed in one chain over M rows. With one chain the test cost
-// instead of saving (H200, double, against no test in the same run: 256 x 256 3.18 against 3.08 ms,
-// 1024 x 1024 20.0 against 18.9 ms); with tile sums 2.96 against 3.39 and 18.4 against 18.8. Pairs
-// found just above tol, up to recheck_capacity of them a block, are formed again from the columns
-// with compensated sums (CompensatedSum), and their products and norms as accurate as the columns
-// allow decide: a sweep is not spent on what was only the rounding of the test's sums. The kernel
-// also ends the sweep and starts the next one, in place of three small kernels a sweep: its blocks
-// sort the positions by tracked norm for the next sweep (rank_chunk, as global_sweep_start does;
-// harmless for a matrix that stops), and each matrix's last block to finish, which the arrivals
-// count, ends the sweep (sweep_end) with the test's verdict and clears the bits for the next one.
-// The next sweep's first round publishes the count (the Gram kernels call publish_previous_count).
+// A block per matrix, pair of 32-column groups (first <= second, by column index) and slice of rows
+// (GramTest; one slice below test_split_tiles tiles) forms W_first^T W_second, 64 rows at a time by
+// asynchronous copies (tensor cores in double, FMAs in float, as the partials do), and raises the
+// matrix's test_bits to its largest |G_pq| / sqrt(norm_p norm_q) over p < q, with the tracked norms
+// (the solves' eigenvalues), or after a sweep that found rounding noise the columns' squared norms
+// from the same tiles (test_group_pair). Each tile's products are summed apart and then added, as
+// the partials' slices are: tol is sqrt(M) u, about the rounding of a dot product summed in one
+// chain over M rows. With one chain the test cost instead of saving (H200, double, against no test
+// in the same run: 256 x 256 3.18 against 3.08 ms, 1024 x 1024 20.0 against 18.9 ms); with tile
+// sums 2.96 against 3.39 and 18.4 against 18.8. Pairs found just above tol, up to recheck_capacity
+// of them a block, are formed again from the columns with compensated sums (CompensatedSum), and
+// their products and norms as accurate as the columns allow decide: a sweep is not spent on what
+// was only the rounding of the test's sums. The kernel also ends the sweep and starts the next one,
+// in place of three small kernels a sweep: its blocks sort the positions by tracked norm for the
+// next sweep (rank_chunk, as global_sweep_start does; harmless for a matrix that stops), and each
+// matrix's last block to finish, which the arrivals count, ends the sweep (sweep_end) with the
+// test's verdict and clears the bits for the next one. The next sweep's first round publishes the
+// count (the Gram kernels call publish_previous_count).
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
 constexpr int recheck_capacity = 64;
 constexpr int test_split_tiles = 8;    // the least tiles a test block streams before slices pay
@@ -591,7 +592,7 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   // test_split_tiles or more, slices fill one wave of blocks, of two tiles at least (a block
   // streams through two buffers); the pair's last block then adds up the slices' sums after a fence
   // and an atomic, which cost about two or three tiles (H200, the test on arrival of a 512 x 512
-  // identity: float 34.1 -> 24.8 us with 4 slices, double 27.7 -> 26.9 us with 2; with 2 slices of
+  // identity: float 34.1 -> 24.8 us with 4 slices, double 27.7 -> 26.3 us with 2; with 2 slices of
   // 256 x 256 float, the library call took 66-69 us against 62).
   int tests_per_sm = 0;
   ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
