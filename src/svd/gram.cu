@@ -307,8 +307,9 @@ __device__ bool has_negligible_group(const GlobalState<T>& G, std::int64_t matri
 // A slice's record in GramTest::partials: each thread's sums of the product and its norm share, the
 // threads' values side by side.
 template <class T>
-constexpr int test_partial_values = gram_threads*(GramQuarter<T>::outer* GramQuarter<T>::inner + 1);
-constexpr unsigned slice_formed = 1u << 16;  // a pair's arrivals: slices formed from bit 16
+constexpr int test_partial_values = (GramQuarter<T>::sums + 1) * gram_threads;
+// A pair's arrivals count the slices formed from bit 16 (fewer than 2^16 slices: at most a wave).
+constexpr unsigned slice_formed = 1u << 16;
 
 // With slices of rows, every slice's block of pair `pair_slot` (matrix * group_pairs + pair) calls
 // it: leaves the block's sums in the pair's partials where it `formed` them, and arrives. The
@@ -319,7 +320,8 @@ constexpr unsigned slice_formed = 1u << 16;  // a pair's arrivals: slices formed
 template <class T>
 __device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, int slice,
                                bool formed, GramQuarter<T>& gram, T& norm) {
-  constexpr int outer = GramQuarter<T>::outer, inner = GramQuarter<T>::inner;
+  constexpr int outer = GramQuarter<T>::outer, inner = GramQuarter<T>::inner,
+                sums = GramQuarter<T>::sums;
   T* const partials = test.partials + pair_slot * test.slices * test_partial_values<T>;
   if (formed) {
     T* const mine = partials + slice * test_partial_values<T> + threadIdx.x;
@@ -327,7 +329,7 @@ __device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, 
     for (int b = 0; b < outer; ++b)
 #pragma unroll
       for (int a = 0; a < inner; ++a) mine[(b * inner + a) * gram_threads] = gram.sum[b][a];
-    mine[outer * inner * gram_threads] = norm;
+    mine[sums * gram_threads] = norm;
     __threadfence();  // the sums, before the block arrives
   }
   __shared__ bool judges;
@@ -350,7 +352,7 @@ __device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, 
 #pragma unroll
       for (int a = 0; a < inner; ++a)
         gram.sum[b][a] += __ldcg(theirs + (b * inner + a) * gram_threads);
-    norm += __ldcg(theirs + outer * inner * gram_threads);
+    norm += __ldcg(theirs + sums * gram_threads);
   }
   return true;
 }

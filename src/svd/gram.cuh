@@ -279,7 +279,7 @@ __device__ __forceinline__ void add_tile_product(const float* x_tile, const floa
 // thread t the 2 x 4 patch at (2 (t % 16), 4 (t / 16)), element (a, b) at sum[b][a].
 template <class T>
 struct GramQuarter {
-  static constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer;
+  static constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer, sums = outer * inner;
   T sum[outer][inner] = {};
   // Adds a tile's rows (column s at tile[s * ld]): the product's rows are columns 0..31 of the
   // tile, its columns the 32 from `first_column`.
