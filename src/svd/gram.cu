@@ -591,21 +591,19 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   // The test's slices of rows. Up to 512 columns a matrix's pairs of groups are one block an SM or
   // less, each streaming every tile with a warp a scheduler. Where a block would stream
-  // test_split_tiles or more, slices fill one wave of blocks, of two tiles at least (a block
-  // streams through two buffers); the pair's last block then adds up the slices' sums after a fence
-  // and an atomic, which cost about two or three tiles (H200, the test on arrival of a 512 x 512
-  // identity: float 34.1 -> 24.8 us with 4 slices, double 27.7 -> 26.3 us with 2; with 2 slices of
-  // 256 x 256 float, the library call took 66-69 us against 62).
+  // test_split_tiles or more, slices fill one wave of blocks (test_slice_tiles), of two tiles at
+  // least (a block streams through two buffers); the pair's last block then adds up the slices'
+  // sums after a fence and an atomic, which cost about two or three tiles (H200, the test on
+  // arrival of a 512 x 512 identity: float 34.1 -> 24.8 us with 4 slices, double 27.7 -> 26.3 us
+  // with 2; with 2 slices of 256 x 256 float, the library call took 66-69 us against 62).
   int tests_per_sm = 0;
   ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
                cudaOccupancyMaxActiveBlocksPerMultiprocessor(
                    &tests_per_sm, gram_all_pairs_test<T>, gram_threads, gram_test_shared_bytes<T>));
-  const std::int64_t test_wave = std::int64_t(tests_per_sm) * current_sm_count();
-  const int test_slices = row_tiles < test_split_tiles
-                              ? 1
-                              : int(std::clamp<std::int64_t>(
-                                    test_wave / plan.test.batch_group_pairs, 1, row_tiles / 2));
-  plan.test.slice_rows = (row_tiles + test_slices - 1) / test_slices * gram_tile_rows;
+  plan.test.slice_rows =
+      test_slice_tiles(row_tiles, std::int64_t(tests_per_sm) * current_sm_count(),
+                       plan.test.batch_group_pairs, test_split_tiles) *
+      gram_tile_rows;
   plan.test.slices = (G.M + plan.test.slice_rows - 1) / plan.test.slice_rows;
   const int slices = int(std::clamp<std::int64_t>(wanted, 1, row_tiles));
   plan.work.slice_rows = (row_tiles + slices - 1) / slices * gram_tile_rows;

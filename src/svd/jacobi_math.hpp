@@ -368,6 +368,20 @@ ROOFLAB_JACOBI_HOST_DEVICE inline GroupPair upper_triangle_pair(int index, int g
   return {first, first + index};
 }
 
+// The tiles of rows each slice of the Gram schedule's all-pairs test takes (gram.cu, GramTest), of
+// `row_tiles`: all of them below `split_tiles`; from there as many slices as one wave of
+// `wave_blocks` blocks holds over `pair_blocks` pairs of column groups, two tiles each at least,
+// and fewer than 2^15 (a pair's arrivals count its slices in 16 bits).
+inline int test_slice_tiles(int row_tiles, long long wave_blocks, long long pair_blocks,
+                            int split_tiles) {
+  if (row_tiles < split_tiles) return row_tiles;
+  const long long most = row_tiles / 2 < (1 << 15) ? row_tiles / 2 : (1 << 15) - 1;
+  long long slices = wave_blocks / pair_blocks;
+  if (slices > most) slices = most;
+  if (slices < 1) slices = 1;
+  return int((row_tiles + slices - 1) / slices);
+}
+
 // The largest scaled off-diagonal a sweep may have met for one test of every pair of columns
 // afterwards to be worth its cost. Jacobi converges quadratically, and in a model of the method on
 // random matrices of 25 to 100 columns in double (tol ~ 1e-15) the sweep after which every pair

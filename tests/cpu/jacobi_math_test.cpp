@@ -10,7 +10,9 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <cstdint>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -264,6 +266,34 @@ TEST(UpperTrianglePair, NamesEveryPairOfGroupsOnceInRowOrder) {
       EXPECT_EQ(std::make_pair(pair.first, pair.second), expected[index]) << groups << " " << index;
     }
   }
+}
+
+// The test's slices as the H200 plans them for a 512 x 512 matrix (136 pairs of groups; a wave of
+// 396 blocks in double, 792 in float): 2 slices of 4 tiles, 4 of 2; none below 8 tiles, nor where
+// the pairs fill the wave; a tall matrix up to two tiles a slice. Every plan covers the rows with
+// slices of two tiles at least, as many as the wave holds.
+TEST(AllPairsTestSlices, FillOneWaveFromEightTilesWithTwoTilesASliceAtLeast) {
+  EXPECT_EQ(test_slice_tiles(8, 396, 136, 8), 4);
+  EXPECT_EQ(test_slice_tiles(8, 792, 136, 8), 2);
+  EXPECT_EQ(test_slice_tiles(4, 792, 36, 8), 4);
+  EXPECT_EQ(test_slice_tiles(16, 396, 528, 8), 16);
+  EXPECT_EQ(test_slice_tiles(64, 396, 3, 8), 2);
+  for (const int row_tiles : {1, 7, 8, 9, 15, 16, 33, 1000, 100000})
+    for (const long long wave : {132LL, 396LL, 792LL, 4224LL, 1LL << 20})
+      for (const long long pairs : {1LL, 3LL, 136LL, 1000LL, 1LL << 24}) {
+        const int tiles = test_slice_tiles(row_tiles, wave, pairs, 8);
+        const int slices = (row_tiles + tiles - 1) / tiles;
+        const std::string where = std::to_string(row_tiles) + " tiles, wave " +
+                                  std::to_string(wave) + ", " + std::to_string(pairs) + " pairs";
+        if (row_tiles < 8) {
+          EXPECT_EQ(tiles, row_tiles) << where;
+          continue;
+        }
+        EXPECT_GE(tiles, 2) << where;
+        EXPECT_LT(slices, 1 << 15) << where;
+        EXPECT_LE(slices, std::max(1LL, wave / pairs)) << where;
+        EXPECT_GE(std::int64_t(slices) * tiles, row_tiles) << where;
+      }
 }
 
 TEST(HandOver, PairsAcrossBlocksCountEveryPairOfColumnsInDifferentBlocks) {
