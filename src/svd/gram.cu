@@ -308,7 +308,7 @@ __device__ bool has_negligible_group(const GlobalState<T>& G, std::int64_t matri
 // threads' values side by side.
 template <class T>
 constexpr int test_partial_values = (GramQuarter<T>::sums + 1) * gram_threads;
-// A pair's arrivals count the slices formed from bit 16 (fewer than 2^16 slices: at most a wave).
+// A pair's arrivals count the slices formed from bit 16 (test_slice_tiles keeps them under 2^15).
 constexpr unsigned slice_formed = 1u << 16;
 
 // With slices of rows, every slice's block of pair `pair_slot` (matrix * group_pairs + pair) calls

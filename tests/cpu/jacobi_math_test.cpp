@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <random>
-#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
