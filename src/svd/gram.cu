@@ -318,8 +318,9 @@ constexpr unsigned slice_formed = 1u << 16;
 // it: leaves the block's sums (the first team's `gram`, thread s < test_slots's column norm) in the
 // pair's partials where it `formed` them, and arrives. The pair's last block, where every slice
 // formed its sums, returns true with the sums of all slices in `gram` and `norm`, added in slice
-// order (the same whichever block is last); the others return false. A slice may not form where another does: on arrival a block that sees test_bits raised
-// by another pair's block skips a matrix that fails anyway.
+// order (the same whichever block is last); the others return false. A slice may not form where
+// another does: on arrival a block that sees test_bits raised by another pair's block skips a
+// matrix that fails anyway.
 template <class T>
 __device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, int slice,
                                bool formed, GramQuarter<T>& gram, T& norm) {

@@ -275,9 +275,9 @@ __device__ __forceinline__ void add_tile_product(const float* x_tile, const floa
 }
 // A 32 x 32 product shared by gram_threads threads (the partials' Gram, the all-pairs test's pair
 // of groups, whose block has two such teams): thread t's place is t % gram_threads. In double warp
-// w holds the 16 x 16 quarter at rows 16 (w % 2) and column blocks 2 (w / 2) + b, element a of block
-// b as add_tile_product lays it out; in float thread t the 2 x 4 patch at (2 (t % 16), 4 (t / 16)),
-// element (a, b) at sum[b][a].
+// w holds the 16 x 16 quarter at rows 16 (w % 2) and column blocks 2 (w / 2) + b, element a of
+// block b as add_tile_product lays it out; in float thread t the 2 x 4 patch at (2 (t % 16), 4 (t /
+// 16)), element (a, b) at sum[b][a].
 template <class T>
 struct GramQuarter {
   static constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer, sums = outer * inner;
