@@ -247,8 +247,11 @@ __global__ void __launch_bounds__(gram_apply_threads, gram_apply_blocks_per_sm)
 // count (the Gram kernels call publish_previous_count).
 constexpr int test_ld = gram_tile_rows + 4;  // 4 (mod 16), as the partials' tiles
 constexpr int recheck_capacity = 64;
-constexpr int test_split_tiles = 8;    // the least tiles a test block streams before slices pay
-constexpr double recheck_factor = 16;  // rechecked: tol < scaled off-diagonal <= 16 tol
+constexpr int test_split_tiles = 8;  // the least tiles a test block streams before slices pay
+// A test block's two teams of gram_threads, each over half of every tile's rows (test_group_pair).
+constexpr int test_threads = 2 * gram_threads;
+constexpr int test_slots = 2 * gram_width;  // a block's columns: its two groups
+constexpr double recheck_factor = 16;       // rechecked: tol < scaled off-diagonal <= 16 tol
 constexpr int test_tile_size = 2 * gram_width * test_ld;
 template <class T>
 constexpr int gram_test_shared_bytes = int(2 * test_tile_size * sizeof(T));
@@ -304,32 +307,35 @@ __device__ bool has_negligible_group(const GlobalState<T>& G, std::int64_t matri
          __syncthreads_and(t < gram_width || t >= 2 * gram_width || negligible);
 }
 
-// A slice's record in GramTest::partials: each thread's sums of the product and its norm share, the
-// threads' values side by side.
+// A slice's record in GramTest::partials: the first team's sums of the product, the threads' values
+// side by side, then the columns' fresh squared norms.
 template <class T>
-constexpr int test_partial_values = (GramQuarter<T>::sums + 1) * gram_threads;
+constexpr int test_partial_values = int(GramQuarter<T>::sums) * gram_threads + test_slots;
 // A pair's arrivals count the slices formed from bit 16 (test_slice_tiles keeps them under 2^15).
 constexpr unsigned slice_formed = 1u << 16;
 
 // With slices of rows, every slice's block of pair `pair_slot` (matrix * group_pairs + pair) calls
-// it: leaves the block's sums in the pair's partials where it `formed` them, and arrives. The
-// pair's last block, where every slice formed its sums, returns true with the sums of all slices
-// in `gram` and `norm`, added in slice order (the same whichever block is last); the others return
-// false. A slice may not form where another does: on arrival a block that sees test_bits raised
-// by another pair's block skips a matrix that fails anyway.
+// it: leaves the block's sums (the first team's `gram`, thread s < test_slots's column norm) in the
+// pair's partials where it `formed` them, and arrives. The pair's last block, where every slice
+// formed its sums, returns true with the sums of all slices in `gram` and `norm`, added in slice
+// order (the same whichever block is last); the others return false. A slice may not form where
+// another does: on arrival a block that sees test_bits raised by another pair's block skips a
+// matrix that fails anyway.
 template <class T>
 __device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, int slice,
                                bool formed, GramQuarter<T>& gram, T& norm) {
   constexpr int outer = GramQuarter<T>::outer, inner = GramQuarter<T>::inner,
                 sums = GramQuarter<T>::sums;
   T* const partials = test.partials + pair_slot * test.slices * test_partial_values<T>;
+  const bool sums_here = threadIdx.x < gram_threads, norm_here = threadIdx.x < test_slots;
   if (formed) {
     T* const mine = partials + slice * test_partial_values<T> + threadIdx.x;
+    if (sums_here)
 #pragma unroll
-    for (int b = 0; b < outer; ++b)
+      for (int b = 0; b < outer; ++b)
 #pragma unroll
-      for (int a = 0; a < inner; ++a) mine[(b * inner + a) * gram_threads] = gram.sum[b][a];
-    mine[sums * gram_threads] = norm;
+        for (int a = 0; a < inner; ++a) mine[(b * inner + a) * gram_threads] = gram.sum[b][a];
+    if (norm_here) mine[sums * gram_threads] = norm;
     __threadfence();  // the sums, before the block arrives
   }
   __shared__ bool judges;
@@ -347,37 +353,42 @@ __device__ bool last_of_slices(const GramTest<T>& test, std::int64_t pair_slot, 
   norm = 0;
   for (int other = 0; other < test.slices; ++other) {
     const T* const theirs = partials + other * test_partial_values<T> + threadIdx.x;
+    if (sums_here)
 #pragma unroll
-    for (int b = 0; b < outer; ++b)
+      for (int b = 0; b < outer; ++b)
 #pragma unroll
-      for (int a = 0; a < inner; ++a)
-        gram.sum[b][a] += __ldcg(theirs + (b * inner + a) * gram_threads);
-    norm += __ldcg(theirs + sums * gram_threads);
+        for (int a = 0; a < inner; ++a)
+          gram.sum[b][a] += __ldcg(theirs + (b * inner + a) * gram_threads);
+    if (norm_here) norm += __ldcg(theirs + sums * gram_threads);
   }
   return true;
 }
 
 // One block's share of the test: the pairs of column groups `first` and `second` over the rows of
 // `slice`, with the tracked norms or, `fresh`, the columns' squared norms from the same tiles and
-// rounding noise left out; with slices, judged by the pair's last block (last_of_slices). Every
-// thread of the block calls it.
+// rounding noise left out; with slices, judged by the pair's last block (last_of_slices). Its two
+// teams each form the product over half of every tile's rows, twice the warps on the block's chain
+// of tiles (each copies and multiplies half as much), and the second team's sums are added to the
+// first's through the spent tiles. Every thread of the block calls it.
 template <class T>
 __device__ void test_group_pair(const GlobalState<T>& G, const GramTest<T>& test,
                                 std::int64_t matrix, int pair, int slice, int first, int second,
                                 bool fresh, T* tiles, unsigned long long* team_scratch) {
   const T* W = G.w(matrix);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr int half_rows = gram_tile_rows / 2;
+  const int team = int(threadIdx.x) / gram_threads;  // rows team * half_rows on of each tile
   GramQuarter<T> gram;
   // The 64 columns' fresh squared norms: thread t sums the squares of slot t % 64 over every
-  // other row of each tile.
-  constexpr int slots = 2 * gram_width, shares = gram_threads / slots;
+  // fourth row of each tile.
+  constexpr int slots = test_slots, shares = test_threads / slots;
   const int my_slot = threadIdx.x % slots, my_share = threadIdx.x / slots;
   T my_norm = 0;
   const int begin = slice * test.slice_rows, end = min(G.M, begin + test.slice_rows);
   stream_tiles(
       begin, end, tiles, test_tile_size,
       [&](int r0, T* tile) {  // slots 0..31 the first group's columns, 32..63 the second's
-        copy_tile_async<gram_tile_rows, gram_threads, 2 * gram_width>(
+        copy_tile_async<gram_tile_rows, test_threads, test_slots>(
             tile, test_ld, W, G.ldw, G.M, G.N, r0, [&](int slot) {
               return slot < gram_width ? gram_width * first + slot
                                        : gram_width * (second - 1) + slot;
@@ -390,28 +401,49 @@ __device__ void test_group_pair(const GlobalState<T>& G, const GramTest<T>& test
             my_norm = fma(x, x, my_norm);
           }
         GramQuarter<T> tile_gram;
-        tile_gram.add_tile(tile, test_ld, gram_width);
+        tile_gram.add_tile<half_rows>(tile + team * half_rows, test_ld, gram_width);
 #pragma unroll
         for (int b = 0; b < gram.outer; ++b)
 #pragma unroll
           for (int a = 0; a < gram.inner; ++a) gram.sum[b][a] += tile_gram.sum[b][a];
       });
-  if (test.slices > 1 &&
-      !last_of_slices(test, matrix * test.group_pairs + pair, slice, true, gram, my_norm))
-    return;
+  // The teams' sums added (the second's through the tiles, spent: stream_tiles ends on a barrier),
+  // and the norms' shares.
+  constexpr int sums = GramQuarter<T>::sums;
+  T* const second_team = tiles;  // sums * gram_threads, within one tile
+  static_assert(sums * gram_threads <= test_tile_size, "the second team's sums fit in a tile");
   __shared__ T norm_shares[shares][slots];
   norm_shares[my_share][my_slot] = my_norm;
+  if (team == 1)
+#pragma unroll
+    for (int b = 0; b < gram.outer; ++b)
+#pragma unroll
+      for (int a = 0; a < gram.inner; ++a)
+        second_team[(b * gram.inner + a) * gram_threads + threadIdx.x - gram_threads] =
+            gram.sum[b][a];
+  __syncthreads();
+  if (team == 0)
+#pragma unroll
+    for (int b = 0; b < gram.outer; ++b)
+#pragma unroll
+      for (int a = 0; a < gram.inner; ++a)
+        gram.sum[b][a] += second_team[(b * gram.inner + a) * gram_threads + threadIdx.x];
+  T slot_norm = 0;  // thread s < slots: column slot s's
+  if (threadIdx.x < slots)
+#pragma unroll
+    for (int share = 0; share < shares; ++share) slot_norm += norm_shares[share][threadIdx.x];
+  if (test.slices > 1 &&
+      !last_of_slices(test, matrix * test.group_pairs + pair, slice, true, gram, slot_norm))
+    return;
+  __shared__ T slot_norms[slots];
+  if (threadIdx.x < slots) slot_norms[threadIdx.x] = slot_norm;
   __shared__ int2 recheck[recheck_capacity];  // (p, q)
   __shared__ int rechecks;
   if (threadIdx.x == 0) rechecks = 0;
   __syncthreads();
   const T* norms = G.norms_of(matrix);
   const auto norm_of = [&](int column, int slot) {
-    if (!fresh) return norms[column];
-    T sum = 0;
-#pragma unroll
-    for (int share = 0; share < shares; ++share) sum += norm_shares[share][slot];
-    return sum;
+    return fresh ? slot_norms[slot] : norms[column];
   };
   // Rounding noise (by the column's error scale, as the rounds judge it on their fresh Gram
   // matrices) is left out: the sweeps leave such a column alone, and sigma_from_norm2 makes it 0.
@@ -430,7 +462,7 @@ __device__ void test_group_pair(const GlobalState<T>& G, const GramTest<T>& test
     for (int a = 0; a < gram.inner; ++a) {
       const int p = gram_width * first + gram.row(b, a),
                 q = gram_width * second + gram.column(b, a);
-      if (p >= q || q >= G.N) continue;
+      if (team != 0 || p >= q || q >= G.N) continue;  // the first team holds the sums
       const T cosine = off_diagonal(p, q, norm_of(p, gram.row(b, a)),
                                     norm_of(q, gram_width + gram.column(b, a)), gram.sum[b][a]);
       if (cosine > tol && cosine <= T(recheck_factor) * tol) {
@@ -445,7 +477,7 @@ __device__ void test_group_pair(const GlobalState<T>& G, const GramTest<T>& test
   __syncthreads();
   // A warp per pair to recheck: the lanes' compensated sums over every 32nd row, then combined.
   const int count = min(rechecks, recheck_capacity);
-  for (int r = warp; r < count; r += gram_threads / 32) {
+  for (int r = warp; r < count; r += test_threads / 32) {
     const T* wp = W + std::int64_t(recheck[r].x) * G.ldw;
     const T* wq = W + std::int64_t(recheck[r].y) * G.ldw;
     CompensatedSum<T> dot, pp, qq;
@@ -488,7 +520,7 @@ __device__ void count_rotating_columns(const GlobalState<T>& G, std::int64_t mat
 // A block per matrix, pair of column groups and slice of rows (GramTest); `on_arrival`: before the
 // first sweep, every active matrix tested (arrival_end).
 template <class T>
-__global__ void __launch_bounds__(gram_threads)
+__global__ void __launch_bounds__(test_threads)
     gram_all_pairs_test(GlobalState<T> G, GramTest<T> test, bool on_arrival) {
   extern __shared__ __align__(16) unsigned char test_shared[];
   __shared__ unsigned long long team_scratch[32];
@@ -518,7 +550,7 @@ __global__ void __launch_bounds__(gram_threads)
   const int chunks = (G.positions + sort_columns - 1) / sort_columns;
   for (int chunk = block; chunk < chunks; chunk += blocks) {
     __syncthreads();  // a previous chunk's counts are read
-    rank_chunk<gram_threads / 32>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
+    rank_chunk<test_threads / 32>(G.norms_of(matrix), G.positions, chunk, G.pos_of(matrix));
     if (G.rotating_columns != nullptr && threadIdx.x < sort_columns)
       count_rotating_columns(G, matrix, chunk);
   }
@@ -599,7 +631,7 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   int tests_per_sm = 0;
   ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
                cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                   &tests_per_sm, gram_all_pairs_test<T>, gram_threads, gram_test_shared_bytes<T>));
+                   &tests_per_sm, gram_all_pairs_test<T>, test_threads, gram_test_shared_bytes<T>));
   plan.test.slice_rows =
       test_slice_tiles(row_tiles, std::int64_t(tests_per_sm) * current_sm_count(),
                        plan.test.batch_group_pairs, test_split_tiles) *
@@ -676,7 +708,7 @@ template <class T>
 void launch_all_pairs_test(const GlobalState<T>& G, const GramPlan<T>& plan, bool on_arrival,
                            cudaStream_t stream) {
   launch_after_previous("svd", gram_all_pairs_test<T>,
-                        std::int64_t(G.P.batch) * plan.test.blocks_per_matrix(), gram_threads,
+                        std::int64_t(G.P.batch) * plan.test.blocks_per_matrix(), test_threads,
                         gram_test_shared_bytes<T>, 1, stream, "gram_all_pairs_test", G, plan.test,
                         on_arrival);
 }

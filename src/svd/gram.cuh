@@ -239,12 +239,12 @@ __device__ __forceinline__ void stream_tiles(int begin, int end, T* tiles, int t
   }
 }
 
-// Adds a tile's rows to blocks of the product X^T Y on the tensor cores (x_tile and y_tile hold
-// column s of their rows at [s * ld]): X's columns 16 row_block .. 16 row_block + 15 against
+// Adds a tile's `rows` rows to blocks of the product X^T Y on the tensor cores (x_tile and y_tile
+// hold column s of their rows at [s * ld]): X's columns 16 row_block .. 16 row_block + 15 against
 // `count` blocks of 8 of Y's columns from 8 first_block; sum[b][e] accumulates element
 // (16 row_block + mma_row(e), 8 (first_block + b) + mma_col(e)). With x_tile = y_tile, a block of
 // the Gram matrix.
-template <int count>
+template <int rows = gram_tile_rows, int count>
 __device__ __forceinline__ void add_tile_product(const double* x_tile, const double* y_tile, int ld,
                                                  int row_block, int first_block,
                                                  double (&sum)[count][4]) {
@@ -254,51 +254,54 @@ __device__ __forceinline__ void add_tile_product(const double* x_tile, const dou
   // Unrolled 4 times the partials needed 150 registers, more than their 4 blocks per SM allow. A
   // single block (a solve's share) is unrolled whole: every load is issued before the products
   // wait on them, which matters where y_tile is another block's shared memory.
-  constexpr int unroll = count == 1 ? gram_tile_rows / 4 : 2;
+  constexpr int unroll = count == 1 ? rows / 4 : 2;
 #pragma unroll unroll
-  for (int k = 0; k < gram_tile_rows; k += 4)
+  for (int k = 0; k < rows; k += 4)
 #pragma unroll
     for (int nt = 0; nt < count; ++nt) mma_16x8x4(sum[nt], a[k], a[8 * ld + k], b[8 * nt * ld + k]);
 }
 // The same in float, with FMAs: a thread's patch, X's columns i0 .. i0 + R - 1 against Y's
 // j0 .. j0 + C - 1, accumulated in sum[c][r].
-template <int R, int C>
+template <int rows = gram_tile_rows, int R, int C>
 __device__ __forceinline__ void add_tile_product(const float* x_tile, const float* y_tile, int ld,
                                                  int i0, int j0, float (&sum)[C][R]) {
 #pragma unroll 4
-  for (int k = 0; k < gram_tile_rows; ++k)
+  for (int k = 0; k < rows; ++k)
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int c = 0; c < C; ++c)
         sum[c][r] = fma(x_tile[(i0 + r) * ld + k], y_tile[(j0 + c) * ld + k], sum[c][r]);
 }
-// A 32 x 32 product shared by the gram_threads threads of a block (the partials' Gram, the
-// all-pairs test's pair of groups): in double warp w holds the 16 x 16 quarter at rows 16 (w % 2)
-// and column blocks 2 (w / 2) + b, element a of block b as add_tile_product lays it out; in float
-// thread t the 2 x 4 patch at (2 (t % 16), 4 (t / 16)), element (a, b) at sum[b][a].
+// A 32 x 32 product shared by gram_threads threads (the partials' Gram, the all-pairs test's pair
+// of groups, whose block has two such teams): thread t's place is t % gram_threads. In double warp
+// w holds the 16 x 16 quarter at rows 16 (w % 2) and column blocks 2 (w / 2) + b, element a of
+// block b as add_tile_product lays it out; in float thread t the 2 x 4 patch at (2 (t % 16), 4 (t /
+// 16)), element (a, b) at sum[b][a].
 template <class T>
 struct GramQuarter {
   static constexpr int outer = sizeof(T) == 8 ? 2 : 4, inner = 8 / outer, sums = outer * inner;
   T sum[outer][inner] = {};
-  // Adds a tile's rows (column s at tile[s * ld]): the product's rows are columns 0..31 of the
-  // tile, its columns the 32 from `first_column`.
+  // Adds a tile's `rows` rows (column s at tile[s * ld]): the product's rows are columns 0..31 of
+  // the tile, its columns the 32 from `first_column`.
+  template <int rows = gram_tile_rows>
   __device__ __forceinline__ void add_tile(const T* tile, int ld, int first_column) {
-    const int warp = threadIdx.x >> 5;
+    const int t = threadIdx.x % gram_threads, warp = t >> 5;
     if constexpr (sizeof(T) == 8)
-      add_tile_product(tile, tile, ld, warp % 2, first_column / 8 + 2 * (warp / 2), sum);
+      add_tile_product<rows>(tile, tile, ld, warp % 2, first_column / 8 + 2 * (warp / 2), sum);
     else
-      add_tile_product(tile, tile, ld, 2 * (threadIdx.x % 16),
-                       first_column + 4 * (threadIdx.x / 16), sum);
+      add_tile_product<rows>(tile, tile, ld, 2 * (t % 16), first_column + 4 * (t / 16), sum);
   }
   // Row and column in the product of sum[b][a].
   __device__ __forceinline__ static int row(int b, int a) {
-    if constexpr (sizeof(T) == 8) return 16 * ((threadIdx.x >> 5) % 2) + mma_row(a);
-    return 2 * (threadIdx.x % 16) + a;
+    const int t = threadIdx.x % gram_threads;
+    if constexpr (sizeof(T) == 8) return 16 * ((t >> 5) % 2) + mma_row(a);
+    return 2 * (t % 16) + a;
   }
   __device__ __forceinline__ static int column(int b, int a) {
-    if constexpr (sizeof(T) == 8) return 8 * (2 * ((threadIdx.x >> 5) / 2) + b) + mma_col(a);
-    return 4 * (threadIdx.x / 16) + b;
+    const int t = threadIdx.x % gram_threads;
+    if constexpr (sizeof(T) == 8) return 8 * (2 * ((t >> 5) / 2) + b) + mma_col(a);
+    return 4 * (t / 16) + b;
   }
 };
 
