@@ -622,12 +622,13 @@ GramPlan<T> plan_gram(const GlobalState<T>& G, bool gram) {
   const std::int64_t wanted = (blocks + plan.pairs - 1) / plan.pairs;
   const int row_tiles = (G.M + gram_tile_rows - 1) / gram_tile_rows;
   // The test's slices of rows. Up to 512 columns a matrix's pairs of groups are one block an SM or
-  // less, each streaming every tile with a warp a scheduler. Where a block would stream
-  // test_split_tiles or more, slices fill one wave of blocks (test_slice_tiles), of two tiles at
-  // least (a block streams through two buffers); the pair's last block then adds up the slices'
-  // sums after a fence and an atomic, which cost about two or three tiles (H200, the test on
-  // arrival of a 512 x 512 identity: float 34.1 -> 24.8 us with 4 slices, double 27.7 -> 26.3 us
-  // with 2; with 2 slices of 256 x 256 float, the library call took 66-69 us against 62).
+  // less, each streaming every tile with its two teams (two warps a scheduler). Where a block would
+  // stream test_split_tiles or more, slices fill one wave of blocks (test_slice_tiles), of two
+  // tiles at least (a block streams through two buffers); the pair's last block then adds up the
+  // slices' sums after a fence and an atomic, which cost about two or three tiles (H200, the test
+  // on arrival of a 512 x 512 identity with blocks of one team: float 34.1 -> 24.8 us with 4
+  // slices, double 27.7 -> 26.3 us with 2; with 2 slices of 256 x 256 float, the library call took
+  // 66-69 us against 62).
   int tests_per_sm = 0;
   ROOFLAB_CUDA(op, "asking how many blocks of a kernel fit on an SM",
                cudaOccupancyMaxActiveBlocksPerMultiprocessor(
