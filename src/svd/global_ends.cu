@@ -13,7 +13,11 @@ namespace {
 
 // Max |a| of every matrix, as the bits of a double (non-negative doubles order like their bits;
 // NaN and Inf order above every finite value, so one atomicMax also finds them). A block per
-// `columns` columns of a matrix, a warp per column and its lanes down the rows.
+// `columns` columns of a matrix, a warp per column and its lanes down the rows. Where
+// G.neighbours_apart is set, each column is also taken with the next, in double: a pair whose
+// cosine is above tol marks the matrix apart. The mark is only a hint (a cosine at tol may round
+// either way, and squares out of double's range mark nothing): it decides which cluster kernel
+// takes the matrix, and both converge it.
 template <class T>
 __global__ void __launch_bounds__(global_threads)
     global_max_abs(GlobalState<T> G, int columns, int blocks_per_matrix) {
@@ -25,15 +29,32 @@ __global__ void __launch_bounds__(global_threads)
   const T* A = P.A + matrix * P.a_stride;
   const int lane = threadIdx.x & 31;
   unsigned long long local = 0;
+  bool apart = false;
   for (int j = first + int(threadIdx.x >> 5); j < last; j += global_warps) {
     const T* column = A + std::int64_t(j) * P.lda;
     for (int i = lane; i < P.m; i += 32)
       local = max(local,
                   static_cast<unsigned long long>(__double_as_longlong(fabs(double(column[i])))));
+    if (G.neighbours_apart == nullptr || j + 1 == P.n) continue;
+    double own = 0, next = 0, product = 0;
+    for (int i = lane; i < P.m; i += 32) {
+      const double a = column[i], b = column[i + P.lda];
+      own = fma(a, a, own);
+      next = fma(b, b, next);
+      product = fma(a, b, product);
+    }
+    own = group_sum(own, 32);
+    next = group_sum(next, 32);
+    product = group_sum(product, 32);
+    const double tol = G.P.tol;
+    apart = apart || product * product > tol * tol * own * next;
   }
   for (int offset = 16; offset > 0; offset >>= 1)
     local = max(local, __shfl_xor_sync(0xffffffffu, local, offset));
-  if ((threadIdx.x & 31) == 0) atomicMax(&G.max_bits[matrix], local);
+  if ((threadIdx.x & 31) == 0) {
+    atomicMax(&G.max_bits[matrix], local);
+    if (apart) G.neighbours_apart[matrix] = 1;
+  }
 }
 
 // Per matrix: the scaling exponent, or the verdict that it holds NaN or Inf.
@@ -45,7 +66,8 @@ __global__ void global_begin(GlobalState<T> G) {
   const double max_abs = bits_as_double(G.max_bits[matrix]);
   const bool bad = !isfinite(max_abs);
   G.bad[matrix] = bad;
-  G.active[matrix] = !bad;
+  const bool maybe_orthogonal = G.neighbours_apart != nullptr && !G.neighbours_apart[matrix];
+  G.active[matrix] = bad ? 0 : maybe_orthogonal ? active_maybe_orthogonal : active_sweeping;
   G.sweeps[matrix] = 0;
   G.converged[matrix] = 0;
   if (G.noise != nullptr) {   // the test on arrival's state (GlobalState::noise)
