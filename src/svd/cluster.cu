@@ -140,12 +140,14 @@ __device__ T cluster_all_pairs_test(const cooperative_groups::cluster_group& clu
 // (the early hand-over's, spectrum_unfolding), and whether any is rounding noise by its slot's
 // error scale. The same in every block; every thread of every block calls it. Not inlined, as it
 // seldom runs: inlined, it cost a random 100 x 100 matrix 6-8% (H100, 766-769 against 712-727 us;
-// docs/results/h100-svd-larger-cluster.txt), and a call at every sweep's end 2%.
+// docs/results/h100-svd-larger-cluster.txt), and a call at every sweep's end 2%. One copy per
+// cluster kernel (`Caller`, the kernel's TestOnArrival): with one caller the compiler passes the
+// kernel's shared arrays as constants, and the kernel without the test keeps the code it had alone.
 struct ColumnsSeen {
   bool wider = false, noise = false;
   int binades = 0;
 };
-template <class T>
+template <class T, bool Caller>
 __device__ __noinline__ ColumnsSeen look_at_columns(
     const cooperative_groups::cluster_group& cluster, const ClusterShape& shape, const T* slots,
     const int* ids, const T* slot_scales, int N, T* shares, T* block_seen) {
@@ -198,7 +200,7 @@ __device__ __noinline__ ColumnsSeen look_at_columns(
 // cluster's shared memory from the first round to the last, and its phases (the round's solve,
 // the exchange of the lent halves, the all-pairs test) are separated by cluster barriers that
 // every block must reach in the same order; the phases' comments below are its chapters.
-template <class T>
+template <class T, bool TestOnArrival>
 __global__ void __launch_bounds__(gram_solve_threads, 1)
     gram_cluster_sweeps(GlobalState<T> G, ClusterShape shape) {
 #if ROOFLAB_HAS_CLUSTERS
@@ -226,7 +228,9 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   const cg::cluster_group cluster = cg::this_cluster();
   const int rank = int(cluster.block_rank()), pair = rank / shape.split;
   const std::int64_t matrix = blockIdx.x / shape.blocks();
-  if (!G.active[matrix]) return;  // uniform over the cluster
+  // Uniform over the cluster. The kernel that tests on arrival takes the matrices that ask for it,
+  // and leaves each one stopped (active 0) for the kernel without the test, which runs after it.
+  if (TestOnArrival ? G.active[matrix] != active_maybe_orthogonal : !G.active[matrix]) return;
   const int lane = threadIdx.x & 31, k0 = (threadIdx.x >> 5) * solve_rows;
   const int w0 = rank % shape.split * shape.w_rows, v0 = rank % shape.split * shape.v_rows;
   const int rows = shape.w_rows + shape.v_rows;
@@ -264,7 +268,21 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
   int sweep = 0, floor_sweeps = 0;
   int binades_first = 0;  // the columns' spread after sweep unfolding_first_look
   bool at_the_floor = false;
-  for (int step = 0;; ++step) {
+  // The all-pairs test on arrival, for the matrices whose neighbouring columns all arrived
+  // orthogonal (global_max_abs): columns already orthogonal (an identity, a diagonal matrix) stop
+  // before the sweep that would rotate nothing, which the test stands for. The slots' error scales
+  // are not yet known, so no column counts as rounding noise.
+  bool arrived_orthogonal = false;
+  if constexpr (TestOnArrival) {
+    const T arrival = cluster_all_pairs_test(cluster, shape, slots, scales, sh.buffers, part,
+                                             test_norms, block_test, team_scratch);
+    arrived_orthogonal = !(arrival > G.P.tol);
+    if (arrived_orthogonal) {  // the test counts as the first sweep
+      sweep = 1;
+      off = arrival;
+    }
+  }
+  for (int step = 0; !TestOnArrival || !arrived_orthogonal; ++step) {
     const int round = step % rounds;
     const bool odd = round & 1;
     if (step > 0) {
@@ -284,8 +302,8 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
         static_assert(unfolding_first_look == 1, "the hand-over's first look is the noise's");
         bool noise = false;
         if (sweep == 1) {
-          const ColumnsSeen seen =
-              look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen);
+          const ColumnsSeen seen = look_at_columns<T, TestOnArrival>(
+              cluster, shape, slots, ids, scales, G.N, column_norms, block_seen);
           noise = seen.noise;
           binades_first = seen.binades;
         }
@@ -313,14 +331,15 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
           break;
         }
         if (G.P.second_try_follows && still_rotating_late(sweep, above, pairs_across) &&
-            look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
+            look_at_columns<T, TestOnArrival>(cluster, shape, slots, ids, scales, G.N, column_norms,
+                                              block_seen)
                 .wider)
           break;  // unconverged: the second try takes the matrix
         if (G.P.second_try_follows && G.P.batch == 1 && unfolding_applies<GramUnfolding, T>(G.N) &&
             unfolding_looks_at<GramUnfolding>(sweep, above, pairs_across)) {
-          const int binades =
-              look_at_columns(cluster, shape, slots, ids, scales, G.N, column_norms, block_seen)
-                  .binades;
+          const int binades = look_at_columns<T, TestOnArrival>(cluster, shape, slots, ids, scales,
+                                                                G.N, column_norms, block_seen)
+                                  .binades;
           if (spectrum_unfolding<GramUnfolding>(binades, binades_first)) break;  // the same
         }
         sweep_off = 0;
@@ -509,14 +528,18 @@ ClusterShape cluster_sweeps_shape(int M, int N, bool uv, std::int64_t batch) {
     shape = cluster_shape(M, N, uv, positions, largest_cluster_blocks);
   if (shape.pairs == 0) return {};
   const std::size_t bytes = cluster_shared_bytes<T>(shape);
-  ROOFLAB_CUDA("svd", "letting the cluster kernel take its shared memory",
-               cudaFuncSetAttribute(gram_cluster_sweeps<T>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  if (!shape.portable())
-    ROOFLAB_CUDA("svd", "letting the cluster kernel run in clusters of more than 8 blocks",
-                 cudaFuncSetAttribute(gram_cluster_sweeps<T>,
-                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  if (max_active_clusters(gram_cluster_sweeps<T>, batch, shape.blocks(), bytes) < batch) return {};
+  // The kernel that tests on arrival runs only in the portable cluster (a larger one takes the test
+  // ahead of its launch, run_global.cu).
+  for (const auto kernel : {gram_cluster_sweeps<T, false>, gram_cluster_sweeps<T, true>}) {
+    if (kernel == gram_cluster_sweeps<T, true> && !shape.portable()) continue;
+    ROOFLAB_CUDA(
+        "svd", "letting the cluster kernel take its shared memory",
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    if (!shape.portable())
+      ROOFLAB_CUDA("svd", "letting the cluster kernel run in clusters of more than 8 blocks",
+                   cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    if (max_active_clusters(kernel, batch, shape.blocks(), bytes) < batch) return {};
+  }
   return shape;
 }
 
@@ -528,9 +551,16 @@ bool runs_in_one_cluster(int m, int n, bool uv, int batch) {
 template <class T>
 void launch_cluster_sweeps(const GlobalState<T>& G, const ClusterShape& shape,
                            cudaStream_t stream) {
-  launch_after_previous("svd", gram_cluster_sweeps<T>, std::int64_t(G.P.batch) * shape.blocks(),
-                        gram_solve_threads, cluster_shared_bytes<T>(shape), shape.blocks(), stream,
-                        "gram_cluster_sweeps", G, shape);
+  const std::int64_t blocks = std::int64_t(G.P.batch) * shape.blocks();
+  const std::size_t bytes = cluster_shared_bytes<T>(shape);
+  // The matrices whose neighbouring columns arrived orthogonal first, through the kernel that
+  // tests them on arrival; then the others. Each kernel's clusters leave the other's matrices at
+  // once.
+  if (G.neighbours_apart != nullptr)
+    launch_after_previous("svd", gram_cluster_sweeps<T, true>, blocks, gram_solve_threads, bytes,
+                          shape.blocks(), stream, "gram_cluster_sweeps", G, shape);
+  launch_after_previous("svd", gram_cluster_sweeps<T, false>, blocks, gram_solve_threads, bytes,
+                        shape.blocks(), stream, "gram_cluster_sweeps", G, shape);
 }
 
 #define ROOFLAB_INSTANTIATE(T)                                                 \

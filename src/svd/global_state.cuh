@@ -61,7 +61,10 @@ struct GlobalState {
   // unfolding_first_look, which the early hand-over's test compares with.
   int* unfolding_binades = nullptr;
   int* exponent = nullptr;
-  int* active = nullptr;  // 1 while the matrix still sweeps
+  int* active = nullptr;  // nonzero while the matrix still sweeps (active_sweeping, below)
+  // Per matrix, where the portable cluster takes the matrices (null elsewhere): nonzero where
+  // global_max_abs found two neighbouring columns of A that are not orthogonal to within tol.
+  int* neighbours_apart = nullptr;
   int* sweeps = nullptr;
   int* converged = nullptr;
   int* bad = nullptr;
@@ -88,6 +91,13 @@ struct GlobalState {
     return error_scales + matrix * positions;
   }
 };
+
+// G.active of a matrix that still sweeps. Where the portable cluster takes the matrices, one whose
+// neighbouring columns all arrived orthogonal (G.neighbours_apart 0) starts at
+// active_maybe_orthogonal instead, which sends it to the cluster kernel that tests it on arrival
+// (cluster.cu); a random matrix goes straight to the one without the test, and pays neither for the
+// test's run nor for its code.
+constexpr int active_sweeping = 1, active_maybe_orthogonal = 2;
 
 // Sigma of a column from its fresh squared norm: 0 for a negligible column or rounding noise.
 template <class T>

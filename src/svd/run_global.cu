@@ -61,7 +61,7 @@ GlobalPlan<T> plan_global(GlobalState<T>& G, GlobalSchedule schedule) {
 struct ScratchSizes {
   std::size_t w, v, column, pos, word, integer, count;
   std::size_t total(std::size_t gram) const {
-    return w + v + 3 * column + pos + 3 * word + 10 * integer + count + gram;
+    return w + v + 3 * column + pos + 3 * word + 11 * integer + count + gram;
   }
 };
 template <class T>
@@ -101,6 +101,7 @@ unsigned* carve_scratch(GlobalState<T>& G, GramPlan<T>& gram, const ScratchSizes
   G.above_tol = pieces.take<unsigned>(size.integer);
   G.floor_sweeps = pieces.take<int>(size.integer);
   G.unfolding_binades = pieces.take<int>(size.integer);
+  G.neighbours_apart = pieces.take<int>(size.integer);
   unsigned* const sweep_counts = pieces.take<unsigned>(size.count);
   take_gram_scratch(gram, pieces);
   return sweep_counts;
@@ -336,6 +337,10 @@ void run_global(const Problem<T>& problem, GlobalSchedule schedule, const Report
   const bool tested_on_arrival =
       plan.gram && batch == 1 && (!in_one_cluster || !plan.gram_plan.cluster.portable());
   if (!tested_on_arrival) G.noise = nullptr;
+  // The portable cluster tests on arrival the matrices whose neighbouring columns arrive orthogonal
+  // (global_max_abs looks at A's columns, which are W's where m >= n).
+  if (!in_one_cluster || !plan.gram_plan.cluster.portable() || problem.m < problem.n)
+    G.neighbours_apart = nullptr;
   // What the kernels add to or raise (the matrices' largest entries and cosines, each sweep's count
   // of matrices still sweeping, the host-driven Gram sweeps' counts of pairs above tol for the
   // hand-over, of sweeps at the Gram products' rounding floor and the early hand-over's spread)

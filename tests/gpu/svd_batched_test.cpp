@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -116,6 +117,7 @@ const BatchedRoute global_rounds = Route{jacobi::GlobalSchedule::launch_per_roun
 const BatchedRoute blocked = Route{jacobi::GlobalSchedule::blocked};
 const BatchedRoute blocked_persistent = Route{jacobi::GlobalSchedule::blocked_persistent};
 const BatchedRoute gram_rounds = Route{jacobi::GlobalSchedule::gram};
+const BatchedRoute gram_cluster = Route{jacobi::GlobalSchedule::gram_cluster};
 
 std::string route_name(const BatchedRoute& route) {
   if (!route) return "public call";
@@ -142,10 +144,12 @@ std::string route_name(const BatchedRoute& route) {
   return "?";
 }
 
-// One internal route over a packed batch, every matrix required to converge.
+// One internal route over a packed batch, every matrix required to converge; each matrix's status
+// into `statuses` where given.
 template <class T>
-std::function<void(const T*, int, int, int, T*, T*, T*)> internal_route(const Route& route) {
-  return [route](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
+std::function<void(const T*, int, int, int, T*, T*, T*)> internal_route(
+    const Route& route, std::vector<jacobi::MatrixStatus>* statuses = nullptr) {
+  return [route, statuses](const T* A, int m, int n, int batch, T* S, T* U, T* V) {
     DeviceBuffer<jacobi::MatrixStatus> status(batch);
     DeviceBuffer<jacobi::BatchSummary> summary(1);
     summary.fill_bytes(0);
@@ -158,7 +162,9 @@ std::function<void(const T*, int, int, int, T*, T*, T*)> internal_route(const Ro
     else
       jacobi::run_path(P, std::get<jacobi::Path>(route), report, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    for (const jacobi::MatrixStatus& s : status.download()) EXPECT_EQ(s.converged, 1);
+    const std::vector<jacobi::MatrixStatus> downloaded = status.download();
+    for (const jacobi::MatrixStatus& s : downloaded) EXPECT_EQ(s.converged, 1);
+    if (statuses) *statuses = downloaded;
   };
 }
 
@@ -242,6 +248,46 @@ TEST_F(SvdBatched, EveryMatrixClassConvergesInABatchOnEveryPath) {
 TEST_F(SvdBatched, LargeEveryMatrixClassConvergesInABatchOfBlocksOrGramRounds) {
   for (const BatchedRoute& route : {public_call, block_per_matrix, gram_rounds})
     expect_class_batch_accurate<double>(100, 90, route, 720);
+}
+
+// The portable cluster's two kernels in one batch (cluster.cu): the matrices whose neighbouring
+// columns arrive orthogonal (zero, diagonal, a_j = e_j + e_{j+2}, orthogonal to its neighbours and
+// not to the column two along) go to the kernel that tests them on arrival, the others (random,
+// rank one) to the kernel without the test. Every one converges; the zero and the diagonal matrix
+// count one sweep, the others more. Wide matrices all take the kernel without the test (the columns
+// looked at are A's), where the diagonal's one sweep is a whole sweep of rounds.
+template <class T>
+void expect_cluster_batch_accurate(int m, int n, std::uint64_t seed) {
+  const std::string what = std::string(sizeof(T) == 4 ? "float " : "double ") + std::to_string(m) +
+                           " x " + std::to_string(n) + " in a batch, ";
+  cpu::Matrix diagonal = cpu::zeros(m, n), neighbours = cpu::zeros(m, n);
+  for (int j = 0; j < std::min(m, n); ++j) diagonal(j, j) = std::ldexp(1.0 + j, -(j % 16));
+  for (int j = 0; j < std::min(m - 2, n); ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
+  std::vector<cpu::Matrix> matrices = {cpu::random_matrix(m, n, seed),
+                                       diagonal,
+                                       cpu::zeros(m, n),
+                                       neighbours,
+                                       cpu::rank_deficient_matrix(m, n, 1, seed + 1),
+                                       cpu::random_matrix(m, n, seed + 2)};
+  const int batch = int(matrices.size());
+  for (cpu::Matrix& a : matrices) a = rounded<T>(a);
+  if (!jacobi::runs_in_one_cluster<T>(m, n, true, batch))
+    std::cout << what << "no cluster here: the route falls back to the Gram rounds\n";
+  std::vector<jacobi::MatrixStatus> statuses;
+  const BatchRun<T> run = run_batch<T>(matrices, internal_route<T>(*gram_cluster, &statuses));
+  const char* names[] = {"random",   "diagonal", "zero", "orthogonal neighbours",
+                         "rank one", "random"};
+  for (int b = 0; b < batch; ++b)
+    expect_accurate<T>(matrices[b], factors_of(run, m, n, b), what + names[b]);
+  ASSERT_EQ(int(statuses.size()), batch);
+  for (const int b : {1, 2}) EXPECT_EQ(statuses[b].sweeps, 1) << what << names[b];
+  for (const int b : {0, 3, 4, 5}) EXPECT_GT(statuses[b].sweeps, 1) << what << names[b];
+}
+
+TEST_F(SvdBatched, PortableClusterTakesEachMatrixThroughTheKernelItsArrivalAsksFor) {
+  expect_cluster_batch_accurate<double>(100, 90, 7600);
+  expect_cluster_batch_accurate<float>(128, 100, 7700);
+  expect_cluster_batch_accurate<double>(64, 100, 7800);  // wide
 }
 
 TEST_F(SvdBatched, LargeMatricesBeyondSharedMemoryPassLapackTests) {

@@ -670,40 +670,60 @@ TEST_F(Svd, FusedGramRoundsPassLapackTests) {
   expect_graded_accurate_on(fused, 300, 150, 63);
 }
 
-// The test on arrival (a single matrix on the Gram schedules, gram.cu). Dense columns that arrive
-// exactly orthogonal (a Hadamard matrix's, +-1, each column scaled by a power of two) stop before
-// the first sweep. Columns each orthogonal to the next but not to the one two along (a_j = e_j +
-// e_{j+2}) pass the neighbouring columns' test, must fail the whole one and sweep on. On the fused
-// rounds, on the three kernels a round, and ahead of a cluster larger than the portable size; with
-// 256 rows each pair of column groups in one block, with 1024 in slices of rows whose sums the
-// pair's last block adds up (GramTest).
+// The test on arrival (a single matrix on the Gram schedules, gram.cu, and in the portable
+// cluster's kernel, cluster.cu). Dense columns that arrive exactly orthogonal (a Hadamard matrix's,
+// +-1, each column scaled by a power of two) stop before the first sweep. Columns each orthogonal
+// to the next but not to the one two along (a_j = e_j + e_{j+2}) pass the neighbouring columns'
+// test, must fail the whole one and sweep on, and so must columns orthogonal within each group of
+// 32 but not to the column 32 along (a_j = e_j + e_{j+32}), whose pairs of groups the cluster's
+// test forms across blocks. On the fused rounds, on the three kernels a round, and ahead of a
+// cluster larger than the portable size, with 256 rows each pair of column groups in one block,
+// with 1024 in slices of rows whose sums the pair's last block adds up (GramTest); and inside a
+// portable cluster (128 x 100: 4 pairs of 2 blocks), in double and float.
+void expect_orthogonal_on_arrival_stop(Route route, int m, int n, const std::string& where) {
+  cpu::Matrix orthogonal = cpu::zeros(m, n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i)
+      orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
+  cpu::Matrix neighbours = cpu::zeros(m, n);
+  for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
+  const std::string what = where + std::to_string(m) + " x " + std::to_string(n) + ", ";
+  SvdInfo info;
+  expect_accurate<double>(orthogonal, run_svd<double>(orthogonal, {}, 0, &info, route),
+                          what + "orthogonal columns");
+  EXPECT_TRUE(info.converged) << what;
+  EXPECT_EQ(info.sweeps, 1) << what << "orthogonal columns";
+  expect_accurate<double>(neighbours, run_svd<double>(neighbours, {}, 0, &info, route),
+                          what + "orthogonal neighbours");
+  EXPECT_TRUE(info.converged) << what;
+  EXPECT_GT(info.sweeps, 1) << what << "orthogonal neighbours";
+  cpu::Matrix across = cpu::zeros(m, n);
+  for (int j = 0; j < n; ++j) across(j, j) = across((j + 32) % m, j) = 1;
+  expect_accurate<double>(across, run_svd<double>(across, {}, 0, &info, route),
+                          what + "orthogonal within groups of 32");
+  EXPECT_TRUE(info.converged) << what;
+  EXPECT_GT(info.sweeps, 1) << what << "orthogonal within groups of 32";
+}
+
 TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
   const std::pair<jacobi::GlobalSchedule, const char*> routes[] = {
       {jacobi::GlobalSchedule::gram_fused, "fused rounds, "},
       {jacobi::GlobalSchedule::gram, "three kernels a round, "},
       {jacobi::GlobalSchedule::gram_cluster, "a cluster of 14 blocks where offered, "}};
-  const int n = 200;
-  for (const int m : {256, 1024}) {
-    cpu::Matrix orthogonal = cpu::zeros(m, n);
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i)
-        orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
-    cpu::Matrix neighbours = cpu::zeros(m, n);
-    for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
-    for (const auto& [schedule, where] : routes) {
-      const Route route = schedule;
-      const std::string what = where + std::to_string(m) + " rows, ";
-      SvdInfo info;
-      expect_accurate<double>(orthogonal, run_svd<double>(orthogonal, {}, 0, &info, route),
-                              what + "orthogonal columns");
-      EXPECT_TRUE(info.converged) << what;
-      EXPECT_EQ(info.sweeps, 1) << what << "orthogonal columns";
-      expect_accurate<double>(neighbours, run_svd<double>(neighbours, {}, 0, &info, route),
-                              what + "orthogonal neighbours");
-      EXPECT_TRUE(info.converged) << what;
-      EXPECT_GT(info.sweeps, 1) << what << "orthogonal neighbours";
-    }
-  }
+  for (const int m : {256, 1024})
+    for (const auto& [schedule, where] : routes)
+      expect_orthogonal_on_arrival_stop(schedule, m, 200, where);
+  // Without clusters the route falls back to the fused rounds or the three kernels, tested too.
+  const Route cluster = jacobi::GlobalSchedule::gram_cluster;
+  expect_orthogonal_on_arrival_stop(cluster, 128, 100, "a portable cluster, double, ");
+  const std::string what = "a portable cluster, float, 128 x 100, ";
+  cpu::Matrix diagonal = cpu::zeros(128, 100);
+  for (int j = 0; j < 100; ++j) diagonal(j, j) = std::ldexp(1.0 + j, -(j % 16));
+  SvdInfo info;
+  expect_accurate<float>(diagonal, run_svd<float>(diagonal, {}, 0, &info, cluster),
+                         what + "diagonal");
+  EXPECT_TRUE(info.converged) << what;
+  EXPECT_EQ(info.sweeps, 1) << what << "diagonal";
 }
 
 // The same rounds small enough for racecheck, whose tracking of every shared and distributed
