@@ -596,8 +596,9 @@ void load_scaled(const GlobalState<T>& G, cudaStream_t stream) {
   const std::int64_t batch = G.P.batch;
   const std::int64_t elements = std::int64_t(G.P.m) * G.P.n;
   // About 16 elements a thread: whole columns per block; a column a warp where the pass also takes
-  // each column with the next (a chain of loads and sums per column: on the H200 the pass over a
-  // 100 x 100 matrix took 11-13 us with five columns a warp, against 8-10 without the look).
+  // each column with the next (a chain of loads and sums a column: on the H200 the pass over a 100
+  // x 100 matrix took 11.0-12.9 us with five columns a warp and 4.2-5.1 with one, against 7.6-9.7
+  // without the look; docs/results/h200-svd-cluster-arrival-by-neighbours-28d1b92.txt).
   const int columns = G.neighbours_apart != nullptr
                           ? std::min(G.P.n, global_warps)
                           : std::min(G.P.n, std::max(1, global_threads * 16 / G.P.m));
