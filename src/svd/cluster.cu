@@ -199,7 +199,10 @@ __device__ __noinline__ ColumnsSeen look_at_columns(
 // One kernel of about 290 lines on purpose: every sweep runs inside it, its columns held in the
 // cluster's shared memory from the first round to the last, and its phases (the round's solve,
 // the exchange of the lent halves, the all-pairs test) are separated by cluster barriers that
-// every block must reach in the same order; the phases' comments below are its chapters.
+// every block must reach in the same order; the phases' comments below are its chapters. Two
+// instantiations (launch_cluster_sweeps): TestOnArrival for the matrices whose neighbouring columns
+// arrive orthogonal; without it, for the others, the kernel's code stays as it was before the test
+// (the test's code in the one kernel cost random matrices 2-4%, docs/svd.md).
 template <class T, bool TestOnArrival>
 __global__ void __launch_bounds__(gram_solve_threads, 1)
     gram_cluster_sweeps(GlobalState<T> G, ClusterShape shape) {
