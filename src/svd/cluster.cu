@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(gram_solve_threads, 1)
       off = arrival;
     }
   }
-  for (int step = 0; !TestOnArrival || !arrived_orthogonal; ++step) {
+  for (int step = 0; !arrived_orthogonal; ++step) {
     const int round = step % rounds;
     const bool odd = round & 1;
     if (step > 0) {
