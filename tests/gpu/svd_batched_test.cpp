@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <iostream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -34,11 +33,13 @@ namespace {
 using testing::expect_accurate;
 using testing::Factors;
 using testing::name;
+using testing::orthogonal_neighbours;
 using testing::rounded;
 using testing::Route;
 using testing::route_runs_here;
 using testing::RouteShape;
 using testing::run_svd;
+using testing::scaled_diagonal;
 using testing::structured_classes;
 
 class SvdBatched : public testing::GpuTest {};
@@ -255,24 +256,20 @@ TEST_F(SvdBatched, LargeEveryMatrixClassConvergesInABatchOfBlocksOrGramRounds) {
 // not to the column two along) go to the kernel that tests them on arrival, the others (random,
 // rank one) to the kernel without the test. Every one converges; the zero and the diagonal matrix
 // count one sweep, the others more. Wide matrices all take the kernel without the test (the columns
-// looked at are A's), where the diagonal's one sweep is a whole sweep of rounds.
+// looked at are A's), where the diagonal's one sweep is a whole sweep of rounds. Without clusters
+// the route falls back to the Gram rounds, tested too.
 template <class T>
 void expect_cluster_batch_accurate(int m, int n, std::uint64_t seed) {
   const std::string what = std::string(sizeof(T) == 4 ? "float " : "double ") + std::to_string(m) +
                            " x " + std::to_string(n) + " in a batch, ";
-  cpu::Matrix diagonal = cpu::zeros(m, n), neighbours = cpu::zeros(m, n);
-  for (int j = 0; j < std::min(m, n); ++j) diagonal(j, j) = std::ldexp(1.0 + j, -(j % 16));
-  for (int j = 0; j < std::min(m - 2, n); ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
   std::vector<cpu::Matrix> matrices = {cpu::random_matrix(m, n, seed),
-                                       diagonal,
+                                       scaled_diagonal(m, n),
                                        cpu::zeros(m, n),
-                                       neighbours,
+                                       orthogonal_neighbours(m, n),
                                        cpu::rank_deficient_matrix(m, n, 1, seed + 1),
                                        cpu::random_matrix(m, n, seed + 2)};
   const int batch = int(matrices.size());
   for (cpu::Matrix& a : matrices) a = rounded<T>(a);
-  if (!jacobi::runs_in_one_cluster<T>(m, n, true, batch))
-    std::cout << what << "no cluster here: the route falls back to the Gram rounds\n";
   std::vector<jacobi::MatrixStatus> statuses;
   const BatchRun<T> run = run_batch<T>(matrices, internal_route<T>(*gram_cluster, &statuses));
   const char* names[] = {"random",   "diagonal", "zero", "orthogonal neighbours",

@@ -31,12 +31,14 @@ using testing::expect_accurate;
 using testing::expect_values_match_lapack;
 using testing::Factors;
 using testing::name;
+using testing::orthogonal_neighbours;
 using testing::rounded;
 using testing::Route;
 using testing::route_runs_here;
 using testing::route_shapes;
 using testing::RouteShape;
 using testing::run_svd;
+using testing::scaled_diagonal;
 using testing::structured_classes;
 using testing::svd_on_path;
 using testing::threshold;
@@ -685,8 +687,7 @@ void expect_orthogonal_on_arrival_stop(Route route, int m, int n, const std::str
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i)
       orthogonal(i, j) = std::ldexp(__builtin_parity(unsigned(i & j)) ? -1.0 : 1.0, -(j % 8));
-  cpu::Matrix neighbours = cpu::zeros(m, n);
-  for (int j = 0; j < n; ++j) neighbours(j, j) = neighbours(j + 2, j) = 1;
+  const cpu::Matrix neighbours = orthogonal_neighbours(m, n);
   const std::string what = where + std::to_string(m) + " x " + std::to_string(n) + ", ";
   SvdInfo info;
   expect_accurate<double>(orthogonal, run_svd<double>(orthogonal, {}, 0, &info, route),
@@ -717,8 +718,7 @@ TEST_F(Svd, ColumnsOrthogonalOnArrivalStopAndOrthogonalNeighboursDoNot) {
   const Route cluster = jacobi::GlobalSchedule::gram_cluster;
   expect_orthogonal_on_arrival_stop(cluster, 128, 100, "a portable cluster, double, ");
   const std::string what = "a portable cluster, float, 128 x 100, ";
-  cpu::Matrix diagonal = cpu::zeros(128, 100);
-  for (int j = 0; j < 100; ++j) diagonal(j, j) = std::ldexp(1.0 + j, -(j % 16));
+  const cpu::Matrix diagonal = scaled_diagonal(128, 100);
   SvdInfo info;
   expect_accurate<float>(diagonal, run_svd<float>(diagonal, {}, 0, &info, cluster),
                          what + "diagonal");

@@ -89,6 +89,21 @@ inline std::vector<std::string> structured_classes() {
   return names;
 }
 
+// The tests on arrival's matrices (svd_test.cpp, svd_batched_test.cpp): a diagonal of 1 + j scaled
+// by 2^-(j % 16), columns orthogonal with norms over 16 binades; and columns each orthogonal to the
+// next but not to the one two along, a_j = e_j + e_{j+2} (the columns past m - 3 zero), which pass
+// the neighbouring columns' test and fail the whole one.
+inline cpu::Matrix scaled_diagonal(int m, int n) {
+  cpu::Matrix a = cpu::zeros(m, n);
+  for (int j = 0; j < std::min(m, n); ++j) a(j, j) = std::ldexp(1.0 + j, -(j % 16));
+  return a;
+}
+inline cpu::Matrix orthogonal_neighbours(int m, int n) {
+  cpu::Matrix a = cpu::zeros(m, n);
+  for (int j = 0; j < std::min(m - 2, n); ++j) a(j, j) = a(j + 2, j) = 1;
+  return a;
+}
+
 // One internal path of rooflab::svd, or one schedule of its global-memory path.
 using Route = std::variant<jacobi::Path, jacobi::GlobalSchedule>;
 
